@@ -1,0 +1,7 @@
+// zerosim command-line entry point.
+#include <cstdio>
+
+int main() {
+  std::puts("zerosim: under construction");
+  return 0;
+}

@@ -1,0 +1,12 @@
+# Dependency lookup: Debian packages only (scripts/install_deps.sh installs them). Nothing is downloaded.
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(Threads REQUIRED)
+if(ZEROSIM_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(ZEROSIM_BUILD_BENCH)
+  find_package(benchmark QUIET)
+  if(NOT benchmark_FOUND)
+    message(STATUS "zerosim: Google Benchmark not found; bench/ is skipped")
+  endif()
+endif()

@@ -1,0 +1,77 @@
+// Per-GPU memory of one training configuration, in three layers (DESIGN.md "Memory"):
+//   1. model states  — parameters, gradients, optimizer state;
+//   2. runtime buffers — IPG buckets, gradient partitions, fp32 gradient copies in step(), stage-3
+//      gather buffers and persistent params;
+//   3. activations and overhead — Korthikanti et al. 2022 activation formulas, CUDA context, NCCL
+//      buffers, allocator fragmentation (documented parameters in OverheadParams).
+// Two accountings: `Accounting::DeepSpeed` (shared/docs/deepspeed_zero.md §3, §7.8; the default) and
+// `Accounting::Paper` (ZeRO paper: 16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, 16Ψ/N for mixed-precision Adam).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "zerosim/ds_config.h"
+#include "zerosim/gpu_catalog.h"
+#include "zerosim/model_desc.h"
+#include "zerosim/partition_plan.h"
+#include "zerosim/units.h"
+
+namespace zerosim {
+
+enum class Accounting { DeepSpeed, Paper };
+
+/// Offload variants the planner sweeps (stage 1–3: optimizer; stage 3 also parameters).
+enum class OffloadVariant { None, OptimizerCpu, OptimizerAndParamsCpu };
+std::string_view offload_name(OffloadVariant v);  ///< "none", "optimizer", "optimizer+params"
+
+/// Training settings that drive activations.
+struct TrainingSettings {
+  std::uint64_t micro_batch = 1;    ///< b, sequences per GPU per micro-step
+  std::uint64_t seq_len = 4096;     ///< s, tokens per sequence
+  bool activation_checkpointing = false;  ///< full checkpointing of each transformer block
+  bool flash_attention = true;      ///< attention scores not stored (drops the 5as^2b term)
+};
+
+/// Overheads with their documented defaults (sources in sim/src/memory/overhead.cc and README).
+struct OverheadParams {
+  Bytes cuda_context = 0;            ///< CUDA context + kernel modules + library workspaces
+  Bytes nccl_buffers = 0;            ///< NCCL communicator buffers per rank
+  double fragmentation = 0;          ///< caching-allocator fragmentation, fraction of allocated bytes
+};
+OverheadParams default_overheads();
+
+struct MemoryItem {
+  std::string layer;  ///< "model_states", "buffers", "activations", "overhead", "host"
+  std::string name;   ///< "fp16 parameters (B1)", "IPG buckets 2 x 500000000 elements", ...
+  Bytes bytes = 0;
+};
+
+struct MemoryReport {
+  Bytes params = 0;             ///< layer 1: parameters on the GPU
+  Bytes grads = 0;              ///< layer 1: gradients on the GPU
+  Bytes optimizer_states = 0;   ///< layer 1: fp32 master + Adam moments on the GPU
+  Bytes buffers = 0;            ///< layer 2
+  Bytes activations = 0;        ///< layer 3a
+  Bytes overhead = 0;           ///< layer 3b
+  Bytes host_bytes = 0;         ///< CPU memory per GPU (offload), not part of total
+  std::vector<MemoryItem> items;  ///< every term above, itemised
+  Bytes model_states() const { return params + grads + optimizer_states; }
+  Bytes total() const { return model_states() + buffers + activations + overhead; }
+};
+
+/// Activation bytes per GPU for one micro-batch (Korthikanti et al. 2022, "Reducing Activation
+/// Recomputation in Large Transformer Models", §4; no tensor/sequence parallelism). Zero for models
+/// without ArchInfo (a note says so).
+Bytes activation_bytes(const ModelDesc& model, const TrainingSettings& t, DType lp);
+
+/// Per-GPU memory for `ds` (its stage and offload settings) on `cluster`, with `plan` partitioned
+/// for cluster.world_size(). Worst rank (the largest grads_in_partition) in DeepSpeed accounting.
+MemoryReport estimate_memory(const ModelDesc& model, const PartitionPlan& plan, const DsConfig& ds,
+                             const Cluster& cluster, const TrainingSettings& t, Accounting mode,
+                             const OverheadParams& overheads = default_overheads());
+
+/// ZeRO paper model-state bytes per GPU: (2 + 2 + K)Ψ split by stage, K = 12 (mixed-precision Adam).
+Bytes paper_model_states(Elements psi, std::uint64_t n, int stage, std::uint64_t k = 12);
+
+}  // namespace zerosim

@@ -1,0 +1,44 @@
+// Loading models: the zoo (embedded models/zoo/*.json), Hugging Face config.json, a param-list
+// file (dumped from model.named_parameters()), or a raw parameter count.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "zerosim/diagnostic.h"
+#include "zerosim/model_desc.h"
+
+namespace zerosim {
+
+/// One zoo entry as listed by `zerosim models`.
+struct ZooEntry {
+  std::string name;          ///< "llama2-7b"
+  std::string display_name;  ///< "Llama-2-7B"
+  Elements parameters = 0;   ///< exact count (== HF model.num_parameters())
+  std::string source;        ///< where the hyper-parameters come from
+};
+
+/// The zoo, sorted by name.
+std::vector<ZooEntry> list_zoo();
+
+/// A zoo model by name (case-insensitive; display names accepted). Unknown names fail with the
+/// closest match and a pointer to `zerosim models`.
+Result<ModelDesc> load_zoo_model(const std::string& name);
+
+/// Hugging Face config.json text -> ModelDesc with exact parameter tensors. `source` names the file.
+/// Supported model_type: llama, mistral, qwen2, gpt2, gpt_neox, gptj, opt, bloom, falcon.
+Result<ModelDesc> load_hf_config_text(const std::string& text, const std::string& source);
+Result<ModelDesc> load_hf_config_file(const std::string& path);
+
+/// Param-list JSON: {"params": [[name, [shape...]], ...], "grad_order": [name, ...]} (grad_order
+/// optional; when present it must name every trainable param exactly once).
+Result<ModelDesc> load_param_list_text(const std::string& text, const std::string& source);
+Result<ModelDesc> load_param_list_file(const std::string& path);
+
+/// A synthetic decoder-only transformer with exactly `parameters` elements (--params N).
+/// Accepts 1 .. kMaxParameters; `source` names the flag in messages.
+Result<ModelDesc> synthetic_model(double parameters, const std::string& source = "--params");
+
+inline constexpr double kMaxParameters = 1e15;  ///< larger counts are refused, not overflowed
+
+}  // namespace zerosim

@@ -1,0 +1,92 @@
+// JsonReader: the one way zerosim reads user JSON (style.md §4.4).
+//
+// Tracks the JSON Pointer of every value, records which keys were read, rejects unknown keys with
+// a "did you mean" hint, and reports every problem as a Diagnostic instead of throwing. No
+// operator[], no implicit conversions. Private to the loaders (nlohmann/json stays out of the
+// public headers).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "zerosim/diagnostic.h"
+
+namespace zerosim::json {
+
+/// Parses JSON text. A syntax error becomes "source: line L, column C: <what>" and nullopt.
+std::optional<nlohmann::json> parse(const std::string& text, const std::string& source,
+                                    Diagnostics& diags);
+
+/// Reads a whole file. Failure adds "path: cannot read file: <reason>" and returns false.
+bool read_file(const std::string& path, std::string& out, Diagnostics& diags);
+
+/// How a value is shown after "got": strings quoted, numbers and literals as written,
+/// "an object" / "an array" for containers.
+std::string describe(const nlohmann::json& v);
+
+/// Escapes a key for use as a JSON Pointer token (RFC 6901: "~" -> "~0", "/" -> "~1").
+std::string pointer_token(std::string_view key);
+
+class JsonReader {
+ public:
+  JsonReader(const nlohmann::json& value, std::string source, std::string pointer, Diagnostics& diags);
+
+  const nlohmann::json& value() const { return *value_; }
+  const std::string& pointer() const { return pointer_; }
+  const std::string& source() const { return source_; }
+  Diagnostics& diags() { return *diags_; }
+  std::string child_pointer(std::string_view key) const;
+
+  /// Adds "<pointer>: <message>" as an error for this value (or a child key when given).
+  void error(const std::string& message, std::string_view key = {}, const std::string& hint = {});
+  void warning(const std::string& message, std::string_view key = {}, const std::string& hint = {});
+
+  /// Errors unless the value is an object ("expected an object, got ...").
+  bool expect_object();
+  bool has(std::string_view key) const;
+  /// True when the key holds the string "auto" (Hugging Face Trainer configs).
+  bool is_auto(std::string_view key) const;
+  void mark_used(std::string_view key) { used_.insert(std::string(key)); }
+
+  /// A reader for a child value; marks the key used. nullopt when absent.
+  std::optional<JsonReader> child(std::string_view key);
+  /// Readers for the elements of an array value (pointer ".../i"); errors when not an array.
+  std::optional<std::vector<JsonReader>> elements();
+
+  // Typed getters on a key: absent -> nullopt, no error; wrong type or range -> error and nullopt.
+  // Integers accept integral floating literals (5e8), as DeepSpeed's pydantic models do.
+  std::optional<bool> get_bool(std::string_view key);
+  std::optional<std::int64_t> get_int(std::string_view key, std::int64_t lo, std::int64_t hi);
+  std::optional<std::uint64_t> get_uint(std::string_view key, std::uint64_t lo, std::uint64_t hi);
+  std::optional<double> get_number(std::string_view key, double lo, double hi);
+  std::optional<std::string> get_string(std::string_view key);
+  /// A string that must be one of `allowed` (compared case-sensitively); the error lists them.
+  std::optional<std::string> get_enum(std::string_view key, const std::vector<std::string>& allowed);
+
+  // The same conversions on this reader's own value.
+  std::optional<std::int64_t> as_int(std::int64_t lo, std::int64_t hi);
+  std::optional<std::uint64_t> as_uint(std::uint64_t lo, std::uint64_t hi);
+  std::optional<double> as_number(double lo, double hi);
+  std::optional<std::string> as_string();
+
+  /// Every key not read or marked used becomes a diagnostic ("unknown key \"x\"") with a
+  /// "did you mean" hint over `known`. Severity Error for strictly validated blocks.
+  void reject_unknown(const std::vector<std::string>& known, Severity severity = Severity::Error);
+  /// Keys present but never read or marked used.
+  std::vector<std::string> unused_keys() const;
+
+ private:
+  const nlohmann::json* value_;
+  std::string source_;
+  std::string pointer_;
+  Diagnostics* diags_;
+  std::set<std::string> used_;
+};
+
+}  // namespace zerosim::json
