@@ -48,7 +48,10 @@ struct ArchInfo {
   std::uint64_t max_seq = 0;   ///< maximum positions (context length)
   bool gated_mlp = false;      ///< SwiGLU/GeGLU: three MLP matrices
   bool tied_embeddings = false;
-  bool dropout = true;         ///< stores dropout masks (GPT-2/3, OPT, BLOOM); Llama-style models do not
+  bool dropout = true;         ///< stores dropout masks: true when the config sets any dropout
+                               ///< probability > 0 (GPT-2/3, OPT); false for Llama-style models and
+                               ///< for BLOOM/Falcon/GPT-J/GPT-NeoX, whose released configs use 0.0
+  std::uint64_t head_dim = 0;  ///< per-head width (h / a unless the config sets head_dim)
 };
 
 struct ModelDesc {
@@ -74,7 +77,8 @@ struct ModelDesc {
 /// Builds the gradient-ready order from the layer structure: backward visits layers in reverse
 /// forward order and, inside a layer, params in reverse use order; a param used by several layers
 /// (tied weights) becomes ready at its last use in backward, i.e. its earliest forward use.
-/// Params used by no layer come last, in reverse declaration order.
+/// Params used by no layer come last, in reverse declaration order. Frozen params
+/// (trainable == false) get no gradient and are left out. O(params + layer uses).
 std::vector<std::uint32_t> derive_grad_order(const ModelDesc& m);
 
 }  // namespace zerosim

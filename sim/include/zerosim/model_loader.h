@@ -21,22 +21,28 @@ struct ZooEntry {
 /// The zoo, sorted by name.
 std::vector<ZooEntry> list_zoo();
 
-/// A zoo model by name (case-insensitive; display names accepted). Unknown names fail with the
-/// closest match and a pointer to `zerosim models`.
+/// A zoo model by name (case-insensitive; display names and the aliases a zoo file lists, such as
+/// the Hugging Face repo id, are accepted). Unknown names fail with the closest match and a pointer
+/// to `zerosim models`; a zoo file whose built count differs from its "parameters" fails loudly.
 Result<ModelDesc> load_zoo_model(const std::string& name);
 
-/// Hugging Face config.json text -> ModelDesc with exact parameter tensors. `source` names the file.
-/// Supported model_type: llama, mistral, qwen2, gpt2, gpt_neox, gptj, opt, bloom, falcon.
+/// Hugging Face config.json text -> ModelDesc with exact parameter tensors (the *ForCausalLM model's
+/// named_parameters(), tied weights once). `source` names the file. Supported model_type: llama,
+/// mistral, qwen2, gpt2, gpt_neox, gptj, opt, bloom, falcon. Unknown keys are ignored.
 Result<ModelDesc> load_hf_config_text(const std::string& text, const std::string& source);
 Result<ModelDesc> load_hf_config_file(const std::string& path);
 
 /// Param-list JSON: {"params": [[name, [shape...]], ...], "grad_order": [name, ...]} (grad_order
-/// optional; when present it must name every trainable param exactly once).
+/// optional; when present it must name every trainable param exactly once; without it, reverse
+/// declaration order). An optional third entry element `false` marks requires_grad=False. No
+/// layers or ArchInfo. Names unique, dims >= 0 (numel 0 allowed), at most 1e15 elements in total.
 Result<ModelDesc> load_param_list_text(const std::string& text, const std::string& source);
 Result<ModelDesc> load_param_list_file(const std::string& path);
 
-/// A synthetic decoder-only transformer with exactly `parameters` elements (--params N).
-/// Accepts 1 .. kMaxParameters; `source` names the flag in messages.
+/// A synthetic decoder-only transformer with exactly `parameters` elements (--params N): the GPT-3
+/// paper Table 2.1 row nearest in size, as GPT-2 modules, with its layer count (or width) adjusted
+/// and the remainder in one extra tensor (rule in sim/src/model/synthetic.cc, models/README.md).
+/// Accepts whole numbers 1 .. kMaxParameters; `source` names the flag in messages.
 Result<ModelDesc> synthetic_model(double parameters, const std::string& source = "--params");
 
 inline constexpr double kMaxParameters = 1e15;  ///< larger counts are refused, not overflowed

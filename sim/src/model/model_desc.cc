@@ -1,0 +1,65 @@
+// ModelDesc queries (counts, DeepSpeed's "largest layer") and the derived gradient-ready order.
+#include "zerosim/model_desc.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+namespace zerosim {
+
+Elements ModelDesc::num_parameters() const {
+  Elements total = 0;
+  for (const auto& p : params) total += p.numel;
+  return total;
+}
+
+Elements ModelDesc::num_trainable() const {
+  Elements total = 0;
+  for (const auto& p : params)
+    if (p.trainable) total += p.numel;
+  return total;
+}
+
+Elements ModelDesc::largest_param() const {
+  Elements best = 0;
+  for (const auto& p : params) best = std::max(best, p.numel);
+  return best;
+}
+
+Elements ModelDesc::largest_module_params() const {
+  // DeepSpeed's stage-3 model_to_params sums m.parameters(recurse=False) for every module; a
+  // module's direct params are exactly the names that share its prefix up to the last dot. A
+  // tied weight is listed once here, under the module that declared it first; the module that
+  // reuses it (e.g. lm_head) has the same sum when that weight is its only param.
+  std::map<std::string, Elements> per_module;  // ordered: deterministic, though only max is used
+  for (const auto& p : params) {
+    auto dot = p.name.rfind('.');
+    per_module[dot == std::string::npos ? std::string() : p.name.substr(0, dot)] += p.numel;
+  }
+  Elements best = 0;
+  for (const auto& [module, n] : per_module) best = std::max(best, n);
+  return best;
+}
+
+std::vector<std::uint32_t> derive_grad_order(const ModelDesc& m) {
+  // The backward sequence is the forward use sequence reversed, so a param's gradient is ready at
+  // its last backward use = its first forward use. Rank params by first forward use, then reverse.
+  const auto n = static_cast<std::uint32_t>(m.params.size());
+  std::vector<bool> seen(n, false);
+  std::vector<std::uint32_t> first_use;
+  for (const auto& layer : m.layers)
+    for (auto id : layer.param_ids)
+      if (id < n && !seen[id]) {
+        seen[id] = true;
+        first_use.push_back(id);
+      }
+  std::vector<std::uint32_t> order;
+  order.reserve(n);
+  for (auto it = first_use.rbegin(); it != first_use.rend(); ++it)
+    if (m.params[*it].trainable) order.push_back(*it);
+  for (std::uint32_t id = n; id-- > 0;)
+    if (!seen[id] && m.params[id].trainable) order.push_back(id);
+  return order;
+}
+
+}  // namespace zerosim

@@ -1,0 +1,71 @@
+// TransformerSpec: the architecture knobs of one decoder-only transformer, in plain C++, and the
+// builder that turns them into a ModelDesc whose parameter tensors match Hugging Face's
+// `*ForCausalLM.named_parameters()` (names, shapes, declaration order, tied weights once).
+//
+// The Hugging Face config.json reader (sim/src/config/hf_config_loader.cc) fills a spec; the
+// synthetic-model generator fills one too. Nothing here reads JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "zerosim/diagnostic.h"
+#include "zerosim/model_desc.h"
+
+namespace zerosim {
+
+/// Module layouts, one per transformers modeling file that zerosim reproduces.
+enum class ArchFamily {
+  Llama,    ///< modeling_llama.py / modeling_mistral.py / modeling_qwen2.py (RMSNorm, SwiGLU, GQA)
+  Gpt2,     ///< modeling_gpt2.py (Conv1D weights stored [in, out], learned positions)
+  GptNeox,  ///< modeling_gpt_neox.py (fused qkv, two LayerNorms, untied embed_out)
+  Gptj,     ///< modeling_gptj.py (k/v/q/out without bias, one LayerNorm, lm_head with bias)
+  Opt,      ///< modeling_opt.py (learned positions with offset 2, optional project_in/out)
+  Bloom,    ///< modeling_bloom.py (ALiBi, word_embeddings_layernorm, fused qkv)
+  Falcon,   ///< modeling_falcon.py (multi-query / new decoder architecture, parallel attention)
+};
+
+/// How a Falcon block declares its LayerNorms (FalconDecoderLayer.__init__).
+enum class FalconNorms {
+  InputOnly,     ///< parallel_attn, one norm: input_layernorm
+  PostAndInput,  ///< not parallel_attn: post_attention_layernorm, input_layernorm
+  AttnAndMlp,    ///< parallel_attn with num_ln_in_parallel_attn == 2: ln_attn, ln_mlp
+};
+
+/// Every dimension is in elements; zero means "not used by this family".
+struct TransformerSpec {
+  std::string model_type;  ///< config.json model_type ("llama", "mistral", ...)
+  ArchFamily family = ArchFamily::Llama;
+  std::uint64_t vocab = 0;      ///< embedding rows (vocab_size)
+  std::uint64_t hidden = 0;     ///< h
+  std::uint64_t layers = 0;     ///< L
+  std::uint64_t heads = 0;      ///< query heads a
+  std::uint64_t kv_heads = 0;   ///< key/value heads (GQA); == heads for MHA
+  std::uint64_t head_dim = 0;   ///< per-head width
+  std::uint64_t ffn = 0;        ///< MLP inner width
+  std::uint64_t positions = 0;  ///< learned position rows (GPT-2, OPT); 0 = no table
+  std::uint64_t max_seq = 0;    ///< context length recorded in ArchInfo
+  bool tie_embeddings = false;  ///< head shares the token embedding
+  bool dropout = false;         ///< any configured dropout probability > 0
+  // Llama family and GPT-NeoX.
+  bool qkv_bias = false;  ///< q/k/v (or fused qkv) projections carry a bias
+  bool o_bias = false;    ///< output projection carries a bias
+  bool mlp_bias = false;  ///< MLP projections carry biases
+  // OPT.
+  std::uint64_t word_embed_proj_dim = 0;  ///< embedding width; != hidden adds project_in/out
+  bool opt_pre_norm = true;               ///< do_layer_norm_before
+  bool opt_final_norm = true;             ///< decoder.final_layer_norm exists
+  bool opt_norm_affine = true;            ///< layer_norm_elementwise_affine
+  // Falcon.
+  std::uint64_t falcon_qkv_out = 0;  ///< query_key_value output width
+  bool falcon_bias = false;          ///< config.bias
+  FalconNorms falcon_norms = FalconNorms::InputOnly;
+};
+
+/// Builds params (declaration order), layers (forward order, FLOPs), ArchInfo and grad_order.
+/// Fails with one diagnostic at `source` when a shape overflows 64 bits or the total exceeds
+/// kMaxParameters (1e15), before allocating further tensors.
+Result<ModelDesc> build_transformer(const TransformerSpec& spec, const std::string& name,
+                                    const std::string& source);
+
+}  // namespace zerosim
