@@ -1,0 +1,333 @@
+// build_stage3: the DeepSpeed stage 3 schedule (deepspeed_zero.md §7, event model §12). Checks the
+// inputs the stage 3 pieces rely on, fills the metadata, emits initialization, then for every
+// optimizer step and micro-step replays the module hook sequence through the coordinator (FETCH /
+// RELEASE / prefetch) and the reducer (grad hooks, IPG flushes), the epilogue, and step() at the
+// accumulation boundary. Every rank holds c = ceil(n/W) elements of every param, so the program has
+// a single rank role and no slots.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "schedule/stage3_internal.h"
+
+namespace zerosim::schedule {
+namespace s3 {
+
+std::uint32_t BufferPool::acquire(Emitter& e, const std::string& name, BufferCategory cat, DType dt,
+                                  Elements numel, MemoryPool pool) {
+  const Key key{name, dt, numel, pool};
+  auto& free_list = free_[key];
+  if (!free_list.empty()) {
+    const auto b = free_list.back();
+    free_list.pop_back();
+    return b;
+  }
+  const auto index = created_[key]++;
+  Buffer b;
+  b.name =
+      name + " (" + std::to_string(numel) + ")" + (index > 0 ? " #" + std::to_string(index) : "");
+  b.category = cat;
+  b.pool = pool;
+  b.dtype = dt;
+  b.numel = numel;
+  const auto id = e.buffer(std::move(b));
+  key_of_[id] = key;
+  return id;
+}
+
+void BufferPool::release(std::uint32_t buffer) {
+  const auto it = key_of_.find(buffer);
+  if (it != key_of_.end()) free_[it->second].push_back(buffer);
+}
+
+namespace {
+
+std::uint32_t named_buffer(Emitter& e, std::string name, BufferCategory cat, DType dt,
+                           Elements numel) {
+  Buffer b;
+  b.name = std::move(name);
+  b.category = cat;
+  b.dtype = dt;
+  b.numel = numel;
+  return e.buffer(std::move(b));
+}
+
+}  // namespace
+
+Context::Context(Schedule& s, const ScheduleInput& in, const Walk& w)
+    : e(s),
+      m(*in.model),
+      plan(*in.plan),
+      ds(*in.ds),
+      z(in.ds->zero),
+      walk(w),
+      version(in.version),
+      world(in.plan->world),
+      lp(ds.lp_dtype()),
+      mw(ds.master_dtype()),
+      ga(ds.grad_accum()),
+      cd(ds.comm_dtype()),
+      overlap(z.overlap_comm),
+      offload_opt(z.offload_optimizer.enabled()),
+      offload_param(z.offload_param.enabled()),
+      host_pool(MemoryPool::Host),
+      gather_stream(overlap ? Stream::Gather : Stream::Compute),
+      reduce_stream(overlap ? Stream::Reduce : Stream::Compute) {
+  const bool pinned = offload_opt ? z.offload_optimizer.pin_memory : z.offload_param.pin_memory;
+  host_pool = pinned ? MemoryPool::Pinned : MemoryPool::Host;
+  const auto n_sg = plan.sub_groups.size();
+  master.assign(n_sg, kNone);
+  adam.assign(n_sg, kNone);
+  host_fp32_grads.assign(n_sg, kNone);
+  sg_of_param.assign(m.params.size(), kNone);
+  for (std::size_t i = 0; i < n_sg; ++i)
+    for (auto p : plan.sub_groups[i].params)
+      if (p < sg_of_param.size()) sg_of_param[p] = static_cast<std::uint32_t>(i);
+  grad_buf.assign(m.params.size(), kNone);
+  full_buf.assign(m.params.size(), kNone);
+  padded_buf.assign(m.params.size(), kNone);
+  for (std::uint32_t p = 0; p < m.params.size(); ++p) {
+    const std::string& name = m.params[p].name;
+    if (m.params[p].trainable)
+      grad_buf[p] = named_buffer(e, "grad:" + name, BufferCategory::Grad, lp, n(p));
+    full_buf[p] = named_buffer(e, "gathered:" + name, BufferCategory::GatheredParam, lp, n(p));
+    padded_buf[p] =
+        named_buffer(e, "gathered (W*c):" + name, BufferCategory::GatheredParam, lp, c(p) * world);
+    // A persistent param's gathered copy stays resident from every POST_STEP on, program end
+    // included.
+    if (persistent(p)) s.buffers[padded_buf[p]].persistent = true;
+  }
+  const auto act = layer_activation_bytes(m, in.training, lp);
+  act_buf.assign(m.layers.size(), kNone);
+  for (std::size_t l = 0; l < act.size() && l < m.layers.size(); ++l)
+    if (act[l] > 0)
+      act_buf[l] = named_buffer(e, "activations:" + m.layers[l].name, BufferCategory::Activation,
+                                DType::UInt8, act[l]);
+}
+
+bool Context::sg_on_cpu(std::size_t sg) const {
+  if (!offload_opt) return false;
+  const double count = static_cast<double>(plan.sub_groups.size());
+  const auto on_gpu =
+      static_cast<std::size_t>(std::floor((1.0 - z.offload_optimizer.ratio) * count));
+  return sg >= on_gpu;
+}
+
+std::uint32_t Context::collective(CollectiveKind k, Elements numel, Elements out, DType dt,
+                                  ReduceOp r, Stream st, std::string label,
+                                  std::vector<std::uint32_t> deps, std::int32_t dst) {
+  Op o;
+  o.kind = OpKind::Collective;
+  o.collective = k;
+  o.numel = numel;
+  o.out_numel = out;
+  o.dtype = dt;
+  o.reduce_op = r;
+  o.stream = st;
+  o.dst = dst;
+  o.group_size = world;
+  o.label = std::move(label);
+  o.deps = std::move(deps);
+  return e.op(std::move(o));
+}
+
+std::uint32_t Context::data_op(OpKind k, Stream st, Elements elements, DType dt,
+                               std::uint32_t buffer, std::string label,
+                               std::vector<std::uint32_t> deps) {
+  Op o;
+  o.kind = k;
+  o.stream = st;
+  o.elements = elements;
+  o.dtype = dt;
+  o.buffer = buffer;
+  o.label = std::move(label);
+  o.deps = std::move(deps);
+  return e.op(std::move(o));
+}
+
+namespace {
+
+constexpr const char* kSource = "schedule";
+
+// Sizes the builder multiplies: Σn (n_available is signed), W·Σc and 2·Σc must fit.
+void check_sizes(const ScheduleInput& in, Diagnostics& d) {
+  Elements sum_n = 0, sum_c = 0;
+  bool ok = true;
+  for (std::size_t p = 0; p < in.model->params.size() && ok; ++p) {
+    const auto a = checked_add(sum_n, in.model->params[p].numel);
+    const auto b = checked_add(sum_c, in.plan->s3[p].partition);
+    ok = a && b;
+    sum_n = a.value_or(0);
+    sum_c = b.value_or(0);
+  }
+  const std::uint64_t factor = std::max<std::uint64_t>(in.plan->world, 2);
+  if (!ok || sum_n > static_cast<Elements>(std::numeric_limits<std::int64_t>::max()) ||
+      !checked_mul(sum_c, factor))
+    d.error(kSource, "/model",
+            "expected parameter sizes whose gathered total fits in 63 bits, got a larger model");
+}
+
+Diagnostics check_input(const ScheduleInput& in) {
+  Diagnostics d;
+  if (in.model == nullptr || in.plan == nullptr || in.ds == nullptr) {
+    d.error(kSource, "",
+            "expected a model, a partition plan and a DeepSpeed config, got a missing input");
+    return d;
+  }
+  const auto n = in.model->params.size();
+  if (in.plan->stage != 3 || in.plan->s3.size() != n)
+    d.error(kSource, "/plan",
+            "expected a stage 3 partition plan of " + std::to_string(n) + " params, got a stage " +
+                std::to_string(in.plan->stage) + " plan of " + std::to_string(in.plan->s3.size()));
+  if (in.plan->world == 0 || in.plan->world != in.cluster.world_size())
+    d.error(kSource, "/plan/world",
+            "expected the plan's world size to equal the cluster's " +
+                std::to_string(in.cluster.world_size()) + " ranks, got " +
+                std::to_string(in.plan->world));
+  if (in.steps == 0) d.error(kSource, "/steps", "expected at least 1 optimizer step, got 0");
+  if (in.ds->grad_accum_steps == 0 || in.ds->grad_accum_steps > 0xFFFFFFFFull)
+    d.error(kSource, "/gradient_accumulation_steps",
+            "expected 1..4294967295 micro-steps per step, got " +
+                std::to_string(in.ds->grad_accum_steps));
+  if (!d.has_errors()) check_sizes(in, d);
+  return d;
+}
+
+void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
+  const DsConfig& ds = *in.ds;
+  ScheduleMeta& meta = s.meta;
+  meta.model = in.model->name;
+  meta.mode = "deepspeed";
+  meta.deepspeed_version = in.version;
+  meta.optimizer = "DeepSpeedZeroOptimizer_Stage3";
+  meta.stage = 3;
+  meta.world = in.plan->world;
+  meta.nodes = static_cast<std::uint32_t>(std::min<std::uint64_t>(in.cluster.nodes, 0xFFFFFFFFu));
+  meta.gpus_per_node =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(in.cluster.gpus_per_node, 0xFFFFFFFFu));
+  meta.steps = in.steps;
+  meta.grad_accum = static_cast<std::uint32_t>(ds.grad_accum_steps);
+  meta.lp = ds.lp_dtype();
+  meta.master = ds.master_dtype();
+  meta.grad_accum_dtype = ds.grad_accum();
+  meta.comm = ds.comm_dtype();
+  auto& notes = meta.notes;
+  notes.push_back("DeepSpeedZeroOptimizer_Stage3 as at DeepSpeed " +
+                  std::string(deepspeed_version_name(in.version)));
+  notes.push_back(
+      "zero.Init assumed off: every param is broadcast twice at init (engine, then conversion)");
+  notes.push_back(
+      "hooked modules: one per layer (its param_ids), the root for params no layer lists, one per "
+      "param for a param list; embedding layers' post-backward hooks never fire (token-id inputs)");
+  notes.push_back(
+      "iteration 1 records the module trace (no prefetch, every param released after use); "
+      "prefetching starts in iteration 2");
+  notes.push_back(
+      "trace-check broadcasts carry int64 lists, shown as float64 (same 8-byte elements)");
+  notes.push_back(
+      "no fp16 overflow assumed: every step updates; optimizer states counted as Adam (2 per "
+      "element)");
+  if (w.modules.empty()) notes.push_back("the model has no params: nothing is gathered or reduced");
+  notes.push_back(
+      "not modelled: external-parameter discovery, z3 leaf modules, ZeRO++ and MiCS, NVMe "
+      "swapping, "
+      "the 2-outstanding fetch-event throttle");
+}
+
+void compute_op(s3::Context& cx, OpKind k, std::uint32_t layer, double flops, const char* what) {
+  Op o;
+  o.kind = k;
+  o.layer = layer;
+  o.flops = flops;
+  o.label = std::string(what) + " " + cx.m.layers[layer].name;
+  cx.e.op(std::move(o));
+}
+
+void replay_event(s3::Context& cx, s3::Coordinator& co, s3::Reducer& red, const s3::HookEvent& ev,
+                  const TrainingSettings& t) {
+  const std::uint32_t i = ev.index;
+  switch (ev.kind) {
+    case s3::HookKind::Fetch:
+      co.fetch(i, ev.backward);
+      break;
+    case s3::HookKind::Release:
+      co.release(i);
+      break;
+    case s3::HookKind::Forward:
+      if (cx.act_buf[i] != kNone) cx.e.alloc(cx.act_buf[i]);
+      compute_op(cx, OpKind::Forward, i, layer_forward_flops(cx.m, i, t), "fwd");
+      break;
+    case s3::HookKind::Recompute:
+      compute_op(cx, OpKind::Recompute, i, layer_forward_flops(cx.m, i, t), "recompute");
+      break;
+    case s3::HookKind::Backward:
+      compute_op(cx, OpKind::Backward, i, 2 * layer_forward_flops(cx.m, i, t), "bwd");
+      if (cx.act_buf[i] != kNone) cx.e.free(cx.act_buf[i]);
+      break;
+    case s3::HookKind::GradReady: {
+      cx.e.alloc(cx.grad_buf[i]);
+      Op g;
+      g.kind = OpKind::GradReady;
+      g.param = i;
+      g.elements = cx.n(i);
+      g.dtype = cx.lp;
+      g.label = "grad ready " + cx.m.params[i].name;
+      red.on_grad(i, cx.e.op(std::move(g)));
+      break;
+    }
+  }
+}
+
+// One forward + backward + epilogue (§12 items 1–3).
+void run_iteration(s3::Context& cx, s3::Coordinator& co, s3::Reducer& red,
+                   const TrainingSettings& t) {
+  const bool v0_14_4 = cx.version == DeepSpeedVersion::V0_14_4;
+  cx.e.set_phase(Phase::Forward);
+  if (!v0_14_4) co.reset_step();  // edaa722: the root module's forward pre-hook
+  for (const auto& ev : cx.walk.events) {
+    if (ev.backward && cx.e.phase() == Phase::Forward) cx.e.set_phase(Phase::Backward);
+    replay_event(cx, co, red, ev, t);
+  }
+  cx.e.set_phase(Phase::Backward);
+  if (v0_14_4) co.reset_step();  // v0.14.4: the optimizer's backward(), after loss.backward()
+  cx.e.set_phase(Phase::Epilogue);
+  if (!v0_14_4)  // edaa722's epilogue sweeps modules whose post-backward hook never fired
+    for (auto mod : cx.walk.leftover) co.release(mod);
+  red.epilogue();
+}
+
+}  // namespace
+}  // namespace s3
+
+Result<Schedule> build_stage3(const ScheduleInput& in) {
+  Diagnostics d = s3::check_input(in);
+  if (d.has_errors()) return d;
+  auto walk = s3::build_walk(*in.model, in.training.activation_checkpointing);
+  if (!walk.ok()) return walk.diagnostics();
+  Schedule s;
+  s3::fill_meta(s, in, walk.value());
+  s3::Context cx(s, in, walk.value());
+  s3::emit_init(cx);
+  s3::Coordinator co(cx);
+  s3::Reducer red(cx);
+  const auto gas = static_cast<std::uint32_t>(in.ds->grad_accum_steps);
+  for (std::uint32_t k = 0; k < in.steps; ++k) {
+    for (std::uint32_t j = 0; j < gas; ++j) {
+      cx.micro = j;
+      cx.boundary = j + 1 == gas;
+      cx.e.set_step(k, j);
+      s3::run_iteration(cx, co, red, in.training);
+      if (cx.boundary) s3::emit_step(cx, co, k == 0);
+    }
+  }
+  if (cx.internal.has_errors()) return cx.internal;
+  RankRole all;
+  all.ranks = {{0, in.plan->world - 1}};
+  all.representative = 0;
+  s.roles.push_back(std::move(all));
+  return s;
+}
+
+}  // namespace zerosim::schedule

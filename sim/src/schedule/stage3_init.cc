@@ -1,0 +1,144 @@
+// Stage 3 initialization (deepspeed_zero.md §7.1), without zero.Init: the engine broadcast of every
+// param, the conversion broadcast, partitioning, the defragmented LP partition buffer, fp32 master
+// per sub-group, the IPG buffer and grad_partitions_flat_buffer, and one synchronous all-gather per
+// trainable param while its gradient hook is registered. The three dist.barrier() calls move no
+// data and appear as markers.
+#include <algorithm>
+#include <string>
+
+#include "schedule/stage3_internal.h"
+
+namespace zerosim::schedule::s3 {
+namespace {
+
+std::uint32_t persistent_buffer(Context& cx, std::string name, BufferCategory cat, DType dt,
+                                Elements numel, MemoryPool pool) {
+  Buffer b;
+  b.name = std::move(name);
+  b.category = cat;
+  b.pool = pool;
+  b.dtype = dt;
+  b.numel = numel;
+  b.persistent = true;
+  return cx.e.buffer(std::move(b));
+}
+
+std::uint32_t temp_buffer(Context& cx, std::string name, BufferCategory cat, DType dt,
+                          Elements numel, MemoryPool pool = MemoryPool::Device) {
+  Buffer b;
+  b.name = std::move(name);
+  b.category = cat;
+  b.pool = pool;
+  b.dtype = dt;
+  b.numel = numel;
+  return cx.e.buffer(std::move(b));
+}
+
+void broadcasts(Context& cx, const std::string& what) {
+  for (std::uint32_t p = 0; p < cx.m.params.size(); ++p)
+    cx.collective(CollectiveKind::Broadcast, cx.n(p), cx.n(p), cx.lp, ReduceOp::None,
+                  Stream::Compute, what + " " + cx.m.params[p].name, {}, 0);
+}
+
+// Whole params on the device, broadcast twice, then cut to their partitions (§7.1 steps 1, 4).
+void convert_params(Context& cx) {
+  Elements total = 0;
+  for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) total += cx.n(p);
+  const auto whole =
+      temp_buffer(cx, "model params before partitioning", BufferCategory::Param16, cx.lp, total);
+  cx.e.alloc(whole);
+  broadcasts(cx, "engine broadcast");
+  broadcasts(cx, "zero conversion broadcast");
+  const MemoryPool lp_pool = cx.offload_param ? cx.host_pool : MemoryPool::Device;
+  const Elements trainable = cx.plan.s3_partition_numel;
+  const auto parts = temp_buffer(cx, "LP partitions before defragmentation",
+                                 BufferCategory::Param16, cx.lp, trainable, lp_pool);
+  cx.e.alloc(parts);
+  if (cx.plan.s3_unoptimized_partition_numel > 0) {
+    cx.frozen_partitions = persistent_buffer(cx, "LP partitions of params outside the optimizer",
+                                             BufferCategory::Param16, cx.lp,
+                                             cx.plan.s3_unoptimized_partition_numel, lp_pool);
+    cx.e.alloc(cx.frozen_partitions);
+  }
+  cx.e.free(whole);
+  cx.e.marker("dist.barrier (create fp16 partitions)");
+  cx.lp_partitions = persistent_buffer(cx, "lp_param_buffer (LP partitions)",
+                                       BufferCategory::Param16, cx.lp, trainable, lp_pool);
+  cx.e.alloc(cx.lp_partitions);
+  cx.data_op(OpKind::Copy, Stream::Compute, trainable, cx.lp, cx.lp_partitions,
+             "defragment LP partitions");
+  cx.e.free(parts);
+}
+
+void master_weights(Context& cx) {
+  Elements scratch = 0;
+  for (std::size_t i = 0; i < cx.plan.sub_groups.size(); ++i) {
+    const Elements sc = cx.plan.sub_groups[i].partition_numel;
+    const bool cpu = cx.sg_on_cpu(i);
+    const MemoryPool pool = cpu ? cx.host_pool : MemoryPool::Device;
+    cx.master[i] = persistent_buffer(cx, "fp32 master [sub-group " + std::to_string(i) + "]",
+                                     BufferCategory::Param32, cx.mw, sc, pool);
+    cx.e.alloc(cx.master[i]);
+    // Adam's two moments are created lazily at the first step (allocated there).
+    cx.adam[i] = persistent_buffer(cx, "Adam states [sub-group " + std::to_string(i) + "]",
+                                   BufferCategory::OptimState, cx.mw, 2 * sc, pool);
+    cx.data_op(OpKind::Copy, cpu ? Stream::Host : Stream::Compute, sc, cx.mw, cx.master[i],
+               "LP partitions to fp32 master, sub-group " + std::to_string(i));
+    if (cpu) {
+      cx.host_fp32_grads[i] =
+          persistent_buffer(cx, "fp32 grads [sub-group " + std::to_string(i) + "]",
+                            BufferCategory::Grad, cx.mw, sc, cx.host_pool);
+      cx.e.alloc(cx.host_fp32_grads[i]);
+    } else {
+      scratch = std::max(scratch, sc);
+    }
+  }
+  if (scratch > 0) {  // every GPU sub-group's .grad briefly points into one scratch buffer
+    const auto buf =
+        temp_buffer(cx, "init fp32 grad scratch", BufferCategory::Temp, cx.mw, scratch);
+    cx.e.alloc(buf);
+    cx.e.free(buf);
+  }
+}
+
+void reduction_buffers(Context& cx) {
+  if (cx.z.contiguous_gradients) {  // one buffer of R elements in CD, never freed, no double
+                                    // buffering
+    cx.ipg = persistent_buffer(cx, "IPG bucket", BufferCategory::CommBucket, cx.cd,
+                               cx.z.reduce_bucket_size, MemoryPool::Device);
+    cx.e.alloc(cx.ipg);
+  }
+  cx.grad_partitions = persistent_buffer(cx, "grad_partitions_flat_buffer", BufferCategory::Grad,
+                                         cx.ga, cx.plan.s3_partition_numel,
+                                         cx.offload_opt ? cx.host_pool : MemoryPool::Device);
+  cx.e.alloc(cx.grad_partitions);
+}
+
+// Hook registration gathers each trainable param synchronously (output W*c) and re-partitions it.
+void hook_gathers(Context& cx) {
+  for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) {
+    if (!cx.m.params[p].trainable) continue;
+    cx.e.alloc(cx.padded_buf[p]);
+    if (cx.offload_param && !cx.persistent(p))
+      cx.data_op(OpKind::HostToDevice, Stream::Compute, cx.c(p), cx.lp, cx.padded_buf[p],
+                 "H2D partition of " + cx.m.params[p].name);
+    cx.collective(CollectiveKind::AllGather, cx.c(p), cx.c(p) * cx.world, cx.lp, ReduceOp::None,
+                  Stream::Compute, "grad hook registration: gather " + cx.m.params[p].name);
+    cx.e.free(cx.padded_buf[p]);
+  }
+}
+
+}  // namespace
+
+void emit_init(Context& cx) {
+  cx.e.set_phase(Phase::Init);
+  cx.e.set_step(0, 0);
+  convert_params(cx);
+  cx.e.marker("dist.barrier (setup for real optimizer)");
+  master_weights(cx);
+  cx.e.marker("dist.barrier (setup for real optimizer, after fp32 partitions)");
+  reduction_buffers(cx);
+  hook_gathers(cx);
+}
+
+}  // namespace zerosim::schedule::s3

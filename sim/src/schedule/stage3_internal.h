@@ -1,0 +1,222 @@
+// Private pieces of the stage 3 schedule builder (deepspeed_zero.md §7), split by concern:
+//   stage3_walk.cc        — ModelDesc -> hooked modules and the hook sequence of one fwd+bwd
+//   stage3_coordinator.cc — PartitionedParameterCoordinator: trace, FETCH/RELEASE, prefetch
+//   (§7.2–7.5) stage3_reduce.cc      — grad hooks, the IPG bucket, reduce-scatter / all-reduce
+//   flushes (§7.6) stage3_init.cc        — initialization: broadcasts, persistent buffers, hook
+//   gathers (§7.1) stage3_step.cc        — step() with sub-groups and the post-step gather (§7.7)
+//   stage3_builder.cc     — build_stage3: input checks, meta, the iteration loop (§7.9, §12)
+//
+// Module mapping (the abstraction of torch's module tree that zerosim uses):
+//   * every ModelDesc Layer is one hooked module whose direct params are its param_ids
+//   (deduplicated,
+//     sorted by ds_id); a tied weight listed by two layers is fetched by both;
+//   * params that no layer lists belong to the root module, fetched before the first layer's
+//   forward
+//     and released after the last one, fetched first in backward and released last;
+//   * a model without layers (a param list) has one module per param, in declaration order;
+//   * forward visits layers in order; backward visits them in reverse, driven by model.grad_order
+//     exactly as the other builders do; FETCH(bwd) precedes a layer's backward, RELEASE(bwd)
+//     follows the gradients that become ready there;
+//   * an Embedding layer's inputs (token ids) need no grad, so its post-backward hook never fires
+//     (§7.2): at edaa722 the backward epilogue's leftover sweep releases it, at v0.14.4 step()'s
+//     release-all does (the root module behaves the same when the first layer is an embedding);
+//   * with activation checkpointing every Block layer's recompute runs its forward hooks again
+//     (FETCH, recompute, RELEASE) right before its backward FETCH.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "schedule/builders.h"
+
+namespace zerosim::schedule::s3 {
+
+/// DeepSpeed's trace-verification broadcasts carry int64 lists (runtime/zero/utils.py). DType has
+/// no Int64 yet; Float64 has the same 8-byte element, so element and byte counts are exact.
+inline constexpr DType kTraceIdDType = DType::Float64;
+
+/// One hooked nn.Module.
+struct Module {
+  std::string name;
+  std::vector<std::uint32_t> params;  ///< direct params, unique, ascending ds_id (= model param id)
+  std::uint32_t layer = kNone;    ///< ModelDesc layer index; kNone for the root / a param module
+  bool bwd_release_fires = true;  ///< false when the module's inputs need no grad (§7.2)
+};
+
+enum class HookKind : std::uint8_t { Fetch, Release, Forward, Recompute, Backward, GradReady };
+
+/// One step of the fwd+bwd hook sequence.
+struct HookEvent {
+  HookKind kind = HookKind::Fetch;
+  bool backward = false;        ///< the event belongs to the backward pass
+  std::uint32_t index = kNone;  ///< module (Fetch/Release), layer (compute) or param (GradReady)
+};
+
+/// The modules of a model and the identical hook sequence every iteration replays.
+struct Walk {
+  std::vector<Module> modules;
+  std::vector<HookEvent> events;        ///< forward events, then backward events
+  std::vector<std::uint32_t> leftover;  ///< modules whose post-backward RELEASE never fires
+};
+
+/// Builds the module mapping above (recompute hooks with activation checkpointing). Fails (source
+/// "model") on a layer or grad_order param id out of range. O(params + layer uses).
+Result<Walk> build_walk(const ModelDesc& m, bool activation_checkpointing);
+
+/// Transient buffers of one shape reused across launches, so the buffer table grows with distinct
+/// shapes, not with iterations. A buffer is handed out only while it is free.
+class BufferPool {
+ public:
+  std::uint32_t acquire(Emitter& e, const std::string& name, BufferCategory cat, DType dt,
+                        Elements numel, MemoryPool pool = MemoryPool::Device);
+  /// Returns a buffer acquired here (its Free op is the caller's).
+  void release(std::uint32_t buffer);
+
+ private:
+  using Key = std::tuple<std::string, DType, Elements, MemoryPool>;
+  std::map<Key, std::vector<std::uint32_t>> free_;
+  std::map<Key, std::uint32_t> created_;  ///< buffers made per key (numbers their names)
+  std::map<std::uint32_t, Key> key_of_;
+};
+
+/// Everything the stage 3 pieces share while emitting one schedule.
+struct Context {
+  Context(Schedule& s, const ScheduleInput& in, const Walk& w);
+
+  Emitter e;
+  const ModelDesc& m;
+  const PartitionPlan& plan;
+  const DsConfig& ds;
+  const ZeroConfig& z;
+  const Walk& walk;
+  DeepSpeedVersion version;
+  std::uint32_t world;
+  DType lp, mw, ga, cd;
+  bool overlap, offload_opt, offload_param;
+  MemoryPool host_pool;  ///< Pinned with offload pin_memory, else Host
+  Stream gather_stream, reduce_stream;
+  std::uint32_t micro = 0;  ///< micro-step inside the current optimizer step
+  bool boundary = false;    ///< the current micro-step ends with step()
+
+  // Persistent buffers (§7.8).
+  std::uint32_t lp_partitions = kNone, frozen_partitions = kNone, ipg = kNone,
+                grad_partitions = kNone;
+  std::vector<std::uint32_t> master, adam, host_fp32_grads;  ///< per sub-group
+  std::vector<std::uint32_t> sg_of_param;  ///< per param, kNone outside sub-groups
+  // Per-param and per-layer buffers, re-allocated at every use.
+  std::vector<std::uint32_t> grad_buf, full_buf, padded_buf, act_buf;
+  BufferPool pool;
+  Diagnostics internal;  ///< coordinator assertions DeepSpeed would raise (never expected)
+
+  Elements n(std::uint32_t p) const { return m.params[p].numel; }
+  Elements c(std::uint32_t p) const { return plan.s3[p].partition; }
+  bool persistent(std::uint32_t p) const { return plan.s3[p].persistent; }
+  /// offload_optimizer.ratio: sub-groups with index < floor((1 - ratio) * count) stay on the GPU.
+  bool sg_on_cpu(std::size_t sg) const;
+  /// A Collective op over the data-parallel group, with deps.
+  std::uint32_t collective(CollectiveKind k, Elements numel, Elements out, DType dt, ReduceOp r,
+                           Stream st, std::string label, std::vector<std::uint32_t> deps = {},
+                           std::int32_t dst = -1);
+  /// A copy-like op (Copy, HostToDevice, DeviceToHost, OptimizerStep, WriteBack).
+  std::uint32_t data_op(OpKind k, Stream st, Elements elements, DType dt, std::uint32_t buffer,
+                        std::string label, std::vector<std::uint32_t> deps = {});
+};
+
+/// PartitionedParameterCoordinator (PPC) state machine for one process (§7.2–§7.5).
+class Coordinator {
+ public:
+  explicit Coordinator(Context& cx);
+  /// RESET_STEP: waits for and releases in-flight params, advances the trace state machine (with
+  /// its int64 broadcasts), restarts the prefetch queue, step_id = 0, n_available = 0.
+  void reset_step();
+  void fetch(std::uint32_t module, bool backward);  ///< FETCH(m) (§7.3)
+  void release(std::uint32_t module);               ///< RELEASE(m) (§7.4)
+  void release_all();                               ///< step()'s RELEASE_ALL (persistent included)
+  void gather_persistent();                         ///< POST_STEP synchronous gather (§7.7)
+  std::int64_t n_available() const { return n_available_; }
+
+ private:
+  enum class Mode : std::uint8_t { Record, Complete, Invalid };
+  enum class Status : std::uint8_t { NotAvailable, InFlight, Available };
+  struct ParamState {
+    Status status = Status::NotAvailable;
+    std::uint32_t handle = kNone;   ///< in the in-flight registry under this handle
+    std::uint32_t storage = kNone;  ///< buffer holding the gathered param (full or padded)
+    std::int64_t last_consumed = 0;
+    std::vector<std::uint32_t> active;  ///< modules using the param right now
+  };
+  struct Handle {
+    std::vector<std::uint32_t> params;
+    std::uint32_t staging = kNone;  ///< coalesced staging W*Σc (kNone: single-param gather)
+    Elements staging_numel = 0;
+    std::uint32_t registered = 0;  ///< params still in the registry under this handle
+    bool complete = false;
+  };
+
+  void gather(std::vector<std::uint32_t> params, const std::string& why);
+  void gather_single(std::uint32_t p, const std::string& why, std::uint32_t h);
+  void gather_coalesced(const std::vector<std::uint32_t>& params, const std::string& why,
+                        std::uint32_t h);
+  std::uint32_t stage_partitions_on_device(const std::vector<std::uint32_t>& params,
+                                           Elements& numel);
+  void wait(std::uint32_t p);
+  void free_param(std::uint32_t p);
+  void consume_own(const Module& mod);
+  void prefetch();
+  std::vector<std::uint32_t> params_to_release(const Module& mod) const;
+  void clean_inflight();
+  void invalidate();
+  void broadcast_list(const std::string& what, Elements length);
+  CollectiveKind fetch_kind() const;
+
+  Context& cx_;
+  Mode mode_;
+  std::vector<std::uint32_t> recorded_;  ///< modules fetched while recording
+  std::vector<std::uint32_t> trace_;     ///< the frozen module trace
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> param_trace_;  ///< (param, step)
+  std::size_t queue_head_ = 0;
+  std::uint32_t step_id_ = 0;
+  std::int64_t n_available_ = 0;
+  std::vector<ParamState> ps_;
+  std::vector<Handle> handles_;
+  std::uint32_t last_gather_op_ = kNone;
+};
+
+/// Gradient hooks, the single IPG bucket and its flushes (§7.6).
+class Reducer {
+ public:
+  explicit Reducer(Context& cx) : cx_(cx) {}
+  /// S3_ON_GRAD for a param whose GradReady op is `ready_op`.
+  void on_grad(std::uint32_t p, std::uint32_t ready_op);
+  /// Epilogue: flush the bucket if non-empty, then the compute stream waits for the reduce stream.
+  void epilogue();
+
+ private:
+  struct Entry {
+    std::uint32_t param = kNone;
+    bool in_ipg =
+        false;  ///< the grad was copied into the IPG buffer (else it keeps its own storage)
+  };
+  void flush();
+  void reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements sum_c);
+  void all_reduce(Elements e);
+  void partition_grads(const std::vector<std::uint32_t>& sorted, Elements sum_c);
+  std::uint32_t reduce_op(Op o);
+
+  Context& cx_;
+  std::vector<Entry> bucket_;
+  Elements elements_ = 0;
+  std::uint32_t flush_seq_ = 0;
+  std::vector<std::uint32_t> flush_end_;  ///< last reduce-stream op of every flush
+  std::uint32_t last_reduce_op_ = kNone;
+};
+
+/// §7.1: model broadcasts, conversion, persistent buffers, hook-registration all-gathers.
+void emit_init(Context& cx);
+/// §7.7: RELEASE_ALL, overflow check (fp16 only), per-sub-group norms and updates, POST_STEP.
+void emit_step(Context& cx, Coordinator& co, bool first_step);
+
+}  // namespace zerosim::schedule::s3

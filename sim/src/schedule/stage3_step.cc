@@ -1,0 +1,77 @@
+// step() of DeepSpeed stage 3 (deepspeed_zero.md §7.7): release every gathered param, the overflow
+// check (fp16 only: 1 uint8 MAX all-reduce), one norm all-reduce per sub-group (float64; fp32 from
+// the per-param norms with optimizer offload), then per sub-group the flatten/cast temporaries, the
+// lazily created Adam states at the first step, the update and the write-back to the LP partitions,
+// and finally POST_STEP: the synchronous gather of every persistent param (ds_id order).
+// The schedule assumes no overflow (a skipped step issues no norm all-reduce and no update).
+#include <string>
+
+#include "schedule/stage3_internal.h"
+
+namespace zerosim::schedule::s3 {
+namespace {
+
+void gpu_update(Context& cx, std::size_t sg, bool first_step) {
+  const Elements sc = cx.plan.sub_groups[sg].partition_numel;
+  const std::string tag = " [sub-group " + std::to_string(sg) + "]";
+  // g = cast(flatten(averaged views), MW): a GA temporary, then the MW copy.
+  const auto flat = cx.pool.acquire(cx.e, "step flat grads", BufferCategory::Temp, cx.ga, sc);
+  cx.e.alloc(flat);
+  cx.data_op(OpKind::Copy, Stream::Compute, sc, cx.ga, flat, "flatten grad partitions" + tag);
+  const auto g32 = cx.pool.acquire(cx.e, "step fp32 grads", BufferCategory::Temp, cx.mw, sc);
+  cx.e.alloc(g32);
+  cx.data_op(OpKind::Copy, Stream::Compute, sc, cx.mw, g32, "cast grads to master dtype" + tag);
+  cx.e.free(flat);
+  cx.pool.release(flat);
+  if (first_step) cx.e.alloc(cx.adam[sg]);
+  cx.data_op(OpKind::OptimizerStep, Stream::Compute, sc, cx.mw, cx.master[sg],
+             "optimizer step" + tag);
+  if (cx.offload_param)  // the LP partitions live on the host
+    cx.data_op(OpKind::DeviceToHost, Stream::Compute, sc, cx.lp, cx.lp_partitions,
+               "master to LP partitions" + tag);
+  else
+    cx.data_op(OpKind::WriteBack, Stream::Compute, sc, cx.lp, cx.lp_partitions,
+               "master to LP partitions" + tag);
+  cx.e.free(g32);
+  cx.pool.release(g32);
+}
+
+void cpu_update(Context& cx, std::size_t sg, bool first_step) {
+  const Elements sc = cx.plan.sub_groups[sg].partition_numel;
+  const std::string tag = " [sub-group " + std::to_string(sg) + "]";
+  if (first_step) cx.e.alloc(cx.adam[sg]);
+  const auto st = cx.data_op(OpKind::OptimizerStep, Stream::Host, sc, cx.mw, cx.master[sg],
+                             "CPU optimizer step" + tag);
+  if (cx.offload_param)
+    cx.data_op(OpKind::WriteBack, Stream::Host, sc, cx.lp, cx.lp_partitions,
+               "master to LP partitions" + tag, {st});
+  else
+    cx.data_op(OpKind::HostToDevice, Stream::H2D, sc, cx.lp, cx.lp_partitions,
+               "master to LP partitions" + tag, {st});
+}
+
+}  // namespace
+
+void emit_step(Context& cx, Coordinator& co, bool first_step) {
+  cx.e.set_phase(Phase::Step);
+  cx.e.marker("step");
+  co.release_all();
+  if (cx.lp == DType::Float16)  // bf16 and fp32 training run no overflow check in stage 3
+    cx.collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Stream::Compute,
+                  "overflow check");
+  const auto n_sg = cx.plan.sub_groups.size();
+  for (std::size_t i = 0; i < n_sg; ++i)
+    cx.collective(CollectiveKind::AllReduce, 1, 1,
+                  cx.sg_on_cpu(i) ? DType::Float32 : DType::Float64, ReduceOp::Sum, Stream::Compute,
+                  "grad norm [sub-group " + std::to_string(i) + "]");
+  for (std::size_t i = 0; i < n_sg; ++i) {
+    if (cx.sg_on_cpu(i))
+      cpu_update(cx, i, first_step);
+    else
+      gpu_update(cx, i, first_step);
+  }
+  cx.e.set_phase(Phase::PostStep);
+  co.gather_persistent();
+}
+
+}  // namespace zerosim::schedule::s3
