@@ -1,0 +1,426 @@
+// Reader of schedule JSON (schedule_io.h). Layers as style.md §4.4: syntax (json::parse, with line
+// and column), header (format and version; a wrong one stops reading, since nothing after it can be
+// trusted), schema (types, enum names with "did you mean", unknown keys), references (buffer, slot,
+// dep, param and layer indices; rank roles covering 0..world-1 exactly once), then the IR's own
+// validate_schedule. Every problem is collected; no exception leaves this file.
+#include <algorithm>
+#include <limits>
+
+#include "config/json_reader.h"
+#include "zerosim/schedule_io.h"
+
+namespace zerosim {
+namespace {
+
+using json::JsonReader;
+constexpr std::uint32_t kU32Max = std::numeric_limits<std::uint32_t>::max();
+
+// The spelling of every value of an enum whose values are 0..count-1, from its name function.
+template <class E, class F>
+std::vector<std::string> enum_names(std::size_t count, F&& name) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < count; ++i) out.emplace_back(name(static_cast<E>(i)));
+  return out;
+}
+
+// Every accepted spelling, per enum, in enum order (index = value). ReduceOp::None is the omitted
+// default, so a written reduce_op is "sum" or "max" (index + 1 = value).
+struct Names {
+  std::vector<std::string> stream, kind, phase, category, pool, dtype, collective, reduce_op;
+};
+const Names& names() {
+  static const Names n = {
+      enum_names<Stream>(kStreamCount, stream_name),
+      enum_names<OpKind>(static_cast<std::size_t>(OpKind::Marker) + 1, op_kind_name),
+      enum_names<Phase>(static_cast<std::size_t>(Phase::PostStep) + 1, phase_name),
+      enum_names<BufferCategory>(static_cast<std::size_t>(BufferCategory::Temp) + 1, category_name),
+      enum_names<MemoryPool>(static_cast<std::size_t>(MemoryPool::Pinned) + 1, memory_pool_name),
+      enum_names<DType>(static_cast<std::size_t>(DType::UInt8) + 1, dtype_name),
+      enum_names<CollectiveKind>(kCollectiveKindCount, collective_name),
+      {std::string(reduce_op_name(ReduceOp::Sum)), std::string(reduce_op_name(ReduceOp::Max))},
+  };
+  return n;
+}
+
+/// Reads `key` as one of `names` into `out` (index = enum value + offset); absent leaves `out`.
+template <class E>
+void read_enum(JsonReader& r, std::string_view key, const std::vector<std::string>& names, E& out,
+               std::size_t offset = 0) {
+  auto s = r.get_enum(key, names);
+  if (!s) return;
+  auto it = std::find(names.begin(), names.end(), *s);
+  out = static_cast<E>(static_cast<std::size_t>(it - names.begin()) + offset);
+}
+
+template <class T>
+void read_uint(JsonReader& r, std::string_view key, std::uint64_t lo, std::uint64_t hi, T& out) {
+  if (auto v = r.get_uint(key, lo, hi)) out = static_cast<T>(*v);
+}
+
+std::vector<std::string> read_strings(JsonReader& r, std::string_view key) {
+  std::vector<std::string> out;
+  auto c = r.child(key);
+  if (!c) return out;
+  auto items = c->elements();
+  if (!items) return out;
+  for (auto& item : *items)
+    if (auto s = item.as_string()) out.push_back(*s);
+  return out;
+}
+
+// "expected a buffer index 0..4, got 9", or with nothing to index "expected no buffer index
+// (<empty>), got 9".
+void check_index(JsonReader& r, std::string_view key, std::uint64_t value, std::uint64_t count,
+                 const std::string& what, const std::string& empty) {
+  if (value < count) return;
+  if (count == 0)
+    r.error("expected no " + what + " index (" + empty + "), got " + std::to_string(value), key);
+  else
+    r.error("expected a " + what + " index 0.." + std::to_string(count - 1) + ", got " +
+                std::to_string(value),
+            key);
+}
+
+std::size_t error_count(const Diagnostics& d) {
+  std::size_t n = 0;
+  for (const auto& item : d.items()) n += item.severity == Severity::Error;
+  return n;
+}
+
+class ScheduleReader {
+ public:
+  ScheduleReader(const ModelDesc* model, Diagnostics& d) : model_(model), d_(d) {}
+
+  void read(JsonReader& root);
+  Schedule take() { return std::move(s_); }
+
+ private:
+  bool read_header(JsonReader& root);
+  void read_meta(JsonReader& m);
+  void read_buffer(JsonReader& r, Buffer& b);
+  void read_role(JsonReader& r, RankRole& role);
+  void read_op(JsonReader& r, std::uint32_t index, Op& o);
+  void read_op_refs(JsonReader& r, std::uint32_t index, Op& o);
+  void check_op_kind(JsonReader& r, const Op& o);
+  void check_role_cover(JsonReader& roles);
+
+  const ModelDesc* model_;
+  Diagnostics& d_;
+  Schedule s_;
+  bool meta_ok_ = false;
+  bool dst_read_ = false;  ///< the current op's "dst" was present and in range
+};
+
+bool ScheduleReader::read_header(JsonReader& root) {
+  auto format = root.child("format");
+  if (!format) {
+    root.error("expected \"format\": " + quote(kScheduleFormat) + ", got no \"format\" key");
+    return false;
+  }
+  if (!format->value().is_string() || format->value().get<std::string>() != kScheduleFormat) {
+    format->error("expected " + quote(kScheduleFormat) + ", got " +
+                  json::describe(format->value()));
+    return false;
+  }
+  auto version = root.child("version");
+  if (!version) {
+    root.error("expected \"version\": " + std::to_string(kScheduleIrVersion) +
+               ", got no \"version\" key");
+    return false;
+  }
+  const auto& v = version->value();
+  if (!v.is_number_integer() || v.get<std::int64_t>() != kScheduleIrVersion) {
+    version->error("expected version " + std::to_string(kScheduleIrVersion) + ", got " +
+                   json::describe(v));
+    return false;
+  }
+  return true;
+}
+
+void ScheduleReader::read_meta(JsonReader& m) {
+  if (!m.expect_object()) return;
+  static const std::vector<std::string> keys = {
+      "model", "mode",   "deepspeed_version", "optimizer", "stage",
+      "world", "nodes",  "gpus_per_node",     "steps",     "grad_accum",
+      "lp",    "master", "grad_accum_dtype",  "comm",      "slot_names",
+      "notes"};
+  for (const auto& k : keys)
+    if (!m.has(k)) m.error("expected key " + quote(k) + " (every meta key is required), got none");
+  ScheduleMeta& meta = s_.meta;
+  if (auto v = m.get_string("model")) meta.model = *v;
+  if (auto v = m.get_enum("mode", {"deepspeed", "paper"})) meta.mode = *v;
+  if (auto v = m.get_enum("deepspeed_version",
+                          {std::string(deepspeed_version_name(DeepSpeedVersion::Edaa722)),
+                           std::string(deepspeed_version_name(DeepSpeedVersion::V0_14_4))}))
+    meta.deepspeed_version = parse_deepspeed_version(*v).value_or(DeepSpeedVersion::Edaa722);
+  if (auto v = m.get_string("optimizer")) meta.optimizer = *v;
+  read_uint(m, "stage", 0, 3, meta.stage);
+  const std::size_t before = d_.items().size();
+  read_uint(m, "world", 1, kMaxCollectiveRanks, meta.world);
+  meta_ok_ = m.has("world") && d_.items().size() == before;
+  read_uint(m, "nodes", 1, kMaxCollectiveRanks, meta.nodes);
+  read_uint(m, "gpus_per_node", 1, kMaxCollectiveRanks, meta.gpus_per_node);
+  read_uint(m, "steps", 1, kU32Max, meta.steps);
+  read_uint(m, "grad_accum", 1, kU32Max, meta.grad_accum);
+  read_enum(m, "lp", names().dtype, meta.lp);
+  read_enum(m, "master", names().dtype, meta.master);
+  read_enum(m, "grad_accum_dtype", names().dtype, meta.grad_accum_dtype);
+  read_enum(m, "comm", names().dtype, meta.comm);
+  meta.slot_names = read_strings(m, "slot_names");
+  meta.notes = read_strings(m, "notes");
+  m.reject_unknown(keys);
+}
+
+void ScheduleReader::read_buffer(JsonReader& r, Buffer& b) {
+  if (!r.expect_object()) return;
+  if (auto v = r.get_string("name"))
+    b.name = *v;
+  else if (!r.has("name"))
+    r.error("expected key \"name\", got none");
+  if (auto v = r.get_string("spec_id")) b.spec_id = *v;
+  read_enum(r, "category", names().category, b.category);
+  read_enum(r, "pool", names().pool, b.pool);
+  read_enum(r, "dtype", names().dtype, b.dtype);
+  read_uint(r, "numel", 0, UINT64_MAX, b.numel);
+  read_uint(r, "slot", 0, kU32Max - 1, b.slot);
+  if (b.slot != kNone)
+    check_index(r, "slot", b.slot, s_.meta.slot_names.size(), "slot", "meta slot_names is empty");
+  if (auto v = r.get_bool("persistent")) b.persistent = *v;
+  r.reject_unknown({"name", "spec_id", "category", "pool", "dtype", "numel", "slot", "persistent"});
+}
+
+void ScheduleReader::read_role(JsonReader& r, RankRole& role) {
+  if (!r.expect_object()) return;
+  for (const char* k : {"ranks", "representative", "slots"})
+    if (!r.has(k)) r.error(std::string("expected key \"") + k + "\", got none");
+  const std::uint64_t max_rank = meta_ok_ ? s_.meta.world - 1 : kMaxCollectiveRanks - 1;
+  if (auto ranks = r.child("ranks")) {
+    auto ranges = ranks->elements();
+    if (ranges && ranges->empty())
+      ranks->error("expected at least one [first, last] range, got []");
+    if (ranges) {
+      for (auto& range : *ranges) {
+        auto pair = range.elements();
+        if (!pair) continue;
+        if (pair->size() != 2) {
+          range.error("expected [first, last], got an array of " + std::to_string(pair->size()));
+          continue;
+        }
+        auto first = (*pair)[0].as_uint(0, max_rank);
+        auto last = (*pair)[1].as_uint(0, max_rank);
+        if (first && last && *first > *last)
+          range.error("expected first <= last, got [" + std::to_string(*first) + ", " +
+                      std::to_string(*last) + "]");
+        else if (first && last)
+          role.ranks.emplace_back(static_cast<std::uint32_t>(*first),
+                                  static_cast<std::uint32_t>(*last));
+      }
+    }
+  }
+  if (auto rep = r.get_uint("representative", 0, max_rank)) {
+    role.representative = static_cast<std::uint32_t>(*rep);
+    bool inside = std::any_of(role.ranks.begin(), role.ranks.end(),
+                              [&](const auto& p) { return p.first <= *rep && *rep <= p.second; });
+    if (!inside && !role.ranks.empty())
+      r.error("expected a rank of this role's \"ranks\", got " + std::to_string(*rep),
+              "representative");
+  }
+  if (auto slots = r.child("slots")) {
+    if (auto items = slots->elements()) {
+      for (auto& item : *items)
+        if (auto v = item.as_uint(0, UINT64_MAX)) role.slots.push_back(*v);
+      if (items->size() != s_.meta.slot_names.size())
+        slots->error("expected " + std::to_string(s_.meta.slot_names.size()) +
+                     " slot values (one per meta slot_names entry), got " +
+                     std::to_string(items->size()));
+    }
+  }
+  r.reject_unknown({"ranks", "representative", "slots"});
+}
+
+// Rank ranges of all roles, sorted, must tile 0..world-1: a gap is a rank in no role, an overlap a
+// rank in two. Reported as ranges, so a bad 10,000-rank file gives a few lines, not 10,000.
+void ScheduleReader::check_role_cover(JsonReader& roles) {
+  if (!meta_ok_) return;
+  struct Range {
+    std::uint32_t first, last, role;
+  };
+  std::vector<Range> all;
+  for (std::uint32_t i = 0; i < s_.roles.size(); ++i)
+    for (const auto& [f, l] : s_.roles[i].ranks) all.push_back({f, l, i});
+  std::sort(all.begin(), all.end(), [](const Range& a, const Range& b) {
+    return a.first != b.first ? a.first < b.first : a.role < b.role;
+  });
+  auto span = [](std::uint64_t a, std::uint64_t b) {
+    return a == b ? "rank " + std::to_string(a)
+                  : "ranks " + std::to_string(a) + ".." + std::to_string(b);
+  };
+  std::uint64_t next = 0;  // first rank not yet covered
+  std::uint32_t prev_role = 0;
+  for (const auto& r : all) {
+    if (r.first > next)
+      roles.error("expected every rank 0.." + std::to_string(s_.meta.world - 1) +
+                  " in exactly one role, got " + span(next, r.first - 1) + " in no role");
+    else if (r.first < next)
+      roles.error("expected every rank in exactly one role, got " +
+                  span(r.first, std::min<std::uint64_t>(r.last, next - 1)) + " in roles " +
+                  std::to_string(prev_role) + " and " + std::to_string(r.role));
+    if (r.last + std::uint64_t{1} > next) {
+      next = r.last + std::uint64_t{1};
+      prev_role = r.role;
+    }
+  }
+  if (next < s_.meta.world)
+    roles.error("expected every rank 0.." + std::to_string(s_.meta.world - 1) +
+                " in exactly one role, got " + span(next, s_.meta.world - 1) + " in no role");
+}
+
+void ScheduleReader::read_op(JsonReader& r, std::uint32_t index, Op& o) {
+  if (!r.expect_object()) return;
+  const std::size_t errors_before = error_count(d_);
+  if (!r.has("kind")) r.error("expected key \"kind\", got none");
+  read_enum(r, "kind", names().kind, o.kind);
+  read_enum(r, "stream", names().stream, o.stream);
+  read_enum(r, "phase", names().phase, o.phase);
+  read_uint(r, "step", 0, kU32Max, o.step);
+  read_uint(r, "micro_step", 0, kU32Max, o.micro_step);
+  read_uint(r, "bucket", 0, kU32Max - 1, o.bucket);
+  if (auto v = r.get_number("flops", 0, std::numeric_limits<double>::infinity())) o.flops = *v;
+  read_uint(r, "elements", 0, UINT64_MAX, o.elements);
+  read_enum(r, "dtype", names().dtype, o.dtype);
+  read_enum(r, "collective", names().collective, o.collective);
+  read_uint(r, "numel", 0, UINT64_MAX, o.numel);
+  read_uint(r, "out_numel", 0, UINT64_MAX, o.out_numel);
+  read_enum(r, "reduce_op", names().reduce_op, o.reduce_op, 1);
+  if (auto v = r.get_string("label")) o.label = *v;
+  read_op_refs(r, index, o);
+  // A kind or collective that did not read would make every kind rule misfire.
+  if (error_count(d_) == errors_before) check_op_kind(r, o);
+  static const std::vector<std::string> keys = {
+      "kind",  "stream",    "phase",      "step",      "micro_step", "buffer", "layer",
+      "param", "bucket",    "flops",      "elements",  "slot",       "dtype",  "collective",
+      "numel", "out_numel", "group_size", "reduce_op", "dst",        "deps",   "label"};
+  r.reject_unknown(keys);
+}
+
+// Indices into other parts of the file (or the model, when given).
+void ScheduleReader::read_op_refs(JsonReader& r, std::uint32_t index, Op& o) {
+  read_uint(r, "buffer", 0, kU32Max - 1, o.buffer);
+  if (o.buffer != kNone)
+    check_index(r, "buffer", o.buffer, s_.buffers.size(), "buffer", "the file has no buffers");
+  read_uint(r, "slot", 0, kU32Max - 1, o.slot);
+  if (o.slot != kNone)
+    check_index(r, "slot", o.slot, s_.meta.slot_names.size(), "slot", "meta slot_names is empty");
+  read_uint(r, "layer", 0, kU32Max - 1, o.layer);
+  read_uint(r, "param", 0, kU32Max - 1, o.param);
+  if (model_ && o.layer != kNone)
+    check_index(r, "layer", o.layer, model_->layers.size(), "layer", "the model has no layers");
+  if (model_ && o.param != kNone)
+    check_index(r, "param", o.param, model_->params.size(), "param", "the model has no params");
+  const std::uint32_t world = meta_ok_ ? s_.meta.world : kMaxCollectiveRanks;
+  read_uint(r, "group_size", 1, world, o.group_size);
+  auto dst = r.get_int("dst", -1, std::int64_t{world} - 1);
+  dst_read_ = dst.has_value();
+  if (dst) o.dst = static_cast<std::int32_t>(*dst);
+  auto deps = r.child("deps");
+  if (!deps) return;
+  auto items = deps->elements();
+  if (!items) return;
+  for (auto& item : *items) {
+    auto dep = item.as_uint(0, UINT64_MAX);
+    if (!dep) continue;
+    if (*dep >= index)
+      item.error(index == 0 ? "expected no deps (op 0 is the first op), got " + std::to_string(*dep)
+                            : "expected an earlier op index 0.." + std::to_string(index - 1) +
+                                  ", got " + std::to_string(*dep));
+    else
+      o.deps.push_back(static_cast<std::uint32_t>(*dep));
+  }
+}
+
+// What each kind needs for a consumer to execute it. A present but unreadable value was reported by
+// its getter already (dst_read_ / the enum getter), so only missing or contradictory values land
+// here.
+void ScheduleReader::check_op_kind(JsonReader& r, const Op& o) {
+  if ((o.kind == OpKind::Alloc || o.kind == OpKind::Free) && !r.has("buffer"))
+    r.error("expected a \"buffer\" index for a " + std::string(op_kind_name(o.kind)) +
+            " op, got none");
+  if (o.kind != OpKind::Collective) return;
+  const std::string name(collective_name(o.collective));
+  const bool reduces = o.collective == CollectiveKind::AllReduce ||
+                       o.collective == CollectiveKind::Reduce ||
+                       o.collective == CollectiveKind::ReduceScatter;
+  if (reduces && !r.has("reduce_op"))
+    r.error("expected \"reduce_op\" (\"sum\" or \"max\") for " + name + ", got none");
+  if (!reduces && r.has("reduce_op"))
+    r.error("expected no reduce_op for " + name + ", got " +
+                json::describe(r.child("reduce_op")->value()),
+            "reduce_op");
+  const bool rooted =
+      o.collective == CollectiveKind::Reduce || o.collective == CollectiveKind::Broadcast;
+  if (rooted && !r.has("dst"))
+    r.error("expected \"dst\" (the root rank) for " + name + ", got none");
+  else if (rooted && dst_read_ && o.dst < 0)
+    r.error("expected the root rank 0.." + std::to_string(s_.meta.world - 1) + " for " + name +
+                ", got " + std::to_string(o.dst),
+            "dst");
+  if (!rooted && r.has("dst"))
+    r.error("expected no dst for " + name + ", got " + json::describe(r.child("dst")->value()),
+            "dst");
+}
+
+void ScheduleReader::read(JsonReader& root) {
+  if (!root.expect_object() || !read_header(root)) return;
+  static const std::vector<std::string> keys = {"format",  "version", "meta",
+                                                "buffers", "roles",   "ops"};
+  for (const char* k : {"meta", "buffers", "roles", "ops"})
+    if (!root.has(k)) root.error(std::string("expected key \"") + k + "\", got none");
+  if (auto meta = root.child("meta")) read_meta(*meta);
+  if (auto buffers = root.child("buffers"))
+    if (auto items = buffers->elements()) {
+      s_.buffers.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i) read_buffer((*items)[i], s_.buffers[i]);
+    }
+  if (auto roles = root.child("roles")) {
+    const std::size_t errors_before = error_count(d_);
+    if (auto items = roles->elements()) {
+      s_.roles.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i) read_role((*items)[i], s_.roles[i]);
+    }
+    // Coverage is only meaningful when every range was read.
+    if (error_count(d_) == errors_before) check_role_cover(*roles);
+  }
+  if (auto ops = root.child("ops"))
+    if (auto items = ops->elements()) {
+      s_.ops.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i)
+        read_op((*items)[i], static_cast<std::uint32_t>(i), s_.ops[i]);
+    }
+  root.reject_unknown(keys);
+}
+
+}  // namespace
+
+Result<Schedule> read_schedule_json(const std::string& text, const std::string& source,
+                                    const ModelDesc* model) {
+  Diagnostics d;
+  auto doc = json::parse(text, source, d);
+  if (!doc) return Result<Schedule>(d);
+  JsonReader root(*doc, source, "", d);
+  ScheduleReader reader(model, d);
+  reader.read(root);
+  if (d.has_errors()) return Result<Schedule>(d);
+  Schedule s = reader.take();
+  d.append(validate_schedule(s, source));
+  if (d.has_errors()) return Result<Schedule>(d);
+  return Result<Schedule>(std::move(s), d);
+}
+
+Result<Schedule> read_schedule_file(const std::string& path, const ModelDesc* model) {
+  Diagnostics d;
+  std::string text;
+  if (!json::read_file(path, text, d)) return Result<Schedule>(d);
+  return read_schedule_json(text, path, model);
+}
+
+}  // namespace zerosim

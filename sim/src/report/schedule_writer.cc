@@ -1,0 +1,126 @@
+// Writer of schedule JSON (schedule_io.h). The document is streamed: the header and meta first,
+// then one line per buffer, role and op, each dumped from a small ordered_json, so keys come out in
+// a fixed order and a million-op schedule never exists as one JSON tree in memory. An op field is
+// written only when it differs from a default-constructed Op (the compactness rule the reader and
+// scenarios/README.md rely on); "kind" is always written.
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "zerosim/schedule_io.h"
+
+namespace zerosim {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string str(std::string_view s) { return std::string(s); }
+
+ojson meta_json(const ScheduleMeta& m) {
+  ojson j;
+  j["model"] = m.model;
+  j["mode"] = m.mode;
+  j["deepspeed_version"] = str(deepspeed_version_name(m.deepspeed_version));
+  j["optimizer"] = m.optimizer;
+  j["stage"] = m.stage;
+  j["world"] = m.world;
+  j["nodes"] = m.nodes;
+  j["gpus_per_node"] = m.gpus_per_node;
+  j["steps"] = m.steps;
+  j["grad_accum"] = m.grad_accum;
+  j["lp"] = str(dtype_name(m.lp));
+  j["master"] = str(dtype_name(m.master));
+  j["grad_accum_dtype"] = str(dtype_name(m.grad_accum_dtype));
+  j["comm"] = str(dtype_name(m.comm));
+  j["slot_names"] = m.slot_names;
+  j["notes"] = m.notes;
+  return j;
+}
+
+ojson buffer_json(const Buffer& b) {
+  const Buffer d;
+  ojson j;
+  j["name"] = b.name;
+  if (b.spec_id != d.spec_id) j["spec_id"] = b.spec_id;
+  if (b.category != d.category) j["category"] = str(category_name(b.category));
+  if (b.pool != d.pool) j["pool"] = str(memory_pool_name(b.pool));
+  if (b.dtype != d.dtype) j["dtype"] = str(dtype_name(b.dtype));
+  if (b.numel != d.numel) j["numel"] = b.numel;
+  if (b.slot != d.slot) j["slot"] = b.slot;
+  if (b.persistent != d.persistent) j["persistent"] = b.persistent;
+  return j;
+}
+
+ojson role_json(const RankRole& r) {
+  ojson j;
+  ojson ranges = ojson::array();
+  for (const auto& [first, last] : r.ranks) ranges.push_back(ojson::array({first, last}));
+  j["ranks"] = ranges;
+  j["representative"] = r.representative;
+  j["slots"] = r.slots;
+  return j;
+}
+
+// Fields in declaration order of Op; each only when it differs from the default.
+ojson op_json(const Op& o) {
+  const Op d;
+  ojson j;
+  j["kind"] = str(op_kind_name(o.kind));
+  if (o.stream != d.stream) j["stream"] = str(stream_name(o.stream));
+  if (o.phase != d.phase) j["phase"] = str(phase_name(o.phase));
+  if (o.step != d.step) j["step"] = o.step;
+  if (o.micro_step != d.micro_step) j["micro_step"] = o.micro_step;
+  if (o.buffer != d.buffer) j["buffer"] = o.buffer;
+  if (o.layer != d.layer) j["layer"] = o.layer;
+  if (o.param != d.param) j["param"] = o.param;
+  if (o.bucket != d.bucket) j["bucket"] = o.bucket;
+  if (o.flops != d.flops) j["flops"] = o.flops;
+  if (o.elements != d.elements) j["elements"] = o.elements;
+  if (o.slot != d.slot) j["slot"] = o.slot;
+  if (o.dtype != d.dtype) j["dtype"] = str(dtype_name(o.dtype));
+  if (o.collective != d.collective) j["collective"] = str(collective_name(o.collective));
+  if (o.numel != d.numel) j["numel"] = o.numel;
+  if (o.out_numel != d.out_numel) j["out_numel"] = o.out_numel;
+  if (o.group_size != d.group_size) j["group_size"] = o.group_size;
+  if (o.reduce_op != d.reduce_op) j["reduce_op"] = str(reduce_op_name(o.reduce_op));
+  if (o.dst != d.dst) j["dst"] = o.dst;
+  if (o.deps != d.deps) j["deps"] = o.deps;
+  if (o.label != d.label) j["label"] = o.label;
+  return j;
+}
+
+// Writes `"key": [` + one element per line + `]`, each element made by `to_json`.
+template <class T, class F>
+void write_array(std::ostream& out, const char* key, const std::vector<T>& items, F&& to_json,
+                 bool last) {
+  out << "  \"" << key << "\": [";
+  for (std::size_t i = 0; i < items.size(); ++i)
+    out << (i == 0 ? "\n    " : ",\n    ") << to_json(items[i]).dump();
+  out << (items.empty() ? "]" : "\n  ]") << (last ? "\n" : ",\n");
+}
+
+}  // namespace
+
+std::string_view memory_pool_name(MemoryPool p) {
+  switch (p) {
+    case MemoryPool::Device:
+      return "device";
+    case MemoryPool::Host:
+      return "host";
+    case MemoryPool::Pinned:
+      return "pinned";
+  }
+  return "device";
+}
+
+void write_schedule_json(const Schedule& s, std::ostream& out) {
+  out << "{\n";
+  out << "  \"format\": " << ojson(kScheduleFormat).dump() << ",\n";
+  out << "  \"version\": " << kScheduleIrVersion << ",\n";
+  out << "  \"meta\": " << meta_json(s.meta).dump() << ",\n";
+  write_array(out, "buffers", s.buffers, buffer_json, false);
+  write_array(out, "roles", s.roles, role_json, false);
+  write_array(out, "ops", s.ops, op_json, true);
+  out << "}\n";
+}
+
+}  // namespace zerosim

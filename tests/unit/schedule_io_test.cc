@@ -1,0 +1,503 @@
+// Schedule JSON (schedule_io.h): the exact text the writer produces for a hand-built two-rank
+// schedule (golden file tests/data/schedules/two_rank.json plus exact op lines), the compactness
+// rule, the round trip (read back == written schedule, re-written byte-identical), and one
+// exact diagnostic line per kind of bad file.
+#include "zerosim/schedule_io.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "zerosim/partition_plan.h"
+#include "zerosim/scenario.h"
+
+namespace zerosim {
+namespace {
+
+const std::string kSrc = "two_rank.json";
+
+Op make_op(OpKind kind, Phase phase) {
+  Op o;
+  o.kind = kind;
+  o.phase = phase;
+  return o;
+}
+
+Op collective(CollectiveKind k, Elements numel, Elements out, DType dt, ReduceOp r, Phase phase) {
+  Op o = make_op(OpKind::Collective, phase);
+  o.collective = k;
+  o.numel = numel;
+  o.out_numel = out;
+  o.dtype = dt;
+  o.reduce_op = r;
+  o.group_size = 2;
+  return o;
+}
+
+// A small stage-2-like program on 2 ranks whose grads_in_partition differs per rank (two roles).
+Schedule two_rank_schedule() {
+  Schedule s;
+  s.meta.model = "toy";
+  s.meta.optimizer = "DeepSpeedZeroOptimizer";
+  s.meta.stage = 2;
+  s.meta.world = 2;
+  s.meta.gpus_per_node = 2;
+  s.meta.slot_names = {"grads_in_partition"};
+  s.meta.notes = {"hand-built for schedule_io_test"};
+  s.buffers = {
+      {"flat_lp", "B1", BufferCategory::Param16, MemoryPool::Device, DType::Float16, 16, kNone,
+       true},
+      {"ipg[0]", "T2", BufferCategory::CommBucket, MemoryPool::Device, DType::Float16, 8, kNone,
+       false},
+      {"grads_in_partition", "", BufferCategory::Grad, MemoryPool::Device, DType::Float16, 0, 0,
+       false},
+      {"master", "B2", BufferCategory::Param32, MemoryPool::Pinned, DType::Float32, 8, kNone, true},
+  };
+  s.roles = {{{{0, 0}}, 0, {8}}, {{{1, 1}}, 1, {7}}};
+  auto& ops = s.ops;
+  Op a = make_op(OpKind::Alloc, Phase::Init);
+  a.buffer = 0;
+  ops.push_back(a);  // 0
+  a.buffer = 3;
+  ops.push_back(a);  // 1
+  Op bc =
+      collective(CollectiveKind::Broadcast, 16, 16, DType::Float16, ReduceOp::None, Phase::Init);
+  bc.dst = 0;
+  bc.label = "broadcast model";
+  ops.push_back(bc);  // 2
+  Op fwd = make_op(OpKind::Forward, Phase::Forward);
+  fwd.layer = 0;
+  fwd.flops = 1.5e9;
+  fwd.label = "fwd layers.0";
+  ops.push_back(fwd);  // 3
+  Op ipg = make_op(OpKind::Alloc, Phase::Backward);
+  ipg.buffer = 1;
+  ops.push_back(ipg);  // 4
+  Op bwd = make_op(OpKind::Backward, Phase::Backward);
+  bwd.layer = 0;
+  bwd.flops = 3e9;
+  ops.push_back(bwd);  // 5
+  Op ready = make_op(OpKind::GradReady, Phase::Backward);
+  ready.param = 2;
+  ops.push_back(ready);  // 6
+  Op copy = make_op(OpKind::CopyToBucket, Phase::Backward);
+  copy.param = 2;
+  copy.buffer = 1;
+  copy.elements = 7;
+  copy.bucket = 0;
+  ops.push_back(copy);  // 7
+  Op ar =
+      collective(CollectiveKind::AllReduce, 7, 7, DType::Float16, ReduceOp::Sum, Phase::Backward);
+  ar.stream = Stream::Reduce;
+  ar.bucket = 0;
+  ar.deps = {7};
+  ar.label = "flush 0: AR(7)";
+  ops.push_back(ar);  // 8
+  Op gip = make_op(OpKind::Alloc, Phase::Epilogue);
+  gip.buffer = 2;
+  gip.deps = {6, 8};
+  ops.push_back(gip);  // 9
+  Op post = make_op(OpKind::Copy, Phase::Epilogue);
+  post.buffer = 2;
+  post.slot = 0;
+  ops.push_back(post);  // 10
+  Op fr = make_op(OpKind::Free, Phase::Epilogue);
+  fr.buffer = 1;
+  ops.push_back(fr);  // 11
+  ops.push_back(
+      collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Phase::Step));
+  Op rd = collective(CollectiveKind::Reduce, 8, 8, DType::Float32, ReduceOp::Sum, Phase::Step);
+  rd.dst = 1;
+  ops.push_back(rd);  // 13
+  Op opt = make_op(OpKind::OptimizerStep, Phase::Step);
+  opt.stream = Stream::Host;
+  opt.slot = 0;
+  opt.dtype = DType::Float32;
+  ops.push_back(opt);  // 14
+  ops.push_back(collective(CollectiveKind::AllGather, 8, 16, DType::Float16, ReduceOp::None,
+                           Phase::Step));  // 15
+  Op rs = collective(CollectiveKind::ReduceScatter, 16, 8, DType::BFloat16, ReduceOp::Sum,
+                     Phase::PostStep);
+  rs.bucket = 1;
+  ops.push_back(rs);  // 16
+  Op fr2 = make_op(OpKind::Free, Phase::PostStep);
+  fr2.buffer = 2;
+  ops.push_back(fr2);                                     // 17
+  ops.push_back(make_op(OpKind::Sync, Phase::PostStep));  // 18
+  Op mk = make_op(OpKind::Marker, Phase::PostStep);
+  mk.label = "step \"0\" done";
+  ops.push_back(mk);  // 19
+  return s;
+}
+
+std::string write(const Schedule& s) {
+  std::ostringstream os;
+  write_schedule_json(s, os);
+  return os.str();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Replaces the one occurrence of `from` (the test fails if it is not exactly one).
+std::string replace_once(std::string text, const std::string& from, const std::string& to) {
+  auto pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  EXPECT_EQ(text.find(from, pos + 1), std::string::npos) << from;
+  if (pos != std::string::npos) text.replace(pos, from.size(), to);
+  return text;
+}
+
+// Reads `text`, expects failure, returns the diagnostics (one per line).
+std::string errors_of(const std::string& text, const ModelDesc* model = nullptr) {
+  auto r = read_schedule_json(text, kSrc, model);
+  EXPECT_FALSE(r.ok());
+  return r.diagnostics().to_string();
+}
+
+void expect_equal(const Schedule& a, const Schedule& b) {
+  EXPECT_EQ(a.meta.model, b.meta.model);
+  EXPECT_EQ(a.meta.mode, b.meta.mode);
+  EXPECT_EQ(a.meta.deepspeed_version, b.meta.deepspeed_version);
+  EXPECT_EQ(a.meta.optimizer, b.meta.optimizer);
+  EXPECT_EQ(a.meta.stage, b.meta.stage);
+  EXPECT_EQ(a.meta.world, b.meta.world);
+  EXPECT_EQ(a.meta.nodes, b.meta.nodes);
+  EXPECT_EQ(a.meta.gpus_per_node, b.meta.gpus_per_node);
+  EXPECT_EQ(a.meta.steps, b.meta.steps);
+  EXPECT_EQ(a.meta.grad_accum, b.meta.grad_accum);
+  EXPECT_EQ(a.meta.lp, b.meta.lp);
+  EXPECT_EQ(a.meta.master, b.meta.master);
+  EXPECT_EQ(a.meta.grad_accum_dtype, b.meta.grad_accum_dtype);
+  EXPECT_EQ(a.meta.comm, b.meta.comm);
+  EXPECT_EQ(a.meta.slot_names, b.meta.slot_names);
+  EXPECT_EQ(a.meta.notes, b.meta.notes);
+  ASSERT_EQ(a.buffers.size(), b.buffers.size());
+  for (std::size_t i = 0; i < a.buffers.size(); ++i) {
+    const Buffer &x = a.buffers[i], &y = b.buffers[i];
+    EXPECT_TRUE(x.name == y.name && x.spec_id == y.spec_id && x.category == y.category &&
+                x.pool == y.pool && x.dtype == y.dtype && x.numel == y.numel && x.slot == y.slot &&
+                x.persistent == y.persistent)
+        << "buffer " << i;
+  }
+  ASSERT_EQ(a.roles.size(), b.roles.size());
+  for (std::size_t i = 0; i < a.roles.size(); ++i) {
+    EXPECT_EQ(a.roles[i].ranks, b.roles[i].ranks);
+    EXPECT_EQ(a.roles[i].representative, b.roles[i].representative);
+    EXPECT_EQ(a.roles[i].slots, b.roles[i].slots);
+  }
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    const Op &x = a.ops[i], &y = b.ops[i];
+    EXPECT_TRUE(x.kind == y.kind && x.stream == y.stream && x.phase == y.phase &&
+                x.step == y.step && x.micro_step == y.micro_step && x.buffer == y.buffer &&
+                x.layer == y.layer && x.param == y.param && x.bucket == y.bucket &&
+                x.flops == y.flops && x.elements == y.elements && x.slot == y.slot &&
+                x.dtype == y.dtype && x.collective == y.collective && x.numel == y.numel &&
+                x.out_numel == y.out_numel && x.group_size == y.group_size &&
+                x.reduce_op == y.reduce_op && x.dst == y.dst && x.deps == y.deps &&
+                x.label == y.label)
+        << "op " << i;
+  }
+}
+
+TEST(ScheduleIo, StructLayoutIsTheOneTheFormatCovers) {
+  // A new Buffer/Op field changes these sizes: add it to schedule_writer.cc, schedule_reader.cc,
+  // expect_equal above and scenarios/README.md, then update the numbers (x86-64, g++).
+  EXPECT_EQ(sizeof(Buffer), 88u);
+  EXPECT_EQ(sizeof(Op), 144u);
+}
+
+TEST(ScheduleIo, WritesTheGoldenFile) {
+  const std::string path = std::string(ZEROSIM_TEST_DATA_DIR) + "/schedules/two_rank.json";
+  if (std::getenv("ZEROSIM_UPDATE_GOLDEN") != nullptr) {  // regenerate, then review the diff
+    std::ofstream(path, std::ios::binary) << write(two_rank_schedule());
+    GTEST_SKIP() << "wrote " << path;
+  }
+  const std::string golden = read_text(path);
+  ASSERT_FALSE(golden.empty());
+  EXPECT_EQ(write(two_rank_schedule()), golden);
+}
+
+TEST(ScheduleIo, OpsAreCompactAndKeysOrdered) {
+  const std::string text = write(two_rank_schedule());
+  EXPECT_NE(text.find("\n    {\"kind\":\"alloc\",\"phase\":\"init\",\"buffer\":0},\n"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("\n    {\"kind\":\"collective\",\"stream\":\"reduce\",\"phase\":\"backward\","
+                "\"bucket\":0,\"numel\":7,\"out_numel\":7,\"group_size\":2,\"reduce_op\":\"sum\","
+                "\"deps\":[7],\"label\":\"flush 0: AR(7)\"},\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n    {\"kind\":\"forward\",\"layer\":0,\"flops\":1500000000.0,"
+                      "\"label\":\"fwd layers.0\"}"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("\n    {\"name\":\"grads_in_partition\",\"category\":\"grad\",\"slot\":0},\n"),
+      std::string::npos);
+  EXPECT_NE(text.find("\"label\":\"step \\\"0\\\" done\"}\n  ]\n}\n"), std::string::npos);
+  Schedule empty;
+  empty.ops.push_back(Op{});
+  EXPECT_NE(write(empty).find("\"ops\": [\n    {\"kind\":\"marker\"}\n  ]\n}\n"),
+            std::string::npos);
+}
+
+TEST(ScheduleIo, RoundTripGivesAnEqualScheduleAndIdenticalBytes) {
+  const Schedule original = two_rank_schedule();
+  const std::string text = write(original);
+  auto r = read_schedule_json(text, kSrc);
+  ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
+  EXPECT_TRUE(r.diagnostics().empty()) << r.diagnostics().to_string();
+  expect_equal(r.value(), original);
+  EXPECT_EQ(write(r.value()), text);
+}
+
+TEST(ScheduleIo, RoundTripKeepsNonDefaultMetaAndExtremeValues) {
+  Schedule s = two_rank_schedule();
+  s.meta.mode = "paper";
+  s.meta.deepspeed_version = DeepSpeedVersion::V0_14_4;
+  s.meta.steps = 3;
+  s.meta.grad_accum = 4;
+  s.meta.lp = DType::BFloat16;
+  s.meta.comm = DType::Float32;
+  s.meta.grad_accum_dtype = DType::Float32;
+  s.buffers[0].numel = UINT64_MAX;
+  s.ops[3].flops = 0.1;  // not exactly representable: must survive the text form bit for bit
+  s.ops[5].step = 2;
+  s.ops[5].micro_step = 3;
+  auto r = read_schedule_json(write(s), kSrc);
+  ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
+  expect_equal(r.value(), s);
+}
+
+TEST(ScheduleIo, ReadsTheFileFromDisk) {
+  auto r = read_schedule_file(std::string(ZEROSIM_TEST_DATA_DIR) + "/schedules/two_rank.json");
+  ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
+  expect_equal(r.value(), two_rank_schedule());
+  auto missing = read_schedule_file("/nonexistent/s.json");
+  EXPECT_EQ(missing.diagnostics().to_string(),
+            "/nonexistent/s.json: cannot read file: No such file or directory\n");
+}
+
+// Builders' real output (the shipped tiny scenario at every stage, both modes) survives the round
+// trip and passes the reader's stricter checks (reduce_op / dst rules, param and layer indices
+// against the model).
+TEST(ScheduleIo, BuiltSchedulesRoundTrip) {
+  auto sc = load_scenario_file(std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/tiny_zero2_4gpu.json");
+  ASSERT_TRUE(sc.ok()) << sc.diagnostics().to_string();
+  for (int k = 0; k < 8; ++k) {
+    const int stage = k % 4;
+    const Accounting mode = k < 4 ? Accounting::DeepSpeed : Accounting::Paper;
+    SCOPED_TRACE("stage " + std::to_string(stage) + (k < 4 ? " deepspeed" : " paper"));
+    Scenario s = sc.value();
+    s.ds.zero.stage = stage;
+    s.ds.grad_accum_steps = 2;
+    PartitionOptions o;
+    o.stage = stage;
+    o.world = static_cast<std::uint32_t>(s.cluster.world_size());
+    auto plan = plan_partition(s.model, o);
+    ASSERT_TRUE(plan.ok()) << plan.diagnostics().to_string();
+    ScheduleInput in;
+    in.model = &s.model;
+    in.plan = &plan.value();
+    in.ds = &s.ds;
+    in.cluster = s.cluster;
+    in.training = s.training;
+    in.steps = 2;
+    in.mode = mode;
+    auto built = build_schedule(in);
+    ASSERT_TRUE(built.ok()) << built.diagnostics().to_string();
+    ASSERT_GT(built->ops.size(), 10u);
+    const std::string text = write(built.value());
+    auto back = read_schedule_json(text, "built.json", &s.model);
+    ASSERT_TRUE(back.ok()) << back.diagnostics().to_string();
+    expect_equal(back.value(), built.value());
+    EXPECT_EQ(write(back.value()), text);
+    const auto collectives = std::count_if(built->ops.begin(), built->ops.end(), [](const Op& op) {
+      return op.kind == OpKind::Collective;
+    });
+    std::ostringstream log;
+    auto lines = write_collective_log(built.value(), log);
+    ASSERT_TRUE(lines.ok());
+    EXPECT_EQ(lines.value(), 4u * static_cast<std::uint64_t>(collectives));
+  }
+}
+
+TEST(ScheduleIoBadInput, WrongFormat) {
+  const std::string text =
+      replace_once(write(two_rank_schedule()), "zerosim-schedule", "zerosim-plan");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /format: expected \"zerosim-schedule\", got \"zerosim-plan\"\n");
+}
+
+TEST(ScheduleIoBadInput, WrongVersion) {
+  const std::string text =
+      replace_once(write(two_rank_schedule()), "\"version\": 1", "\"version\": 2");
+  EXPECT_EQ(errors_of(text), "two_rank.json: /version: expected version 1, got 2\n");
+}
+
+TEST(ScheduleIoBadInput, TruncatedFileGivesLineAndColumn) {
+  const std::string full = write(two_rank_schedule());
+  const std::string text =
+      full.substr(0, full.find("{\"kind\":\"backward\"") + 9);  // ...{"kind":"b
+  const auto line = 1 + std::count(text.begin(), text.end(), '\n');
+  const auto col = text.size() - text.rfind('\n');
+  auto r = read_schedule_json(text, kSrc);
+  ASSERT_FALSE(r.ok());
+  ASSERT_EQ(r.diagnostics().items().size(), 1u);
+  const std::string msg = r.diagnostics().to_string();
+  EXPECT_EQ(msg.rfind("two_rank.json: invalid JSON at line " + std::to_string(line) + ", column " +
+                          std::to_string(col) + ": ",
+                      0),
+            0u)
+      << msg;
+}
+
+TEST(ScheduleIoBadInput, UnknownEnumNameWithHint) {
+  const std::string text =
+      replace_once(write(two_rank_schedule()), "\"stream\":\"reduce\"", "\"stream\":\"reduc\"");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /ops/8/stream: expected one of \"compute\", \"reduce\", \"gather\", "
+            "\"h2d\", \"d2h\", \"host\", got \"reduc\" (did you mean \"reduce\"?)\n");
+}
+
+TEST(ScheduleIoBadInput, UnknownDtypeAndCollective) {
+  std::string text =
+      replace_once(write(two_rank_schedule()), "\"dtype\":\"uint8\"", "\"dtype\":\"int8\"");
+  text = replace_once(text, "\"collective\":\"all_gather_into_tensor\"",
+                      "\"collective\":\"all_gather\"");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /ops/12/dtype: expected one of \"float16\", \"bfloat16\", \"float32\", "
+            "\"float64\", \"uint8\", got \"int8\" (did you mean \"uint8\"?)\n"
+            "two_rank.json: /ops/15/collective: expected one of \"all_reduce\", \"reduce\", "
+            "\"broadcast\", \"all_gather_into_tensor\", \"reduce_scatter_tensor\", got "
+            "\"all_gather\" (did you mean "
+            "\"all_gather_into_tensor\"?)\n");
+}
+
+TEST(ScheduleIoBadInput, BufferIndexOutOfRange) {
+  const std::string text = replace_once(write(two_rank_schedule()),
+                                        "{\"kind\":\"alloc\",\"phase\":\"backward\",\"buffer\":1}",
+                                        "{\"kind\":\"alloc\",\"phase\":\"backward\",\"buffer\":9}");
+  EXPECT_EQ(errors_of(text), "two_rank.json: /ops/4/buffer: expected a buffer index 0..3, got 9\n");
+}
+
+TEST(ScheduleIoBadInput, DepThatIsNotEarlier) {
+  const std::string text = replace_once(write(two_rank_schedule()), "\"deps\":[7]", "\"deps\":[8]");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /ops/8/deps/0: expected an earlier op index 0..7, got 8\n");
+}
+
+TEST(ScheduleIoBadInput, SlotIndexOutOfRange) {
+  const std::string text =
+      replace_once(write(two_rank_schedule()),
+                   "{\"kind\":\"copy\",\"phase\":\"epilogue\",\"buffer\":2,\"slot\":0}",
+                   "{\"kind\":\"copy\",\"phase\":\"epilogue\",\"buffer\":2,\"slot\":1}");
+  EXPECT_EQ(errors_of(text), "two_rank.json: /ops/10/slot: expected a slot index 0..0, got 1\n");
+}
+
+TEST(ScheduleIoBadInput, RoleSlotCountMismatch) {
+  const std::string text =
+      replace_once(write(two_rank_schedule()), "\"slots\":[7]", "\"slots\":[7,1]");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /roles/1/slots: expected 1 slot values (one per meta slot_names "
+            "entry), got 2\n");
+}
+
+TEST(ScheduleIoBadInput, RankInTwoRoles) {
+  const std::string text =
+      replace_once(write(two_rank_schedule()), "{\"ranks\":[[1,1]]", "{\"ranks\":[[0,1]]");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /roles: expected every rank in exactly one role, got rank 0 in roles 0 "
+            "and 1\n");
+}
+
+TEST(ScheduleIoBadInput, RankInNoRole) {
+  const std::string text = replace_once(write(two_rank_schedule()), "\"world\":2", "\"world\":5");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /roles: expected every rank 0..4 in exactly one role, got ranks 2..4 "
+            "in no role\n");
+}
+
+TEST(ScheduleIoBadInput, RankBeyondWorld) {
+  const std::string text =
+      replace_once(write(two_rank_schedule()), "{\"ranks\":[[1,1]]", "{\"ranks\":[[1,2]]");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /roles/1/ranks/0/1: expected an integer 0..1, got 2\n");
+}
+
+TEST(ScheduleIoBadInput, ParamAndLayerCheckedAgainstTheModel) {
+  const std::string text = write(two_rank_schedule());
+  ModelDesc model;
+  model.params.resize(2);  // the schedule names param 2 in ops 6 and 7
+  EXPECT_EQ(
+      errors_of(text, &model),
+      "two_rank.json: /ops/3/layer: expected no layer index (the model has no layers), got 0\n"
+      "two_rank.json: /ops/5/layer: expected no layer index (the model has no layers), got 0\n"
+      "two_rank.json: /ops/6/param: expected a param index 0..1, got 2\n"
+      "two_rank.json: /ops/7/param: expected a param index 0..1, got 2\n");
+  model.params.resize(3);
+  model.layers.resize(1);
+  EXPECT_TRUE(read_schedule_json(text, kSrc, &model).ok());
+}
+
+TEST(ScheduleIoBadInput, UnknownKeyWithHint) {
+  const std::string text =
+      replace_once(write(two_rank_schedule()), "{\"kind\":\"forward\",\"layer\"",
+                   "{\"kind\":\"forward\",\"layr\"");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /ops/3/layr: unknown key \"layr\" (did you mean \"layer\"?)\n");
+}
+
+TEST(ScheduleIoBadInput, RootedCollectiveNeedsDstAndReductionNeedsOp) {
+  std::string text =
+      replace_once(write(two_rank_schedule()), ",\"reduce_op\":\"sum\",\"dst\":1", "");
+  EXPECT_EQ(
+      errors_of(text),
+      "two_rank.json: /ops/13: expected \"reduce_op\" (\"sum\" or \"max\") for reduce, got none\n"
+      "two_rank.json: /ops/13: expected \"dst\" (the root rank) for reduce, got none\n");
+  text = replace_once(write(two_rank_schedule()), "\"out_numel\":16,\"group_size\":2}",
+                      "\"out_numel\":16,\"group_size\":2,\"reduce_op\":\"sum\",\"dst\":0}");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /ops/15/reduce_op: expected no reduce_op for all_gather_into_tensor, "
+            "got \"sum\"\n"
+            "two_rank.json: /ops/15/dst: expected no dst for all_gather_into_tensor, got 0\n");
+}
+
+TEST(ScheduleIoBadInput, WrongTypesAndMissingKeys) {
+  std::string text = replace_once(write(two_rank_schedule()), "\"world\":2", "\"world\":\"two\"");
+  text = replace_once(text, "\"steps\":1,", "");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /meta: expected key \"steps\" (every meta key is required), got none\n"
+            "two_rank.json: /meta/world: expected an integer 1..16777216, got \"two\"\n");
+}
+
+TEST(ScheduleIoBadInput, ValidateScheduleRunsAfterReading) {
+  // Every reference is in range, but the IPG buffer is never freed: validate_schedule's rule.
+  const std::string text = replace_once(write(two_rank_schedule()),
+                                        "{\"kind\":\"free\",\"phase\":\"epilogue\",\"buffer\":1}",
+                                        "{\"kind\":\"marker\",\"phase\":\"epilogue\"}");
+  auto r = read_schedule_json(text, kSrc);
+  ASSERT_FALSE(r.ok());
+  ASSERT_EQ(r.diagnostics().items().size(), 1u) << r.diagnostics().to_string();
+  EXPECT_EQ(r.diagnostics().items()[0].source, kSrc);
+  EXPECT_EQ(r.diagnostics().items()[0].pointer, "/buffers/1");
+}
+
+TEST(ScheduleIoBadInput, NotAnObjectAndEmptyText) {
+  EXPECT_EQ(errors_of("[1, 2]"), "two_rank.json: /: expected an object, got an array\n");
+  auto r = read_schedule_json("", kSrc);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(
+      r.diagnostics().to_string().rfind("two_rank.json: invalid JSON at line 1, column 1: ", 0),
+      0u);
+}
+
+}  // namespace
+}  // namespace zerosim
