@@ -1,0 +1,155 @@
+// GPU catalog loader: reads the embedded models/gpu_catalog.json through JsonReader (every field
+// typed and range-checked, unknown keys rejected) and looks GPUs up by name or alias.
+#include "zerosim/gpu_catalog.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "config/json_reader.h"
+#include "zerosim/embedded_data.h"
+
+namespace zerosim {
+
+namespace {
+
+constexpr double kMaxRate = 1e7;  // TFLOP/s or GB/s: generous upper bound, catches unit mistakes
+
+// Lower case, with '_' and ' ' read as '-', so "h100_sxm" and "H100 SXM" find "h100-sxm".
+std::string normalise(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out += (l == '_' || l == ' ') ? '-' : l;
+  }
+  return out;
+}
+
+// Reads one required non-negative rate; records a "missing key" error when absent.
+double required_rate(json::JsonReader& r, const char* key) {
+  if (!r.has(key)) {
+    r.error("missing required key " + quote(key));
+    return 0;
+  }
+  return r.get_number(key, 0, kMaxRate).value_or(0);
+}
+
+std::optional<GpuSpec> read_gpu(json::JsonReader& r) {
+  if (!r.expect_object()) return std::nullopt;
+  GpuSpec g;
+  if (!r.has("name")) r.error("missing required key \"name\"");
+  g.name = r.get_string("name").value_or("");
+  g.description = r.get_string("description").value_or("");
+  if (auto a = r.child("aliases")) {
+    if (auto els = a->elements())
+      for (auto& e : *els)
+        if (auto s = e.as_string()) g.aliases.push_back(*s);
+  }
+  if (!r.has("memory_bytes")) r.error("missing required key \"memory_bytes\"");
+  g.memory_bytes = r.get_uint("memory_bytes", 1, UINT64_MAX).value_or(0);
+  g.bf16_tflops = required_rate(r, "bf16_tflops");
+  g.fp16_tflops = required_rate(r, "fp16_tflops");
+  g.fp32_tflops = required_rate(r, "fp32_tflops");
+  g.hbm_gbps = required_rate(r, "hbm_gbps");
+  g.intra_node_gbps = required_rate(r, "intra_node_gbps");
+  g.network_gbps = required_rate(r, "network_gbps");
+  g.pcie_gbps = required_rate(r, "pcie_gbps");
+  if (!r.has("source")) r.error("missing required key \"source\" (every entry names its data sheet)");
+  g.source = r.get_string("source").value_or("");
+  g.notes = r.get_string("notes").value_or("");
+  r.reject_unknown({"name", "description", "aliases", "memory_bytes", "bf16_tflops", "fp16_tflops",
+                    "fp32_tflops", "hbm_gbps", "intra_node_gbps", "network_gbps", "pcie_gbps",
+                    "source", "notes"});
+  return g;
+}
+
+struct LoadedCatalog {
+  std::vector<GpuSpec> gpus;
+  Diagnostics diags;
+};
+
+const LoadedCatalog& embedded() {
+  static const LoadedCatalog kCatalog = [] {
+    LoadedCatalog c;
+    auto files = gpu_catalog_files();
+    if (files.empty()) {
+      c.diags.error("gpu_catalog.json", "", "the GPU catalog is not embedded in this build");
+      return c;
+    }
+    auto r = load_gpu_catalog_text(std::string(files[0].content), std::string(files[0].name));
+    c.diags = r.diagnostics();
+    if (r.ok()) c.gpus = r.value();
+    return c;
+  }();
+  return kCatalog;
+}
+
+}  // namespace
+
+Result<std::vector<GpuSpec>> load_gpu_catalog_text(const std::string& text, const std::string& source) {
+  Diagnostics diags;
+  auto doc = json::parse(text, source, diags);
+  if (!doc) return diags;
+  json::JsonReader root(*doc, source, "", diags);
+  if (!root.expect_object()) return diags;
+  auto format = root.get_string("format");
+  if (format && *format != "zerosim-gpu-catalog")
+    root.error("expected \"zerosim-gpu-catalog\", got " + quote(*format), "format");
+  if (!root.has("format")) root.error("missing required key \"format\"");
+  if (!root.has("version")) root.error("missing required key \"version\"");
+  root.get_uint("version", 1, 1);
+  root.get_string("conventions");
+  std::vector<GpuSpec> gpus;
+  std::set<std::string> seen;
+  if (auto list = root.child("gpus")) {
+    if (auto els = list->elements()) {
+      for (auto& e : *els) {
+        auto g = read_gpu(e);
+        if (!g) continue;
+        std::vector<std::string> names{g->name};
+        names.insert(names.end(), g->aliases.begin(), g->aliases.end());
+        for (const auto& n : names)
+          if (!seen.insert(normalise(n)).second)
+            e.error("name or alias " + quote(n) + " is used by more than one GPU");
+        gpus.push_back(std::move(*g));
+      }
+    }
+  } else {
+    root.error("missing required key \"gpus\"");
+  }
+  root.reject_unknown({"format", "version", "conventions", "gpus"});
+  if (diags.has_errors()) return diags;
+  return Result<std::vector<GpuSpec>>(std::move(gpus), std::move(diags));
+}
+
+const std::vector<GpuSpec>& gpu_catalog() { return embedded().gpus; }
+
+Result<GpuSpec> find_gpu(const std::string& name, const std::string& source) {
+  const LoadedCatalog& c = embedded();
+  if (c.diags.has_errors()) return c.diags;
+  const std::string key = normalise(name);
+  std::vector<std::string> candidates;
+  std::string known;
+  for (const auto& g : c.gpus) {
+    if (normalise(g.name) == key) return g;
+    for (const auto& a : g.aliases)
+      if (normalise(a) == key) return g;
+    candidates.push_back(normalise(g.name));
+    for (const auto& a : g.aliases) candidates.push_back(normalise(a));
+    known += (known.empty() ? "" : ", ") + g.name;
+  }
+  std::string hint;
+  std::string m = closest_match(key, candidates);
+  if (!m.empty()) {
+    // Show the spelling the catalog uses, not the normalised one.
+    for (const auto& g : c.gpus) {
+      if (normalise(g.name) == m) hint = g.name;
+      for (const auto& a : g.aliases)
+        if (normalise(a) == m && hint.empty()) hint = a;
+    }
+    hint = "did you mean " + quote(hint) + "?";
+  }
+  return fail<GpuSpec>(source, "", "unknown GPU " + quote(name) + "; known GPUs: " + known, hint);
+}
+
+}  // namespace zerosim
