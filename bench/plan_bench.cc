@@ -1,0 +1,74 @@
+// Benchmarks for `zerosim plan`. The target (issue #2): the whole process for Llama-3.1-405B with the
+// full sweep (8 stage/offload variants x every power-of-two GPU count up to 4096 x micro-batch search)
+// finishes in under 50 ms. BM_PlanProcess spawns the real binary (posix_spawn, no shell) and waits;
+// BM_MakePlan times the library call alone.
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "zerosim/gpu_catalog.h"
+#include "zerosim/model_loader.h"
+#include "zerosim/planner.h"
+
+extern char** environ;
+
+namespace {
+
+int spawn_and_wait(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY | O_CREAT, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY | O_CREAT, 0644);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void BM_PlanProcess405BFullSweep(benchmark::State& state) {
+  const std::vector<std::string> cmd = {ZEROSIM_CLI_PATH, "plan", "--model", "llama3.1-405b", "--gpus",
+                                        "1024", "--sweep", "--max-gpus", "4096", "--format", "json"};
+  for (auto _ : state) {
+    if (spawn_and_wait(cmd) != 0) {
+      state.SkipWithError("zerosim plan failed");
+      break;
+    }
+  }
+}
+BENCHMARK(BM_PlanProcess405BFullSweep)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_MakePlan405BFullSweep(benchmark::State& state) {
+  zerosim::PlanRequest req;
+  auto model = zerosim::load_zoo_model("llama3.1-405b");
+  auto gpu = zerosim::find_gpu("H100-SXM-80GB");
+  if (!model.ok() || !gpu.ok()) {
+    state.SkipWithError("zoo or catalog entry missing");
+    return;
+  }
+  req.model = model.value();
+  req.cluster.gpu = gpu.value();
+  req.cluster.nodes = 128;
+  req.cluster.gpus_per_node = 8;
+  req.base = zerosim::default_ds_config(0, zerosim::DType::BFloat16);
+  req.full_sweep = true;
+  for (auto _ : state) {
+    auto plan = zerosim::make_plan(req);
+    benchmark::DoNotOptimize(plan);
+  }
+}
+BENCHMARK(BM_MakePlan405BFullSweep)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

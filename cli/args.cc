@@ -1,0 +1,127 @@
+// Command-line parsing with one-line diagnostics.
+#include "args.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace zerosim::cli {
+
+std::optional<std::string> ParsedArgs::get(const std::string& flag) const {
+  auto it = values.find(flag);
+  if (it == values.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<ParsedArgs> parse_args(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs,
+                              const std::string& command) {
+  ParsedArgs out;
+  Diagnostics d;
+  const std::string src = "zerosim " + command;
+  std::vector<std::string> names;
+  for (const auto& s : specs) names.push_back(s.name);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "--help" || a == "-h") {
+      out.help = true;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) {
+      d.error(src, "", "unexpected argument " + quote(a), "flags start with --; see --help");
+      continue;
+    }
+    std::optional<std::string> inline_value;
+    if (auto eq = a.find('='); eq != std::string::npos) {
+      inline_value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    const FlagSpec* spec = nullptr;
+    for (const auto& s : specs)
+      if (s.name == a) spec = &s;
+    if (!spec) {
+      std::string m = closest_match(a, names);
+      d.error(src, "", "unknown flag " + a, m.empty() ? "see --help" : "did you mean " + m + "?");
+      continue;
+    }
+    if (out.values.count(a)) {
+      d.error(src, "", a + ": given twice");
+      if (!spec->value_name.empty() && !inline_value && i + 1 < args.size()) ++i;  // skip its value
+      continue;
+    }
+    if (spec->value_name.empty()) {
+      if (inline_value) d.error(src, "", a + ": takes no value, got " + quote(*inline_value));
+      out.values[a] = "";
+      continue;
+    }
+    if (inline_value) {
+      out.values[a] = *inline_value;
+    } else if (i + 1 < args.size()) {
+      out.values[a] = args[++i];
+    } else {
+      d.error(src, "", a + ": expected a value (" + spec->value_name + "), got nothing");
+    }
+  }
+  if (d.has_errors()) return Result<ParsedArgs>(d);
+  return out;
+}
+
+std::string format_help(const std::string& command, const std::string& summary,
+                        const std::vector<FlagSpec>& specs) {
+  std::string s = "usage: zerosim " + command + " [flags]\n\n" + summary + "\n\nflags:\n";
+  std::size_t w = 0;
+  for (const auto& f : specs)
+    w = std::max(w, f.name.size() + (f.value_name.empty() ? 0 : f.value_name.size() + 1));
+  for (const auto& f : specs) {
+    std::string left = f.name + (f.value_name.empty() ? "" : " " + f.value_name);
+    s += "  " + left + std::string(w - left.size() + 2, ' ') + f.help + "\n";
+  }
+  s += "  --help" + std::string(w > 4 ? w - 4 : 2, ' ') + "show this help\n";
+  return s;
+}
+
+Result<std::uint64_t> parse_uint(const std::string& flag, const std::string& text, std::uint64_t lo,
+                                 std::uint64_t hi) {
+  std::string expected = "expected an integer " + std::to_string(lo) + ".." + std::to_string(hi) +
+                         ", got " + quote(text);
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v) ||
+      std::floor(v) != v || v < static_cast<double>(lo) || v > static_cast<double>(hi))
+    return fail<std::uint64_t>(flag, "", expected);
+  // strtod is exact for integers below 2^53; larger ones are re-read as integers.
+  if (v >= 9007199254740992.0) {
+    errno = 0;
+    unsigned long long u = std::strtoull(text.c_str(), &end, 10);
+    if (end == text.c_str() + text.size() && errno == 0) return static_cast<std::uint64_t>(u);
+  }
+  return static_cast<std::uint64_t>(v);
+}
+
+Result<double> parse_number(const std::string& flag, const std::string& text, double lo, double hi) {
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v) ||
+      v < lo || v > hi) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "expected a number in [%g, %g], got ", lo, hi);
+    return fail<double>(flag, "", buf + quote(text));
+  }
+  return v;
+}
+
+Result<std::string> parse_choice(const std::string& flag, const std::string& text,
+                                 const std::vector<std::string>& allowed) {
+  for (const auto& a : allowed)
+    if (a == text) return text;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  std::string m = closest_match(text, allowed);
+  return fail<std::string>(flag, "", "expected one of " + list + ", got " + quote(text),
+                           m.empty() ? "" : "did you mean " + m + "?");
+}
+
+}  // namespace zerosim::cli

@@ -1,0 +1,96 @@
+// `zerosim plan`: capacity planning in milliseconds, no GPU.
+#include <fstream>
+#include <iostream>
+
+#include "args.h"
+#include "commands.h"
+#include "inputs.h"
+#include "zerosim/plan_report.h"
+#include "zerosim/planner.h"
+
+namespace zerosim::cli {
+
+namespace {
+std::vector<FlagSpec> plan_flags() {
+  auto f = model_cluster_flags();
+  f.push_back({"--mode", "MODE", "deepspeed|paper accounting; default deepspeed"});
+  f.push_back({"--format", "FMT", "table|json|csv|markdown; default table"});
+  f.push_back({"--output", "FILE", "write the report to FILE instead of stdout"});
+  f.push_back({"--sweep", "", "also list every stage x offload x power-of-two GPU count"});
+  f.push_back({"--max-gpus", "N", "largest GPU count searched for 'min GPUs' and --sweep; default 4096"});
+  f.push_back({"--verbose", "", "itemised memory breakdown and ds_config keys not modelled"});
+  return f;
+}
+constexpr const char* kSummary =
+    "What one training step needs per GPU under ZeRO stage 0-3 (and CPU offload variants):\n"
+    "model states, runtime buffers, activations and overhead; whether it fits, the largest\n"
+    "micro-batch, the smallest GPU count, the traffic per step, DeepSpeed's own estimate and a\n"
+    "recommendation. Without a model flag it plans the default scenario: Llama-2-7B on 8 x H100-SXM-80GB.";
+}  // namespace
+
+int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
+  const auto specs = plan_flags();
+  auto args = parse_args(argv, specs, "plan");
+  if (!args.ok()) {
+    report(args.diagnostics(), err);
+    return kExitInvalidInput;
+  }
+  if (args->help) {
+    out << format_help("plan", kSummary, specs);
+    return kExitOk;
+  }
+  Diagnostics d;
+  auto mode = parse_choice("--mode", args->get("--mode").value_or("deepspeed"), {"deepspeed", "paper"});
+  auto fmt_name = parse_choice("--format", args->get("--format").value_or("table"),
+                               {"table", "json", "csv", "markdown", "md"});
+  std::uint64_t max_gpus = 4096;
+  if (args->has("--max-gpus")) {
+    auto m = parse_uint("--max-gpus", *args->get("--max-gpus"), 1, kMaxGpus);
+    if (m.ok()) max_gpus = m.value();
+    else d.append(m.diagnostics());
+  }
+  d.append(mode.diagnostics());
+  d.append(fmt_name.diagnostics());
+  auto inputs = load_inputs(args.value());
+  d.append(inputs.diagnostics());
+  if (report(d, err)) return kExitInvalidInput;
+
+  PlanRequest req;
+  req.model = std::move(inputs->model);
+  req.cluster = inputs->cluster;
+  req.base = inputs->ds;
+  req.ds_config_given = inputs->ds_config_given;
+  req.training = inputs->training;
+  req.mode = mode.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
+  req.sweep_max_gpus = max_gpus;
+  req.full_sweep = args->has("--sweep");
+  std::ofstream file;
+  if (auto path = args->get("--output")) {
+    file.open(*path);
+    if (!file) {
+      err << "--output: cannot write " << *path << "\n";
+      return kExitInvalidInput;
+    }
+  }
+  if (inputs->used_default_model)
+    err << "note: no model given; planning the default scenario " << req.model.name << " on "
+        << req.cluster.world_size() << " x " << req.cluster.gpu.name << "\n";
+  auto plan = make_plan(req);
+  if (report(plan.diagnostics(), err)) return kExitInvalidInput;
+
+  const auto format = *parse_output_format(fmt_name.value());
+  const bool verbose = args->has("--verbose");
+  if (auto path = args->get("--output")) {
+    std::ofstream& f = file;
+    write_plan(plan.value(), format, f, verbose);
+    if (!f) {
+      err << "--output: write to " << *path << " failed\n";
+      return kExitInvalidInput;
+    }
+  } else {
+    write_plan(plan.value(), format, out, verbose);
+  }
+  return kExitOk;
+}
+
+}  // namespace zerosim::cli

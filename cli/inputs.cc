@@ -1,0 +1,176 @@
+// Resolving model, cluster, ds_config and training settings from flags. Precedence: the ds_config's
+// explicit values win; flags resolve its "auto" entries; a flag that contradicts an explicit value is
+// an error rather than a silent override.
+#include "inputs.h"
+
+#include "zerosim/model_loader.h"
+
+namespace zerosim::cli {
+
+std::vector<FlagSpec> model_cluster_flags() {
+  return {
+      {"--model", "NAME", "zoo model (see `zerosim models`); default: llama2-7b"},
+      {"--hf-config", "FILE", "Hugging Face config.json"},
+      {"--params", "N", "raw parameter count, e.g. 13e9 (synthetic GPT-style model)"},
+      {"--param-list", "FILE", "param list JSON {\"params\": [[name, [shape]]...], \"grad_order\": [...]}"},
+      {"--gpus", "N", "total GPUs (data-parallel ranks); default 8"},
+      {"--nodes", "N", "nodes (with --gpus-per-node)"},
+      {"--gpus-per-node", "N", "GPUs per node; default 8"},
+      {"--gpu", "NAME", "GPU type from the catalog; default H100-SXM-80GB"},
+      {"--ds-config", "FILE", "DeepSpeed ds_config.json"},
+      {"--micro-batch", "N", "micro-batch per GPU; default 1 (or the ds_config's)"},
+      {"--grad-accum", "N", "gradient accumulation steps; default 1 (or the ds_config's)"},
+      {"--seq-len", "N", "sequence length in tokens; default min(4096, model context)"},
+      {"--precision", "P", "fp16|bf16|fp32 when no ds_config says; default bf16"},
+      {"--gradient-clipping", "X", "resolves \"auto\" gradient_clipping"},
+      {"--activation-checkpointing", "", "full activation checkpointing of every block"},
+      {"--attention", "KIND", "flash|eager: eager stores attention scores; default flash"},
+  };
+}
+
+namespace {
+
+Result<ModelDesc> load_model(const ParsedArgs& a, Diagnostics& d, bool& used_default) {
+  std::vector<std::string> given;
+  for (const char* f : {"--model", "--hf-config", "--params", "--param-list"})
+    if (a.has(f)) given.push_back(f);
+  if (given.size() > 1)
+    return fail<ModelDesc>("zerosim", "", "give one of --model, --hf-config, --params, --param-list (got " +
+                                              given[0] + " and " + given[1] + ")");
+  if (a.has("--hf-config")) return load_hf_config_file(*a.get("--hf-config"));
+  if (a.has("--param-list")) return load_param_list_file(*a.get("--param-list"));
+  if (a.has("--params")) {
+    auto n = parse_number("--params", *a.get("--params"), -1e300, 1e300);
+    if (!n.ok()) return Result<ModelDesc>(n.diagnostics());
+    return synthetic_model(n.value(), "--params");
+  }
+  used_default = !a.has("--model");
+  (void)d;
+  return load_zoo_model(a.get("--model").value_or(kDefaultModel));
+}
+
+std::optional<std::uint64_t> uint_flag(const ParsedArgs& a, const std::string& f, std::uint64_t lo,
+                                       std::uint64_t hi, Diagnostics& d) {
+  if (!a.has(f)) return std::nullopt;
+  auto r = parse_uint(f, *a.get(f), lo, hi);
+  if (!r.ok()) {
+    d.append(r.diagnostics());
+    return std::nullopt;
+  }
+  return r.value();
+}
+
+bool resolve_cluster(const ParsedArgs& a, Cluster& c, Diagnostics& d) {
+  auto gpus = uint_flag(a, "--gpus", 1, kMaxGpus, d);
+  auto nodes = uint_flag(a, "--nodes", 1, kMaxGpus, d);
+  auto per_node = uint_flag(a, "--gpus-per-node", 1, 1024, d);
+  if (d.has_errors()) return false;
+  c.gpus_per_node = per_node.value_or(8);
+  if (nodes) {
+    c.nodes = *nodes;
+    if (c.nodes * c.gpus_per_node > kMaxGpus) {
+      d.error("--nodes", "", "expected at most " + std::to_string(kMaxGpus) + " GPUs in total, got " +
+                                 std::to_string(c.nodes) + " x " + std::to_string(c.gpus_per_node));
+      return false;
+    }
+    if (gpus && *gpus != c.world_size()) {
+      d.error("--gpus", "", "expected " + std::to_string(c.world_size()) + " (--nodes x --gpus-per-node), got " +
+                                std::to_string(*gpus));
+      return false;
+    }
+    return true;
+  }
+  std::uint64_t n = gpus.value_or(kDefaultGpus);
+  if (n <= c.gpus_per_node && !per_node) {
+    c.nodes = 1;
+    c.gpus_per_node = n;
+  } else if (n % c.gpus_per_node == 0) {
+    c.nodes = n / c.gpus_per_node;
+  } else if (n < c.gpus_per_node) {
+    d.error("--gpus", "", "expected at least --gpus-per-node (" + std::to_string(c.gpus_per_node) +
+                              ") GPUs or a single node, got " + std::to_string(n));
+    return false;
+  } else {
+    d.error("--gpus", "", "expected a multiple of --gpus-per-node (" + std::to_string(c.gpus_per_node) +
+                              "), got " + std::to_string(n));
+    return false;
+  }
+  return true;
+}
+
+void check_conflict(const ParsedArgs& a, const std::string& flag, std::uint64_t resolved,
+                    const std::string& key, const std::string& file, Diagnostics& d) {
+  if (!a.has(flag)) return;
+  auto v = parse_uint(flag, *a.get(flag), 1, UINT64_MAX);
+  if (v.ok() && v.value() != resolved)
+    d.error(flag, "", "conflicts with " + file + " " + key + " = " + std::to_string(resolved) +
+                          " (got " + *a.get(flag) + "); change one of them");
+}
+
+}  // namespace
+
+Result<Inputs> load_inputs(const ParsedArgs& a) {
+  Inputs in;
+  Diagnostics d;
+  auto model = load_model(a, d, in.used_default_model);
+  if (!model.ok()) d.append(model.diagnostics());
+  auto gpu = find_gpu(a.get("--gpu").value_or(kDefaultGpu), "--gpu");
+  if (!gpu.ok()) d.append(gpu.diagnostics());
+  resolve_cluster(a, in.cluster, d);
+  auto micro = uint_flag(a, "--micro-batch", 1, 1u << 20, d);
+  auto gas = uint_flag(a, "--grad-accum", 1, 1u << 20, d);
+  auto seq = uint_flag(a, "--seq-len", 1, 1u << 24, d);
+  std::optional<DType> precision;
+  if (a.has("--precision")) {
+    auto p = parse_choice("--precision", *a.get("--precision"), {"fp16", "bf16", "fp32"});
+    if (p.ok()) precision = parse_dtype(p.value());
+    else d.append(p.diagnostics());
+  }
+  std::optional<double> clip;
+  if (a.has("--gradient-clipping")) {
+    auto c = parse_number("--gradient-clipping", *a.get("--gradient-clipping"), 0, 1e9);
+    if (c.ok()) clip = c.value();
+    else d.append(c.diagnostics());
+  }
+  std::string attention = "flash";
+  if (a.has("--attention")) {
+    auto c = parse_choice("--attention", *a.get("--attention"), {"flash", "eager"});
+    if (c.ok()) attention = c.value();
+    else d.append(c.diagnostics());
+  }
+  if (d.has_errors()) return Result<Inputs>(d);
+  in.model = std::move(model.value());
+  in.cluster.gpu = gpu.value();
+
+  AutoValues autos;
+  autos.world_size = in.cluster.world_size();
+  autos.micro_batch = micro;
+  autos.grad_accum_steps = gas;
+  autos.precision = precision;
+  autos.gradient_clipping = clip;
+  if (in.model.arch) autos.hidden_size = in.model.arch->hidden;
+  if (a.has("--ds-config")) {
+    const std::string file = *a.get("--ds-config");
+    auto ds = load_ds_config_file(file, autos);
+    d.append(ds.diagnostics());
+    if (!ds.ok()) return Result<Inputs>(d);
+    in.ds = std::move(ds.value());
+    in.ds_config_given = true;
+    check_conflict(a, "--micro-batch", in.ds.micro_batch, "/train_micro_batch_size_per_gpu", file, d);
+    check_conflict(a, "--grad-accum", in.ds.grad_accum_steps, "/gradient_accumulation_steps", file, d);
+  } else {
+    in.ds = default_ds_config(0, precision.value_or(DType::BFloat16));
+    in.ds.micro_batch = micro.value_or(1);
+    in.ds.grad_accum_steps = gas.value_or(1);
+    in.ds.train_batch_size = in.ds.micro_batch * in.ds.grad_accum_steps * in.cluster.world_size();
+  }
+  in.training.micro_batch = in.ds.micro_batch;
+  std::uint64_t ctx = in.model.arch && in.model.arch->max_seq ? in.model.arch->max_seq : 4096;
+  in.training.seq_len = seq.value_or(std::min<std::uint64_t>(4096, ctx));
+  in.training.activation_checkpointing = a.has("--activation-checkpointing");
+  in.training.flash_attention = attention == "flash";
+  if (d.has_errors()) return Result<Inputs>(d);
+  return Result<Inputs>(std::move(in), d);
+}
+
+}  // namespace zerosim::cli

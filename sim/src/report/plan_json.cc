@@ -1,0 +1,99 @@
+// JSON output of a plan: the stable machine interface ("format": "zerosim-plan", "version": 1).
+// Keys are written in a fixed order (ordered_json) so equal inputs give byte-identical files.
+// Every byte count is an exact integer; README.md documents each field.
+#include <nlohmann/json.hpp>
+
+#include "zerosim/plan_report.h"
+
+namespace zerosim {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ojson row_json(const PlanRow& r, bool verbose) {
+  ojson j;
+  j["stage"] = r.stage;
+  j["offload"] = std::string(offload_name(r.offload));
+  j["optimizer"] = r.optimizer;
+  j["model_states_bytes"] = r.memory.model_states();
+  j["params_bytes"] = r.memory.params;
+  j["grads_bytes"] = r.memory.grads;
+  j["optimizer_states_bytes"] = r.memory.optimizer_states;
+  j["buffers_bytes"] = r.memory.buffers;
+  j["activations_bytes"] = r.memory.activations;
+  j["overhead_bytes"] = r.memory.overhead;
+  j["total_bytes"] = r.memory.total();
+  j["peak_phase"] = r.memory.peak_phase;
+  j["host_bytes"] = r.memory.host_bytes;
+  j["fits"] = r.fits;
+  j["headroom_bytes"] = r.headroom_bytes;
+  j["max_micro_batch"] = r.max_micro_batch;
+  j["min_gpus"] = r.min_gpus ? ojson(*r.min_gpus) : ojson(nullptr);
+  j["comm_bytes_per_step"] = r.comm_bytes_per_step;
+  if (r.ds_estimate)
+    j["deepspeed_estimator"] = {{"gpu_bytes", r.ds_estimate->gpu}, {"cpu_bytes", r.ds_estimate->cpu}};
+  else
+    j["deepspeed_estimator"] = nullptr;
+  j["matches_ds_config"] = r.matches_ds_config;
+  if (verbose) {
+    ojson items = ojson::array();
+    for (const auto& it : r.memory.items)
+      items.push_back({{"layer", it.layer}, {"name", it.name}, {"bytes", it.bytes}});
+    j["items"] = items;
+  }
+  return j;
+}
+
+}  // namespace
+
+void write_plan_json(const PlanResult& p, std::ostream& out, bool verbose) {
+  const auto& r = p.request;
+  ojson j;
+  j["format"] = "zerosim-plan";
+  j["version"] = 1;
+  j["deepspeed_commit"] = kDeepSpeedCommit;
+  j["accounting"] = r.mode == Accounting::DeepSpeed ? "deepspeed" : "paper";
+  j["model"] = {{"name", r.model.name},
+                {"parameters", r.model.num_parameters()},
+                {"trainable_parameters", r.model.num_trainable()},
+                {"tensors", r.model.params.size()},
+                {"source", r.model.source}};
+  j["cluster"] = {{"gpu", r.cluster.gpu.name},
+                  {"gpu_memory_bytes", r.cluster.gpu.memory_bytes},
+                  {"nodes", r.cluster.nodes},
+                  {"gpus_per_node", r.cluster.gpus_per_node},
+                  {"world_size", r.cluster.world_size()}};
+  j["training"] = {{"precision", r.base.fp16 ? "fp16" : r.base.bf16 ? "bf16" : "fp32"},
+                   {"micro_batch", r.training.micro_batch},
+                   {"seq_len", r.training.seq_len},
+                   {"gradient_accumulation_steps", r.base.grad_accum_steps},
+                   {"activation_checkpointing", r.training.activation_checkpointing},
+                   {"flash_attention", r.training.flash_attention}};
+  ojson rows = ojson::array();
+  for (const auto& row : p.rows) rows.push_back(row_json(row, verbose));
+  j["rows"] = rows;
+  if (p.recommended) {
+    const auto& rec = p.rows[*p.recommended];
+    j["recommendation"] = {{"stage", rec.stage},
+                           {"offload", std::string(offload_name(rec.offload))},
+                           {"reason", p.recommendation}};
+  } else {
+    j["recommendation"] = {{"stage", nullptr}, {"offload", nullptr}, {"reason", p.recommendation}};
+  }
+  j["notes"] = p.notes;
+  if (!p.sweep.empty()) {
+    ojson sw = ojson::array();
+    for (const auto& c : p.sweep)
+      sw.push_back({{"gpus", c.gpus},
+                    {"stage", c.stage},
+                    {"offload", std::string(offload_name(c.offload))},
+                    {"total_bytes", c.total_bytes},
+                    {"fits", c.fits},
+                    {"max_micro_batch", c.max_micro_batch}});
+    j["sweep"] = sw;
+  }
+  if (verbose) j["not_modelled_keys"] = r.base.not_modelled;
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace zerosim

@@ -1,0 +1,196 @@
+// Table, Markdown and CSV output of a plan. All three share one row model (cells as strings) so they
+// can never disagree; JSON lives in plan_json.cc.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "zerosim/plan_report.h"
+
+namespace zerosim {
+namespace {
+
+using Cells = std::vector<std::string>;
+
+std::string offload_label(OffloadVariant v) {
+  switch (v) {
+    case OffloadVariant::None: return "none";
+    case OffloadVariant::OptimizerCpu: return "optimizer->cpu";
+    case OffloadVariant::OptimizerAndParamsCpu: return "opt+params->cpu";
+  }
+  return "?";
+}
+
+std::string signed_gib(std::int64_t b) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / kGiB);
+  return buf;
+}
+
+std::string with_commas(std::uint64_t v) {
+  std::string s = std::to_string(v), out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+const Cells kHeader = {"stage", "offload", "model states", "buffers", "activations", "overhead",
+                       "total/GPU", "peak at", "fits", "headroom", "max micro-batch", "min GPUs",
+                       "traffic/step/GPU"};
+
+Cells row_cells(const PlanRow& r, bool raw_bytes) {
+  auto b = [&](Bytes x) { return raw_bytes ? std::to_string(x) : format_gib(x); };
+  std::string stage = std::to_string(r.stage) + (r.matches_ds_config ? "*" : "");
+  return {stage,
+          offload_label(r.offload),
+          b(r.memory.model_states()),
+          b(r.memory.buffers),
+          b(r.memory.activations),
+          b(r.memory.overhead),
+          b(r.memory.total()),
+          r.memory.peak_phase,
+          r.fits ? "yes" : "no",
+          raw_bytes ? std::to_string(r.headroom_bytes) : signed_gib(r.headroom_bytes),
+          std::to_string(r.max_micro_batch),
+          r.min_gpus ? std::to_string(*r.min_gpus) : (raw_bytes ? "" : "none"),
+          b(r.comm_bytes_per_step)};
+}
+
+void write_aligned(const std::vector<Cells>& rows, std::ostream& out) {
+  std::vector<std::size_t> w(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      std::string cell = r[i];
+      bool left = i < 2;  // text columns left-aligned, numbers right-aligned
+      std::string pad(w[i] - cell.size(), ' ');
+      line += (left ? cell + pad : pad + cell) + (i + 1 < r.size() ? "  " : "");
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+}
+
+std::string precision_name(const DsConfig& d) {
+  return d.fp16 ? "fp16" : d.bf16 ? "bf16" : "fp32";
+}
+
+void write_header(const PlanResult& p, std::ostream& out, const std::string& prefix) {
+  const auto& r = p.request;
+  out << prefix << "zerosim plan: " << r.model.name << " (" << with_commas(r.model.num_parameters())
+      << " parameters) on " << r.cluster.world_size() << " x " << r.cluster.gpu.name << " ("
+      << format_gib(r.cluster.gpu.memory_bytes) << " each; " << r.cluster.nodes << " node"
+      << (r.cluster.nodes == 1 ? "" : "s") << " x " << r.cluster.gpus_per_node << ")\n";
+  out << prefix << precision_name(r.base) << ", micro-batch " << r.training.micro_batch << ", sequence "
+      << r.training.seq_len << " tokens, gradient accumulation " << r.base.grad_accum_steps
+      << ", activation checkpointing " << (r.training.activation_checkpointing ? "on" : "off")
+      << "; accounting: " << (r.mode == Accounting::DeepSpeed ? "deepspeed" : "paper")
+      << " (DeepSpeed " << std::string(kDeepSpeedCommit).substr(0, 8) << ")\n";
+}
+
+void write_estimators(const PlanResult& p, std::ostream& out, const std::string& prefix) {
+  out << prefix << "DeepSpeed's own estimators for this case (model states only; "
+      << "estimate_zero2/3_model_states_mem_needs):\n";
+  for (const auto& r : p.rows) {
+    if (!r.ds_estimate) continue;
+    out << prefix << "  stage " << r.stage << ", offload " << offload_label(r.offload) << ": GPU "
+        << format_gib(r.ds_estimate->gpu) << ", CPU " << format_gib(r.ds_estimate->cpu)
+        << "  (zerosim model states: " << format_gib(r.memory.model_states()) << ")\n";
+  }
+}
+
+void write_breakdown(const PlanResult& p, std::ostream& out, const std::string& prefix) {
+  for (const auto& r : p.rows) {
+    out << prefix << "stage " << r.stage << ", offload " << offload_label(r.offload) << " ("
+        << r.optimizer << "):\n";
+    for (const auto& it : r.memory.items)
+      out << prefix << "  " << it.layer << ": " << it.name << " = " << format_gib(it.bytes) << " ("
+          << it.bytes << " bytes)\n";
+  }
+  if (!p.request.base.not_modelled.empty()) {
+    out << prefix << "ds_config keys accepted but not modelled:";
+    for (const auto& k : p.request.base.not_modelled) out << " " << k;
+    out << "\n";
+  }
+}
+
+void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markdown) {
+  const std::string pre = markdown ? "" : "";
+  write_header(p, out, pre);
+  out << "\n";
+  std::vector<Cells> rows = {kHeader};
+  for (const auto& r : p.rows) rows.push_back(row_cells(r, false));
+  if (markdown) {
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      out << "|";
+      for (const auto& c : rows[k]) out << " " << c << " |";
+      out << "\n";
+      if (k == 0) {
+        out << "|";
+        for (std::size_t i = 0; i < rows[0].size(); ++i) out << (i < 2 ? " --- |" : " ---: |");
+        out << "\n";
+      }
+    }
+  } else {
+    write_aligned(rows, out);
+  }
+  out << "\n";
+  if (p.request.ds_config_given) out << "* = the stage and offload of the given ds_config\n";
+  out << "sizes in GiB (2^30 bytes) per GPU at the peak of the step (\"peak at\": backward or step phase; "
+         "activations are freed before the step);\ntraffic = bytes each GPU sends per optimizer step (ring "
+         "algorithms)\n\n";
+  write_estimators(p, out, pre);
+  out << "\nrecommendation: " << p.recommendation << "\n";
+  if (!p.notes.empty()) {
+    out << "\nnotes:\n";
+    for (const auto& n : p.notes) out << "  - " << n << "\n";
+  }
+  if (!p.sweep.empty()) {
+    out << "\nsweep (total per GPU at micro-batch " << p.request.training.micro_batch << "):\n";
+    std::vector<Cells> sw = {{"gpus", "stage", "offload", "total/GPU", "fits", "max micro-batch"}};
+    for (const auto& c : p.sweep)
+      sw.push_back({std::to_string(c.gpus), std::to_string(c.stage), offload_label(c.offload),
+                    format_gib(c.total_bytes), c.fits ? "yes" : "no", std::to_string(c.max_micro_batch)});
+    write_aligned(sw, out);
+  }
+  if (verbose) {
+    out << "\nbreakdown:\n";
+    write_breakdown(p, out, pre);
+  }
+}
+
+void write_csv(const PlanResult& p, std::ostream& out) {
+  out << "stage,offload,model_states_bytes,buffers_bytes,activations_bytes,overhead_bytes,total_bytes,"
+         "peak_phase,fits,headroom_bytes,max_micro_batch,min_gpus,comm_bytes_per_step\n";
+  for (const auto& r : p.rows) {
+    Cells c = row_cells(r, true);
+    c[0] = std::to_string(r.stage);
+    for (std::size_t i = 0; i < c.size(); ++i) out << c[i] << (i + 1 < c.size() ? "," : "\n");
+  }
+}
+
+}  // namespace
+
+std::optional<OutputFormat> parse_output_format(std::string_view s) {
+  if (s == "table") return OutputFormat::Table;
+  if (s == "json") return OutputFormat::Json;
+  if (s == "csv") return OutputFormat::Csv;
+  if (s == "markdown" || s == "md") return OutputFormat::Markdown;
+  return std::nullopt;
+}
+
+void write_plan_json(const PlanResult& plan, std::ostream& out, bool verbose);
+
+void write_plan(const PlanResult& plan, OutputFormat format, std::ostream& out, bool verbose) {
+  switch (format) {
+    case OutputFormat::Table: write_text(plan, out, verbose, false); break;
+    case OutputFormat::Markdown: write_text(plan, out, verbose, true); break;
+    case OutputFormat::Csv: write_csv(plan, out); break;
+    case OutputFormat::Json: write_plan_json(plan, out, verbose); break;
+  }
+}
+
+}  // namespace zerosim

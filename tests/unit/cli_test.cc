@@ -1,0 +1,180 @@
+// End-to-end tests of the zerosim executable: help, exit codes, one-line errors for bad input,
+// JSON output contract and determinism. Runs the binary built next to the tests (ZEROSIM_CLI_PATH).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+CliRun run_cli(const std::string& args) {
+  static int counter = 0;
+  std::string err_path = ::testing::TempDir() + "zerosim_cli_err_" + std::to_string(counter++);
+  std::string cmd = std::string(ZEROSIM_CLI_PATH) + " " + args + " 2>" + err_path;
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = read_all(err_path);
+  std::remove(err_path.c_str());
+  return r;
+}
+
+std::string data(const std::string& rel) { return std::string(ZEROSIM_TEST_DATA_DIR) + "/" + rel; }
+
+// One line on stderr, exit code 1, and the line contains `expected`.
+void expect_one_line_error(const std::string& args, const std::string& expected) {
+  CliRun r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(expected), std::string::npos) << "args: " << args << "\nstderr: " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(Cli, HelpListsCommandsAndFlags) {
+  CliRun top = run_cli("--help");
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_NE(top.out.find("plan"), std::string::npos);
+  EXPECT_NE(top.out.find("models"), std::string::npos);
+  CliRun plan = run_cli("plan --help");
+  EXPECT_EQ(plan.exit_code, 0);
+  for (const char* f : {"--model", "--hf-config", "--params", "--param-list", "--gpus", "--nodes",
+                        "--gpus-per-node", "--gpu", "--ds-config", "--micro-batch", "--seq-len",
+                        "--activation-checkpointing", "--mode", "--format", "--sweep"})
+    EXPECT_NE(plan.out.find(f), std::string::npos) << f;
+  EXPECT_EQ(run_cli("models --help").exit_code, 0);
+}
+
+TEST(Cli, UnknownCommandAndFlag) {
+  expect_one_line_error("plna", "unknown command \"plna\" (did you mean \"plan\"?)");
+  expect_one_line_error("plan --gpu-count 8", "unknown flag --gpu-count (did you mean --gpu");
+  expect_one_line_error("plan --modle gpt2-xl", "unknown flag --modle (did you mean --model?)");
+  expect_one_line_error("plan --gpus", "--gpus: expected a value (N), got nothing");
+  expect_one_line_error("plan --gpus 8 --gpus 4", "--gpus: given twice");
+  expect_one_line_error("plan stray", "unexpected argument \"stray\"");
+}
+
+TEST(Cli, BadNumbers) {
+  expect_one_line_error("plan --gpus -3", "--gpus: expected an integer 1..16777216, got \"-3\"");
+  expect_one_line_error("plan --gpus 0", "--gpus: expected an integer 1..16777216, got \"0\"");
+  expect_one_line_error("plan --gpus 1e9", "--gpus: expected an integer 1..16777216, got \"1e9\"");
+  expect_one_line_error("plan --gpus eight", "--gpus: expected an integer 1..16777216, got \"eight\"");
+  expect_one_line_error("plan --micro-batch 0", "--micro-batch: expected an integer 1..1048576, got \"0\"");
+  expect_one_line_error("plan --seq-len 1.5", "--seq-len: expected an integer 1..16777216, got \"1.5\"");
+  expect_one_line_error("plan --gpus 12 --gpus-per-node 8", "--gpus: expected a multiple of --gpus-per-node (8), got 12");
+  expect_one_line_error("plan --max-gpus 0", "--max-gpus: expected an integer 1..16777216, got \"0\"");
+}
+
+TEST(Cli, BadChoicesAndNames) {
+  expect_one_line_error("plan --format xml", "--format: expected one of table, json, csv, markdown, md, got \"xml\"");
+  expect_one_line_error("plan --mode papr", "--mode: expected one of deepspeed, paper, got \"papr\" (did you mean paper?)");
+  expect_one_line_error("plan --precision fp8", "--precision: expected one of fp16, bf16, fp32, got \"fp8\"");
+  expect_one_line_error("plan --model llama2-7b --params 1e9", "give one of --model, --hf-config, --params, --param-list (got --model and --params)");
+}
+
+TEST(Cli, BadFiles) {
+  expect_one_line_error("plan --ds-config /nonexistent/ds.json", "/nonexistent/ds.json: cannot read file");
+  expect_one_line_error("plan --ds-config " + data("cli/stage_three.json"),
+                        "stage_three.json: /zero_optimization/stage: expected an integer 0..3, got \"three\"");
+  expect_one_line_error("plan --output /nonexistent/dir/plan.txt", "--output: cannot write /nonexistent/dir/plan.txt");
+}
+
+TEST(Cli, AbsurdSizesDoNotOverflow) {
+  CliRun r = run_cli("plan --params 1e15 --gpus 1000000 --gpus-per-node 8 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["parameters"].get<std::uint64_t>(), 1000000000000000ULL);
+  for (const auto& row : j["rows"]) {
+    EXPECT_GT(row["total_bytes"].get<std::uint64_t>(), 0u);
+    EXPECT_LT(row["total_bytes"].get<std::uint64_t>(), 1ULL << 62);
+  }
+  expect_one_line_error("plan --params 1e16", "--params");
+}
+
+TEST(Cli, JsonContract) {
+  CliRun r = run_cli("plan --model llama2-7b --gpus 8 --gpu H100-SXM-80GB --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["format"], "zerosim-plan");
+  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["model"]["parameters"].get<std::uint64_t>(), 6738415616ULL);
+  ASSERT_EQ(j["rows"].size(), 8u);
+  for (const char* k : {"stage", "offload", "model_states_bytes", "buffers_bytes", "activations_bytes",
+                        "overhead_bytes", "total_bytes", "fits", "max_micro_batch", "comm_bytes_per_step"})
+    EXPECT_TRUE(j["rows"][0].contains(k)) << k;
+  for (const auto& row : j["rows"])
+    EXPECT_EQ(row["total_bytes"].get<std::uint64_t>(),
+              row["model_states_bytes"].get<std::uint64_t>() + row["buffers_bytes"].get<std::uint64_t>() +
+                  row["activations_bytes"].get<std::uint64_t>() + row["overhead_bytes"].get<std::uint64_t>());
+  EXPECT_TRUE(j["recommendation"].contains("reason"));
+}
+
+TEST(Cli, DeterministicOutput) {
+  for (const char* fmt : {"json", "table", "csv", "markdown"}) {
+    std::string args = std::string("plan --model gpt2-xl --gpus 16 --sweep --format ") + fmt;
+    CliRun a = run_cli(args), b = run_cli(args);
+    EXPECT_EQ(a.exit_code, 0) << a.err;
+    EXPECT_EQ(a.out, b.out) << fmt;
+    EXPECT_FALSE(a.out.empty());
+  }
+}
+
+TEST(Cli, DefaultScenarioIsSaid) {
+  CliRun r = run_cli("plan");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("note: no model given"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("8 x H100-SXM-80GB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GiB"), std::string::npos);
+}
+
+TEST(Cli, DsConfigRowIsMarkedAndFlagsMustAgree) {
+  CliRun r = run_cli("plan --model gpt2-xl --ds-config " + data("cli/zero2_bf16.json") + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  int marked = 0;
+  for (const auto& row : j["rows"])
+    if (row["matches_ds_config"].get<bool>()) {
+      ++marked;
+      EXPECT_EQ(row["stage"], 2);
+      EXPECT_EQ(row["offload"], "none");
+    }
+  EXPECT_EQ(marked, 1);
+  EXPECT_EQ(j["training"]["micro_batch"], 2);
+  EXPECT_EQ(j["training"]["gradient_accumulation_steps"], 4);
+  expect_one_line_error("plan --model gpt2-xl --micro-batch 3 --ds-config " + data("cli/zero2_bf16.json"),
+                        "--micro-batch: conflicts with");
+}
+
+TEST(Cli, ModelsListsZooAndCatalog) {
+  CliRun r = run_cli("models --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_GE(j["models"].size(), 20u);
+  EXPECT_GE(j["gpus"].size(), 10u);
+}
+
+}  // namespace
