@@ -1,0 +1,231 @@
+// ds_config loader entry points: parse, read every block, apply DeepSpeed's batch rule and
+// refusals, add notes; plus the top-level training keys, the typed-field helpers shared by the
+// block readers, and the two DsConfig queries (master dtype, optimizer path).
+//
+// Layering (style.md §4.4): syntax (json::parse) -> schema (each block reader; every problem is
+// collected) -> meaning (batch rule, cross-field refusals, notes; run only on a schema-clean config
+// so that a bad value is not reported twice under another name).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "config/ds_config_internal.h"
+#include "config/json_reader.h"
+#include "zerosim/ds_config.h"
+
+namespace zerosim {
+namespace dsconfig {
+
+using json::JsonReader;
+
+bool auto_keeps_default(JsonReader& r, std::string_view key, const std::string& default_text,
+                        Loader& ld) {
+  if (!r.is_auto(key)) return false;
+  r.mark_used(key);
+  ld.note(r.child_pointer(key) + " is \"auto\": DeepSpeed drops \"auto\" here and keeps the default " +
+          default_text);
+  return true;
+}
+
+void auto_needs_value(JsonReader& r, std::string_view key, const std::string& what) {
+  r.mark_used(key);
+  r.error("is \"auto\" and needs a value: pass " + what, key);
+}
+
+bool read_bool(JsonReader& r, std::string_view key, bool& dst, Loader& ld) {
+  if (!r.has(key) || auto_keeps_default(r, key, dst ? "true" : "false", ld)) return false;
+  auto v = r.get_bool(key);
+  if (v) dst = *v;
+  return v.has_value();
+}
+
+bool read_uint(JsonReader& r, std::string_view key, std::uint64_t& dst, std::uint64_t lo, Loader& ld) {
+  if (!r.has(key) || auto_keeps_default(r, key, std::to_string(dst), ld)) return false;
+  auto v = r.get_uint(key, lo, std::numeric_limits<std::uint64_t>::max());
+  if (v) dst = *v;
+  return v.has_value();
+}
+
+std::optional<std::int64_t> as_any_int(JsonReader& c) {
+  const auto& v = c.value();
+  // 2^63 as a double: the first integral double that no longer fits in int64.
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      return static_cast<std::int64_t>(v.get<std::uint64_t>());
+  } else if (v.is_number_integer()) {
+    return v.get<std::int64_t>();
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && std::floor(d) == d && d >= -kTwo63 && d < kTwo63)
+      return static_cast<std::int64_t>(d);
+  }
+  c.error("expected an integer, got " + json::describe(v));
+  return std::nullopt;
+}
+
+bool read_int(JsonReader& r, std::string_view key, std::int64_t& dst, Loader& ld) {
+  if (!r.has(key) || auto_keeps_default(r, key, std::to_string(dst), ld)) return false;
+  auto c = r.child(key);
+  auto v = as_any_int(*c);
+  if (v) dst = *v;
+  return v.has_value();
+}
+
+bool read_number(JsonReader& r, std::string_view key, double& dst, double lo, double hi, Loader& ld) {
+  if (!r.has(key) || auto_keeps_default(r, key, std::to_string(dst), ld)) return false;
+  auto v = r.get_number(key, lo, hi);
+  if (v) dst = *v;
+  return v.has_value();
+}
+
+void accept_object(JsonReader& r, std::string_view key) {
+  auto c = r.child(key);
+  if (c && !c->value().is_null()) c->expect_object();
+}
+
+}  // namespace dsconfig
+
+namespace {
+
+using dsconfig::Loader;
+using json::JsonReader;
+
+void read_clipping(JsonReader& root, Loader& ld) {
+  if (!root.has("gradient_clipping")) return;
+  if (root.is_auto("gradient_clipping")) {
+    // Hugging Face fills it from TrainingArguments.max_grad_norm.
+    if (ld.autos.gradient_clipping) {
+      root.mark_used("gradient_clipping");
+      ld.cfg.gradient_clipping = *ld.autos.gradient_clipping;
+    } else {
+      dsconfig::auto_needs_value(root, "gradient_clipping", "--gradient-clipping");
+    }
+    return;
+  }
+  if (auto v = root.get_number("gradient_clipping", 0.0, std::numeric_limits<double>::infinity()))
+    ld.cfg.gradient_clipping = *v;
+}
+
+void read_training(JsonReader& root, Loader& ld) {
+  DsConfig& c = ld.cfg;
+  read_clipping(root, ld);
+  if (auto v = root.get_bool("prescale_gradients")) c.prescale_gradients = *v;
+  if (auto v = root.get_bool("managed_gradient_accumulation")) c.managed_gradient_accumulation = *v;
+  if (auto v = root.get_number("gradient_predivide_factor", 0.0, std::numeric_limits<double>::infinity())) {
+    if (*v == 0.0)
+      root.error("expected a number > 0, got 0", "gradient_predivide_factor");
+    else
+      c.gradient_predivide_factor = *v;
+  }
+  if (auto op = root.child("gradient_allreduce_op")) {
+    // get_gradient_allreduce_op (runtime/config.py): lower-cased, "mean" or "sum".
+    std::string s = op->value().is_string() ? op->value().get<std::string>() : json::describe(op->value());
+    std::string low = s;
+    for (char& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (op->value().is_string() && (low == "mean" || low == "sum"))
+      c.gradient_allreduce_op = low == "sum" ? GradientAllreduceOp::Sum : GradientAllreduceOp::Mean;
+    else
+      op->error("Invalid gradient_allreduce_op. Supported operations: ['mean', 'sum']. Got: '" + s + "'");
+  }
+}
+
+void read_optimizer_and_amp(JsonReader& root, Loader& ld) {
+  if (auto o = root.child("optimizer"); o && !o->value().is_null() && o->expect_object()) {
+    if (o->has("type") && !o->value().at("type").is_null()) {
+      if (auto t = o->get_string("type")) ld.cfg.optimizer_type = *t;
+    }
+    auto p = o->child("params");
+    ld.facts.optimizer_has_max_grad_norm = p && p->value().is_object() && p->has("max_grad_norm");
+  }
+  // amp.enabled: only needed for the "Amp and ZeRO" refusal ("auto" means off under HF unless apex).
+  if (auto a = root.child("amp"); a && a->value().is_object() && a->has("enabled")) {
+    const auto& e = a->value().at("enabled");
+    ld.facts.amp_enabled = e.is_boolean() && e.get<bool>();
+  }
+}
+
+/// Known top-level keys zerosim does not model go to not_modelled; unknown ones are warnings,
+/// because DeepSpeed ignores top-level keys it does not read.
+void classify_top_level(JsonReader& root, Loader& ld) {
+  const auto& modelled = dsconfig::modelled_top_level_keys();
+  const auto& known = dsconfig::known_top_level_keys();
+  for (auto it = root.value().begin(); it != root.value().end(); ++it) {
+    const std::string& k = it.key();
+    if (std::find(modelled.begin(), modelled.end(), k) != modelled.end()) continue;
+    root.mark_used(k);
+    if (std::find(known.begin(), known.end(), k) != known.end()) {
+      ld.cfg.not_modelled.push_back(k);
+      continue;
+    }
+    std::string m = closest_match(k, known);
+    root.warning("unknown key " + quote(k) + ": DeepSpeed ignores top-level keys it does not read", k,
+                 m.empty() ? "" : "did you mean " + quote(m) + "?");
+  }
+}
+
+}  // namespace
+
+DType DsConfig::master_dtype() const {
+  const OptimizerPath p = optimizer_path();
+  if (p != OptimizerPath::ZeroStage1And2 && p != OptimizerPath::ZeroStage3) return DType::Float32;
+  if (fp16_master_weights_and_gradients) return DType::Float16;
+  if (bf16_master_weights_and_grads) return DType::BFloat16;
+  return DType::Float32;
+}
+
+OptimizerPath DsConfig::optimizer_path() const {
+  // engine.py _do_optimizer_sanity_check: BF16_Optimizer needs zero_cpu_offload() false, which
+  // tests offload_optimizer.device == cpu only (NVMe offload still takes the BF16_Optimizer path).
+  if (zero.stage == 0) return lp_dtype() == DType::Float32 ? OptimizerPath::Plain : OptimizerPath::Fp16Optimizer;
+  if (zero.stage == 1 && lp_dtype() == DType::BFloat16 && grad_accum() == DType::Float32 &&
+      zero.offload_optimizer.device != OffloadDevice::Cpu)
+    return OptimizerPath::Bf16Optimizer;
+  return zero.stage <= 2 ? OptimizerPath::ZeroStage1And2 : OptimizerPath::ZeroStage3;
+}
+
+Result<DsConfig> load_ds_config_text(const std::string& text, const std::string& source,
+                                     const AutoValues& autos) {
+  Diagnostics diags;
+  auto j = json::parse(text, source, diags);
+  if (!j) return Result<DsConfig>(std::move(diags));
+  JsonReader root(*j, source, "", diags);
+  if (!root.expect_object()) return Result<DsConfig>(std::move(diags));
+  Loader ld(autos, source, diags);
+  if (autos.world_size == 0) diags.error(source, "", "expected a world size of at least 1, got 0");
+  dsconfig::read_zero(root, ld);
+  dsconfig::read_precision(root, ld);
+  read_training(root, ld);
+  read_optimizer_and_amp(root, ld);
+  if (autos.world_size > 0) dsconfig::read_batch(root, ld);
+  classify_top_level(root, ld);
+  if (!diags.has_errors()) dsconfig::apply_rules(ld);
+  if (!diags.has_errors()) dsconfig::add_notes(ld);
+  DsConfig cfg = std::move(ld.cfg);
+  return Result<DsConfig>(std::move(cfg), std::move(diags));
+}
+
+Result<DsConfig> load_ds_config_file(const std::string& path, const AutoValues& autos) {
+  Diagnostics diags;
+  std::string text;
+  if (!json::read_file(path, text, diags)) return Result<DsConfig>(std::move(diags));
+  return load_ds_config_text(text, path, autos);
+}
+
+DsConfig default_ds_config(int stage, DType precision) {
+  DsConfig d;
+  d.zero.stage = stage < 0 ? 0 : stage > 3 ? 3 : stage;
+  d.zero.overlap_comm = d.zero.stage == 3;
+  d.fp16 = precision == DType::Float16;
+  d.bf16 = precision == DType::BFloat16;
+  d.micro_batch = 1;
+  d.grad_accum_steps = 1;
+  d.train_batch_size = 1;
+  return d;
+}
+
+}  // namespace zerosim
