@@ -73,3 +73,23 @@ TEST(JsonReader, RejectsFractionalIntegers) {
 
 }  // namespace
 }  // namespace zerosim
+
+namespace zerosim {
+namespace {
+TEST(JsonReader, DuplicateKeysAreRefusedWithTheirPointer) {
+  Diagnostics d;
+  auto j = json::parse(R"({"zero_optimization": {"stage": 2, "stage": 3}})", "ds.json", d);
+  EXPECT_FALSE(j.has_value());
+  EXPECT_EQ(d.to_string(),
+            "ds.json: /zero_optimization/stage: duplicate key: a JSON object names it twice (keep one; "
+            "DeepSpeed refuses duplicate keys too)\n");
+  Diagnostics d2;
+  auto k = json::parse(R"({"params": [["a", [2]], {"x": 1, "x": 2}]})", "p.json", d2);
+  EXPECT_FALSE(k.has_value());
+  EXPECT_NE(d2.to_string().find("p.json: /params/1/x: duplicate key"), std::string::npos) << d2.to_string();
+  Diagnostics d3;
+  EXPECT_TRUE(json::parse(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}]})", "ok.json", d3));
+  EXPECT_TRUE(d3.empty());
+}
+}  // namespace
+}  // namespace zerosim

@@ -37,10 +37,64 @@ std::optional<long double> integral_value(const nlohmann::json& v) {
 }
 }  // namespace
 
+namespace {
+// Tracks the JSON Pointer during a callback parse and records keys that repeat inside one object:
+// nlohmann keeps the last value silently, DeepSpeed refuses duplicate keys
+// (dict_raise_error_on_duplicate_keys), and a silently dropped value is the worst kind of default.
+class DuplicateKeyFinder {
+ public:
+  bool on_event(nlohmann::json::parse_event_t ev, const nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    const bool starts_element = ev == E::object_start || ev == E::array_start || ev == E::value;
+    if (starts_element && !stack_.empty() && stack_.back().is_array) ++stack_.back().index;
+    switch (ev) {
+      case E::object_start: stack_.push_back({false, -1, {}, {}}); break;
+      case E::array_start: stack_.push_back({true, -1, {}, {}}); break;
+      case E::object_end:
+      case E::array_end:
+        if (!stack_.empty()) stack_.pop_back();
+        break;
+      case E::key: {
+        auto& top = stack_.back();
+        top.key = parsed.get<std::string>();
+        if (!top.seen.insert(top.key).second && first_.empty()) first_ = pointer();
+        break;
+      }
+      case E::value: break;
+    }
+    return true;
+  }
+  const std::string& first_duplicate() const { return first_; }
+
+ private:
+  struct Level {
+    bool is_array;
+    long index;
+    std::string key;
+    std::set<std::string> seen;
+  };
+  std::string pointer() const {
+    std::string p;
+    for (const auto& l : stack_) p += "/" + (l.is_array ? std::to_string(l.index) : pointer_token(l.key));
+    return p;
+  }
+  std::vector<Level> stack_;
+  std::string first_;
+};
+}  // namespace
+
 std::optional<nlohmann::json> parse(const std::string& text, const std::string& source,
                                     Diagnostics& diags) {
   try {
-    return nlohmann::json::parse(text);
+    DuplicateKeyFinder dups;
+    auto j = nlohmann::json::parse(
+        text, [&dups](int, nlohmann::json::parse_event_t ev, nlohmann::json& v) { return dups.on_event(ev, v); });
+    if (!dups.first_duplicate().empty()) {
+      diags.error(source, dups.first_duplicate(), "duplicate key: a JSON object names it twice",
+                  "keep one; DeepSpeed refuses duplicate keys too");
+      return std::nullopt;
+    }
+    return j;
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is 1-based; turn it into line and column.
     std::size_t byte = e.byte == 0 ? 0 : e.byte - 1;
