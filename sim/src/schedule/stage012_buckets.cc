@@ -1,0 +1,302 @@
+// The stage 1/2 IPG bucket (deepspeed_zero.md §4.3–§4.5, §3.3): planning which params land in which
+// flush, and emitting each flush as DeepSpeed issues it — the owner-slice all-reduce (or one reduce
+// per owner), the in-place all-reduce without reduce_scatter, the per-dtype all-reduce without
+// contiguous gradients — followed by the post-flush copies into grads_in_partition (or, with CPU
+// optimizer offload, the copies to and from host memory).
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "schedule/stage012_internal.h"
+
+namespace zerosim::schedule::s12 {
+
+IpgPass plan_ipg_pass(const ModelDesc& m, const std::vector<std::uint32_t>& order, Elements r,
+                      bool contiguous, bool swap) {
+  IpgPass pass;
+  PlannedFlush cur;
+  for (std::uint32_t p : order) {
+    const Elements n = m.params[p].numel;
+    if (n == 0) continue;  // IPG_INSERT ignores zero-size params entirely
+    PlannedInsert ins;
+    ins.param = p;
+    if (cur.elements + n > r) {  // strict >, and no "bucket non-empty" guard
+      const std::uint32_t index = cur.buffer_index;
+      pass.flushes.push_back(std::move(cur));
+      cur = PlannedFlush{};
+      cur.buffer_index = swap ? 1 - index : index;
+      ins.flush_before = true;
+    }
+    if (contiguous && n > r) {
+      cur.extra_large = true;  // reduced from its own storage, never copied
+    } else {
+      ins.copied = contiguous;
+    }
+    ins.buffer_index = cur.buffer_index;
+    ins.flush = static_cast<std::uint32_t>(pass.flushes.size());
+    cur.elements += n;
+    cur.params.push_back(p);
+    pass.inserts.push_back(ins);
+    pass.params.push_back(p);
+  }
+  pass.flushes.push_back(std::move(cur));  // the epilogue's flush (possibly empty)
+  return pass;
+}
+
+std::vector<BucketSlice> owner_slices(const PartitionPlan& plan, const ModelDesc& m,
+                                      const std::vector<std::uint32_t>& params) {
+  std::vector<BucketSlice> out;
+  Elements base = 0;
+  for (std::uint32_t p : params) {
+    for (const OwnerSlice& os : plan.owners(plan.param_group[p], p)) {
+      if (os.length == 0) continue;
+      if (!out.empty() && out.back().owner == os.rank) {
+        out.back().length += os.length;  // adjacent slices of one owner are merged
+      } else {
+        out.push_back({os.rank, base + os.offset, os.length});
+      }
+    }
+    base += m.params[p].numel;
+  }
+  return out;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> chunk_gt(const std::vector<Elements>& sizes, Elements limit) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  std::size_t begin = 0;
+  Elements total = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    total += sizes[i];
+    if (total > limit) {
+      out.emplace_back(begin, i + 1);
+      begin = i + 1;
+      total = 0;
+    }
+  }
+  if (begin < sizes.size()) out.emplace_back(begin, sizes.size());
+  return out;
+}
+
+void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
+  std::vector<std::vector<std::uint32_t>> lists;
+  for (const auto& f : pass.flushes) lists.push_back(f.params);
+  const std::uint32_t id = c.slots.add_pass(std::move(lists));
+  const std::size_t nf = pass.flushes.size();
+  pass.copy_slot.assign(nf, kNone);
+  pass.owned_slot.assign(nf, kNone);
+  pass.first_slot.assign(nf, kNone);
+  for (auto& v : pass.gip_buf) v.assign(nf, kNone);
+  for (auto& v : pass.retained_buf) v.assign(nf, kNone);
+  pass.b8_buf.assign(nf, kNone);
+  pass.b8_live.assign(nf, false);
+  const bool second_set = c.stage == 2 && c.gas > 1;
+  for (std::uint32_t f = 0; f < nf; ++f) {
+    const std::string fname = name + " flush " + std::to_string(f);
+    pass.copy_slot[f] = c.slots.touching(fname + ": full numel of the rank's params", pass.flushes[f].params);
+    auto buffer = [&](std::string bname, std::string spec, BufferCategory cat, MemoryPool pool, DType dt,
+                      std::uint32_t slot) {
+      Buffer b;
+      b.name = std::move(bname);
+      b.spec_id = std::move(spec);
+      b.category = cat;
+      b.pool = pool;
+      b.dtype = dt;
+      b.slot = slot;
+      return c.e.buffer(std::move(b));
+    };
+    if (c.offload) {
+      pass.owned_slot[f] = c.slots.owned_slice(fname + ": owned slice", pass.flushes[f].params);
+      if (c.gas > 1) {
+        const MemoryPool pool = c.ds.zero.offload_optimizer.pin_memory ? MemoryPool::Pinned : MemoryPool::Host;
+        pass.b8_buf[f] = buffer("accumulated_grads_in_cpu (" + fname + ")", "B8", BufferCategory::Grad, pool,
+                                c.lp, pass.copy_slot[f]);
+        c.e.schedule().buffers[pass.b8_buf[f]].persistent = true;
+      }
+    } else if (c.contiguous) {
+      pass.first_slot[f] = c.slots.first_touch(fname + ": grads_in_partition if first touched here", id, f);
+      pass.gip_buf[0][f] = buffer("grads_in_partition (" + fname + ")", "T3", BufferCategory::Grad,
+                                  MemoryPool::Device, c.lp, pass.first_slot[f]);
+      if (second_set)
+        pass.gip_buf[1][f] = buffer("grads_in_partition #2 (" + fname + ")", "T3", BufferCategory::Grad,
+                                    MemoryPool::Device, c.lp, pass.first_slot[f]);
+    } else {
+      for (std::uint32_t set = 0; set < (second_set ? 2u : 1u); ++set)
+        pass.retained_buf[set][f] =
+            buffer(std::string(set ? "kept autograd grads #2 (" : "kept autograd grads (") + fname + ")", "T1",
+                   BufferCategory::Grad, MemoryPool::Device, c.lp, pass.copy_slot[f]);
+    }
+  }
+  pass.all_slot = c.slots.touching(name + ": full numel of all the rank's params", pass.params);
+}
+
+namespace {
+
+std::uint32_t flush_collective(Ctx& c, CollectiveKind k, Elements numel, Stream st, const std::string& tag,
+                               std::uint32_t seq, std::uint32_t buffer, std::int32_t dst = -1) {
+  const std::uint32_t i = c.collective(k, numel, numel, c.cd, ReduceOp::Sum, st, tag, dst);
+  Op& op = c.e.schedule().ops[i];
+  op.bucket = seq;
+  op.buffer = buffer;
+  return i;
+}
+
+// One reduction of `total` elements gathered from `pieces` slices: flattened into a temporary
+// (cast to CD) unless it is one slice already in CD.
+void reduce_chunk(Ctx& c, CollectiveKind k, Elements total, std::size_t pieces, Stream st,
+                  const std::string& tag, std::uint32_t seq, std::uint32_t src, std::int32_t dst) {
+  const bool flatten = pieces > 1 || c.cd != c.lp;
+  std::uint32_t tmp = kNone;
+  if (flatten) {
+    tmp = c.temp("reduction temp", total, c.cd);
+    c.e.alloc(tmp, st);
+    c.copy(total, kNone, c.cd, st, tmp, tag + ": flatten");
+  }
+  flush_collective(c, k, total, st, tag, seq, flatten ? tmp : src, dst);
+  if (flatten) c.e.free(tmp, st);
+}
+
+// The reduce_scatter path's reductions of flush f: CHUNK_GT over all owner slices (one all-reduce per
+// chunk), or, without use_multi_rank_bucket_allreduce, per owner in order of first appearance.
+const std::vector<PlannedReduction>& owner_reductions(Ctx& c, IpgPass& pass, std::uint32_t f) {
+  if (pass.reductions.size() != pass.flushes.size()) {
+    pass.reductions.assign(pass.flushes.size(), {});
+    pass.reductions_ready.assign(pass.flushes.size(), false);
+  }
+  auto& out = pass.reductions[f];
+  if (pass.reductions_ready[f]) return out;
+  pass.reductions_ready[f] = true;
+  const auto slices = owner_slices(c.plan, c.m, pass.flushes[f].params);
+  auto add_chunks = [&](const std::vector<Elements>& sizes, std::int32_t dst) {
+    for (const auto& [b, e] : chunk_gt(sizes, c.r)) {
+      Elements total = 0;
+      for (std::size_t i = b; i < e; ++i) total += sizes[i];
+      out.push_back({total, e - b, dst});
+    }
+  };
+  if (c.multi_rank) {
+    std::vector<Elements> sizes;
+    for (const auto& sl : slices) sizes.push_back(sl.length);
+    add_chunks(sizes, -1);
+    return out;
+  }
+  std::vector<std::uint32_t> owner_order;
+  std::map<std::uint32_t, std::vector<Elements>> by_owner;
+  for (const auto& sl : slices) {
+    auto [it, fresh] = by_owner.try_emplace(sl.owner);
+    if (fresh) owner_order.push_back(sl.owner);
+    it->second.push_back(sl.length);
+  }
+  for (std::uint32_t k : owner_order) add_chunks(by_owner[k], static_cast<std::int32_t>(k));
+  return out;
+}
+
+void reduce_contiguous(Ctx& c, IpgPass& pass, std::uint32_t f, Stream st, const std::string& tag,
+                       std::uint32_t seq) {
+  const PlannedFlush& fl = pass.flushes[f];
+  const std::uint32_t src = fl.extra_large ? kNone : c.ipg[fl.buffer_index];
+  if (fl.elements == 0) {
+    // v0.14.4's gradient_reduction_w_predivide has no empty-tensor guard (v0.14.4 :970).
+    if (!c.reduce_scatter && c.v0144) flush_collective(c, CollectiveKind::AllReduce, 0, st, tag, seq, src);
+    return;
+  }
+  if (!c.reduce_scatter) {  // in place, post-scaled; a CD copy only when CD != LP
+    reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, 1, st, tag, seq, src, -1);
+    return;
+  }
+  for (const PlannedReduction& red : owner_reductions(c, pass, f)) {
+    const bool to_owner = red.dst >= 0;
+    if (to_owner && c.overlap) c.e.op(make_op(OpKind::Sync, tag + ": synchronize before reduce"));
+    reduce_chunk(c, to_owner ? CollectiveKind::Reduce : CollectiveKind::AllReduce, red.total, red.pieces, st, tag,
+                 seq, src, red.dst);
+  }
+}
+
+// contiguous_gradients=false: BUFFERED_REDUCE_FALLBACK with the bucket as chunk limit: one
+// all-reduce per dtype (all grads share the LP dtype here), on a flattened copy unless one tensor.
+void reduce_fallback(Ctx& c, const PlannedFlush& fl, Stream st, const std::string& tag, std::uint32_t seq) {
+  if (fl.params.empty()) return;
+  if (c.overlap) c.e.op(make_op(OpKind::Sync, tag + ": synchronize before all_reduce"));
+  reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, fl.params.size(), st, tag, seq, kNone, -1);
+}
+
+void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, std::uint32_t micro, Stream st) {
+  const std::uint32_t touching = pass.copy_slot[f];
+  if (c.gas > 1) {
+    if (!pass.b8_live[f]) {
+      c.e.alloc(pass.b8_buf[f], st);
+      pass.b8_live[f] = true;
+    }
+    if (micro > 0) {
+      const std::uint32_t h2d = c.transfer(OpKind::HostToDevice, 0, touching, c.lp, c.b6, "accumulated grads to GPU (B8 -> B6)");
+      const std::uint32_t add = c.copy(0, touching, c.lp, st, kNone, "add accumulated grads");
+      c.e.schedule().ops[add].deps.push_back(h2d);
+    }
+    if (!boundary) c.transfer(OpKind::DeviceToHost, 0, touching, c.lp, pass.b8_buf[f], "grads to CPU accumulator (B8)");
+  }
+  if (boundary) {
+    const std::uint32_t b4 = c.b4.empty() ? kNone : c.b4.front();
+    c.transfer(OpKind::DeviceToHost, 0, pass.owned_slot[f], c.mw, b4, "owned gradient slices to fp32 CPU partition (B4)");
+  }
+}
+
+}  // namespace
+
+void drop_deferred(Ctx& c, Stream st) {
+  for (std::uint32_t p : c.deferred_grad_frees) c.free_grad(p, st);
+  for (std::uint32_t b : c.deferred_retained) c.e.alloc(b, st);
+  c.deferred_grad_frees.clear();
+  c.deferred_retained.clear();
+}
+
+void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool boundary, std::uint32_t micro) {
+  const PlannedFlush& fl = pass.flushes[f];
+  const std::uint32_t seq = c.flush_seq++;
+  const Stream st = c.overlap ? Stream::Reduce : Stream::Compute;
+  const std::string tag = "flush " + std::to_string(seq);
+  drop_deferred(c, st);
+  if (c.contiguous) {
+    if (c.overlap) {  // AVERAGE_TENSOR: reduce stream waits for compute, compute for the previous flush
+      c.e.wait_stream(Stream::Reduce, Stream::Compute);
+      c.e.wait_stream(Stream::Compute, Stream::Reduce);
+    }
+    reduce_contiguous(c, pass, f, st, tag, seq);
+  } else {
+    reduce_fallback(c, fl, st, tag, seq);
+  }
+  // POST_FLUSH (§4.5).
+  if (c.offload) {
+    offload_post_flush(c, pass, f, boundary, micro, st);
+  } else if (c.contiguous) {
+    if (!fl.params.empty()) {
+      c.e.alloc(pass.gip_buf[set][f], st);  // lazily, at the rank's first in-partition copy
+      (set == 0 ? c.step_frees : c.epilogue_frees).push_back(pass.gip_buf[set][f]);
+      c.copy(0, pass.copy_slot[f], c.lp, st, pass.gip_buf[set][f], tag + ": copy the rank's grads into grads_in_partition");
+    }
+  } else if (c.stage == 2) {
+    // Non-owned grads are dropped, owned ones kept whole; with overlap the drop waits for the next flush.
+    for (std::uint32_t p : fl.params) c.deferred_grad_frees.push_back(p);
+    c.deferred_retained.push_back(pass.retained_buf[set][f]);
+    (set == 0 ? c.step_frees : c.epilogue_frees).push_back(pass.retained_buf[set][f]);
+    if (!c.overlap) drop_deferred(c, st);
+  }
+  if (c.contiguous && fl.extra_large) c.free_grad(fl.params.front(), st);
+}
+
+void emit_insert(Ctx& c, IpgPass& pass, std::size_t i, std::uint32_t set, bool boundary, std::uint32_t micro) {
+  const PlannedInsert& ins = pass.inserts[i];
+  if (ins.flush_before) emit_flush(c, pass, ins.flush - 1, set, boundary, micro);
+  if (!ins.copied) return;
+  Op o;
+  o.kind = OpKind::CopyToBucket;
+  o.param = ins.param;
+  o.buffer = c.ipg[ins.buffer_index];
+  o.elements = c.m.params[ins.param].numel;
+  o.dtype = c.lp;
+  o.bucket = c.flush_seq;  // the flush that will reduce this bucket
+  o.label = "copy " + c.pname(ins.param) + " into ipg[" + std::to_string(ins.buffer_index) + "]";
+  c.e.op(std::move(o));
+  c.free_grad(ins.param);  // p.grad now views the bucket
+}
+
+}  // namespace zerosim::schedule::s12

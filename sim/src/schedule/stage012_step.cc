@@ -1,0 +1,138 @@
+// step() of DeepSpeedZeroOptimizer (deepspeed_zero.md §5, §3.3): the overflow check, one gradient-norm
+// all-reduce per param group, per group the flatten/cast temporaries, the optimizer update on the
+// rank's S_g master elements (Adam states created by the first call) and the write-back, then
+// ALL_GATHER_DP_GROUPS and zero_grad. With CPU optimizer offload the update runs on the host and the
+// new LP slice is copied back to the GPU before the same all-gather.
+#include <string>
+
+#include "schedule/stage012_internal.h"
+
+namespace zerosim::schedule::s12 {
+namespace {
+
+Buffer step_buffer(std::string name, std::string spec, BufferCategory cat, MemoryPool pool, DType dt,
+                   Elements numel, std::uint32_t slot, bool persistent) {
+  Buffer b;
+  b.name = std::move(name);
+  b.spec_id = std::move(spec);
+  b.category = cat;
+  b.pool = pool;
+  b.dtype = dt;
+  b.numel = numel;
+  b.slot = slot;
+  b.persistent = persistent;
+  return b;
+}
+
+std::uint32_t optimizer_op(Ctx& c, Elements elements, Stream st, std::uint32_t group) {
+  Op o;
+  o.kind = OpKind::OptimizerStep;
+  o.stream = st;
+  o.elements = elements;
+  o.dtype = c.mw;
+  o.buffer = c.b2[group];
+  o.label = "optimizer step group " + std::to_string(group);
+  return c.e.op(std::move(o));
+}
+
+std::uint32_t write_back(Ctx& c, Elements elements, std::uint32_t group) {
+  Op o;
+  o.kind = OpKind::WriteBack;
+  o.elements = elements;
+  o.dtype = c.lp;
+  o.buffer = c.b1[group];
+  o.label = "master -> LP slice of group " + std::to_string(group);
+  return c.e.op(std::move(o));
+}
+
+void alloc_adam(Ctx& c, std::uint32_t g, MemoryPool pool) {
+  c.b3.resize(c.plan.groups.size(), kNone);
+  c.b3[g] = c.e.buffer(step_buffer("optimizer states [" + std::to_string(g) + "]", "B3", BufferCategory::OptimState,
+                                   pool, c.mw, 2 * c.plan.groups[g].partition, kNone, true));
+  c.e.alloc(c.b3[g]);  // lazily, by the first optimizer.step()
+}
+
+void group_update_gpu(Ctx& c, std::uint32_t step, std::uint32_t g, bool last) {
+  const Elements s = c.plan.groups[g].partition;
+  const DType flat_dt = c.ga_attr ? c.ga : c.lp;
+  if (c.t6[g] == kNone)
+    c.t6[g] = c.e.buffer(step_buffer("step flat grads [" + std::to_string(g) + "]", "T6", BufferCategory::Temp,
+                                     MemoryPool::Device, flat_dt, 0, c.slots.flat_copy(g), false));
+  const std::uint32_t t6 = c.t6[g];
+  c.e.alloc(t6);
+  c.copy(0, c.e.schedule().buffers[t6].slot, flat_dt, Stream::Compute, t6, "flatten averaged_gradients");
+  std::uint32_t grad_mw = t6;
+  if (flat_dt != c.mw) {  // cast to the master dtype; the flat copy goes right after
+    if (c.t7[g] == kNone)
+      c.t7[g] = c.e.buffer(step_buffer("step master-dtype grads [" + std::to_string(g) + "]", "T7",
+                                       BufferCategory::Temp, MemoryPool::Device, c.mw, s, kNone, false));
+    grad_mw = c.t7[g];
+    c.e.alloc(grad_mw);
+    c.copy(s, kNone, c.mw, Stream::Compute, grad_mw, "cast grads to the master dtype");
+    c.e.free(t6);
+  }
+  if (last) {  // dropping the last group's averaged_gradients frees grads_in_partition
+    for (std::uint32_t b : c.step_frees) c.e.free(b);
+    c.step_frees.clear();
+  }
+  if (step == 0) alloc_adam(c, g, MemoryPool::Device);
+  optimizer_op(c, s, Stream::Compute, g);
+  c.e.free(grad_mw);
+  write_back(c, s, g);
+}
+
+void group_update_host(Ctx& c, std::uint32_t step, std::uint32_t g) {
+  const Elements s = c.plan.groups[g].partition;
+  if (step == 0) alloc_adam(c, g, MemoryPool::Host);
+  optimizer_op(c, s, Stream::Host, g);
+  c.copy(s, kNone, c.lp, Stream::Host, c.b5[g], "master -> LP staging (B5)");
+  const std::uint32_t h2d = c.transfer(OpKind::HostToDevice, s, kNone, c.lp, c.b1[g], "updated LP slice to the GPU");
+  c.e.schedule().ops[h2d].deps = {c.e.last_on(Stream::Host)};
+  c.e.wait_stream(Stream::Compute, Stream::H2D);
+}
+
+}  // namespace
+
+void emit_param_all_gather(Ctx& c) {
+  c.e.set_phase(Phase::PostStep);
+  if (c.world <= 1) return;  // groups with W = 1 are skipped
+  for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
+    const FlatGroup& fg = c.plan.groups[g];
+    if (fg.aligned == 0) continue;
+    const std::uint32_t i = c.collective(CollectiveKind::AllGather, fg.partition, fg.aligned, c.lp, ReduceOp::None,
+                                         Stream::Compute, "all_gather params group " + std::to_string(g));
+    c.e.schedule().ops[i].buffer = c.b1[g];
+  }
+}
+
+void emit_zero_step(Ctx& c, std::uint32_t step) {
+  c.e.set_step(step, c.gas - 1);
+  c.e.set_phase(Phase::Step);
+  c.e.marker("step");
+  if (c.offload) c.e.op(make_op(OpKind::Sync, "step: gradient copies to host complete"));
+  const bool check = c.lp == DType::Float16 || (c.lp == DType::BFloat16 && c.ds.bf16_check_grad_overflow);
+  if (check)
+    c.collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Stream::Compute, "overflow check");
+  for (std::size_t g = 0; g < c.plan.groups.size(); ++g)
+    c.collective(CollectiveKind::AllReduce, 1, 1, DType::Float32, ReduceOp::Sum, Stream::Compute,
+                 "grad norm group " + std::to_string(g));
+  std::size_t last = c.plan.groups.size();
+  for (std::size_t g = 0; g < c.plan.groups.size(); ++g)
+    if (c.plan.groups[g].partition > 0) last = g;
+  for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
+    if (c.plan.groups[g].partition == 0) continue;
+    const auto gi = static_cast<std::uint32_t>(g);
+    if (c.offload) {
+      group_update_host(c, step, gi);
+    } else {
+      group_update_gpu(c, step, gi, g == last);
+    }
+  }
+  for (std::uint32_t b : c.step_frees) c.e.free(b);  // no group had elements
+  c.step_frees.clear();
+  emit_param_all_gather(c);
+  c.e.marker("zero_grad");
+  for (std::uint32_t p = 0; p < c.m.params.size(); ++p) c.free_grad(p);
+}
+
+}  // namespace zerosim::schedule::s12
