@@ -3,9 +3,12 @@
 // forward order, which gives per-layer compute and the gradient-ready order.
 //
 // Every loader (zoo, Hugging Face config.json, param list, raw count) produces this one type.
+// Transformer builders also record the nn.Module tree and the order in which its forward hooks
+// fire, which is what DeepSpeed stage 3 fetches and releases parameters by.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +57,42 @@ struct ArchInfo {
   std::uint64_t head_dim = 0;  ///< per-head width (h / a unless the config sets head_dim)
 };
 
+/// "No module" / "no layer" in the module tree (the root's parent, a container above the layers).
+inline constexpr std::uint32_t kNoModule = std::numeric_limits<std::uint32_t>::max();
+inline constexpr std::uint32_t kNoLayer = std::numeric_limits<std::uint32_t>::max();
+
+/// Which of a module's backward hooks fire (DeepSpeed parameter_offload.py: the pre-backward hook
+/// wraps the module's outputs, the post-backward hook its inputs, in autograd Functions).
+enum class ModuleGrad : std::uint8_t {
+  Both,        ///< an output feeds the loss and every input that requires grad receives one
+  OutputOnly,  ///< no input requires grad (token ids, position ids): post-backward never fires
+  None,        ///< no output requires grad (rotary tables built under no_grad): neither fires
+};
+
+/// One nn.Module of the model, as named_modules() names it.
+struct ModuleNode {
+  std::string name;                   ///< "" for the root, "model.layers.0.self_attn.q_proj"
+  std::string type;                   ///< class name: "LlamaForCausalLM", "Linear", "SiLU", ...
+  std::uint32_t parent = kNoModule;   ///< index into ModelDesc::modules; kNoModule for the root
+  std::uint32_t depth = 0;            ///< 0 for the root, parent's depth + 1 otherwise
+  std::vector<std::uint32_t> param_ids;  ///< direct params (parameters(recurse=False)), in
+                                         ///< declaration order; a tied weight is a direct param
+                                         ///< of every module holding it (wte and lm_head)
+  std::uint32_t layer = kNoLayer;     ///< Layer whose compute the module belongs to; kNoLayer for
+                                      ///< the root and containers spanning several layers
+  ModuleGrad grad = ModuleGrad::Both; ///< which backward hooks fire
+  bool called = true;  ///< false for modules whose forward never runs (nn.ModuleList, a dropout
+                       ///< the fused attention kernel replaces): hooked, but they never fire
+};
+
+/// One forward hook event: the module's pre-forward (`begin`) or post-forward hook. A module's
+/// post-forward fires after its children's.
+struct ModuleCall {
+  std::uint32_t module = kNoModule;  ///< index into ModelDesc::modules
+  bool begin = true;
+  bool operator==(const ModuleCall&) const = default;
+};
+
 struct ModelDesc {
   std::string name;    ///< "llama2-7b", a file name, or "synthetic-13e9"
   std::string source;  ///< where the numbers come from (paper, HF config URL, file path)
@@ -62,6 +101,13 @@ struct ModelDesc {
   std::vector<std::uint32_t> grad_order;    ///< param ids in gradient-ready order (backward)
   bool grad_order_recorded = false;         ///< true when grad_order came from a real run
   std::optional<ArchInfo> arch;
+  /// The nn.Module tree in pre-forward order, so a parent precedes its children. A module that
+  /// never runs is listed where its builder declares it: a container (ModuleList) right before its
+  /// first child, an unused leaf after its parent's called children. Empty when the model's
+  /// structure is unknown (param lists, hand-built models).
+  std::vector<ModuleNode> modules;
+  /// One forward pass as hook events: begin/end pairs, properly nested, each called module once.
+  std::vector<ModuleCall> module_calls;
 
   /// Total elements over params (what HF's model.num_parameters() reports; tied counted once).
   Elements num_parameters() const;

@@ -88,8 +88,8 @@ ModuleParams ModelBuilder::embedding(const std::string& prefix, std::uint64_t ro
   return ModuleParams{{param(prefix + ".weight", {rows, dim})}, 0};
 }
 
-void ModelBuilder::layer(const std::string& name, LayerKind kind, const ModuleParams& use,
-                         double attn_flops_per_ctx) {
+std::uint32_t ModelBuilder::layer(const std::string& name, LayerKind kind, const ModuleParams& use,
+                                  double attn_flops_per_ctx) {
   Layer l;
   l.name = name;
   l.kind = kind;
@@ -97,6 +97,7 @@ void ModelBuilder::layer(const std::string& name, LayerKind kind, const ModulePa
   l.fwd_flops_per_token = 2.0 * static_cast<double>(use.matmul_elems);
   l.attn_flops_per_token_per_ctx = attn_flops_per_ctx;
   m_.layers.push_back(std::move(l));
+  return static_cast<std::uint32_t>(m_.layers.size() - 1);
 }
 
 }  // namespace zerosim

@@ -41,8 +41,9 @@ class ModelBuilder {
   ModuleParams embedding(const std::string& prefix, std::uint64_t rows, std::uint64_t dim);
 
   /// Appends a layer using `use` (forward order); forward FLOPs per token = 2 x matmul elements.
-  void layer(const std::string& name, LayerKind kind, const ModuleParams& use,
-             double attn_flops_per_ctx = 0);
+  /// Returns the layer's index.
+  std::uint32_t layer(const std::string& name, LayerKind kind, const ModuleParams& use,
+                      double attn_flops_per_ctx = 0);
 
   /// True once a shape overflowed or the total passed kMaxParameters; builders stop early.
   bool failed() const { return !error_.empty(); }

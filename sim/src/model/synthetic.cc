@@ -13,13 +13,16 @@
 //   3. Width: otherwise keep its L and heads a, and take the largest h (a multiple of a) with
 //      N(L, h) <= P.
 //   4. The remainder R = P - N(L, h) is one extra trainable tensor "transformer.remainder" of shape
-//      [R], declared last and used by the embedding layer (no FLOPs); absent when R = 0.
+//      [R], declared last and used by the embedding layer (no FLOPs); absent when R = 0. In the
+//      module tree it is a direct param of "transformer" (GPT2Model), as its name says, so
+//      stage 3 fetches it with that module.
 //   5. Below the smallest such model (P < N(12, 12) = 650292) the model is one tensor
 //      "synthetic.weight" [P] in one layer, without ArchInfo.
 #include <cmath>
 #include <cstdio>
 #include <string>
 
+#include "model/module_tracer.h"
 #include "model/transformer_spec.h"
 #include "zerosim/model_loader.h"
 
@@ -138,6 +141,7 @@ Result<ModelDesc> synthetic_model(double parameters, const std::string& source) 
     auto id = static_cast<std::uint32_t>(m.params.size());
     m.params.push_back(ParamTensor{"transformer.remainder", {remainder}, remainder, true});
     m.layers.front().param_ids.push_back(id);
+    ModuleTracer::add_direct_param(m, "transformer", id);
     m.grad_order = derive_grad_order(m);
   }
   return m;

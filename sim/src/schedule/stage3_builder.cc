@@ -218,9 +218,7 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
                   std::string(deepspeed_version_name(in.version)));
   notes.push_back(
       "zero.Init assumed off: every param is broadcast twice at init (engine, then conversion)");
-  notes.push_back(
-      "hooked modules: one per layer (its param_ids), the root for params no layer lists, one per "
-      "param for a param list; embedding layers' post-backward hooks never fire (token-id inputs)");
+  notes.push_back(w.mapping);
   notes.push_back(
       "iteration 1 records the module trace (no prefetch, every param released after use); "
       "prefetching starts in iteration 2");

@@ -6,7 +6,26 @@
 //   gathers (§7.1) stage3_step.cc        — step() with sub-groups and the post-step gather (§7.7)
 //   stage3_builder.cc     — build_stage3: input checks, meta, the iteration loop (§7.9, §12)
 //
-// Module mapping (the abstraction of torch's module tree that zerosim uses):
+// Module mapping when the ModelDesc carries its nn.Module tree (model.modules, the zoo and Hugging
+// Face configs): every module is hooked and fetches its direct params (a tied weight is fetched by
+// every module holding it; params no module holds go to the root). Forward replays
+// model.module_calls: FETCH at each pre-forward, RELEASE at each post-forward. Backward mirrors it:
+// pre-backward hooks fire in reverse post-forward order (FETCH, when an output feeds the loss),
+// post-backward hooks when the module's whole subtree is done (RELEASE, when its inputs need grad;
+// otherwise edaa722's epilogue sweep, or v0.14.4's step() release-all, frees it), e.g. Llama:
+//   fwd: F(layer) F(input_ln) R(input_ln) F(self_attn) F(q) R(q) .. F(o) R(o) R(self_attn) ..
+//   bwd: F(layer) F(mlp) F(down) R(down) F(up) R(up) F(act) R(act) F(gate) R(gate) R(mlp)
+//        F(post_ln) R(post_ln) F(self_attn) F(o) R(o) F(v) .. R(q) R(self_attn) F(input_ln) ..
+// which is what autograd's order (latest-created node first) gives for these modeling files.
+// GradReady events follow model.grad_order; a param's gradient is placed right after the
+// backward FETCH of the last module (in backward order) holding it. Compute stays per Layer, a
+// simplification of timing only (collectives are exact): a Layer's Forward (Backward, Recompute)
+// op is emitted right after the forward (backward, recompute) FETCH of its first module, so the
+// whole layer's compute is charged there and its later module fetches follow on the compute
+// stream. With activation checkpointing a Block layer's modules replay their forward hooks
+// (FETCH, RELEASE) right before the layer's first backward FETCH.
+//
+// Module mapping without a module tree (hand-built models, param lists):
 //   * every ModelDesc Layer is one hooked module whose direct params are its param_ids
 //   (deduplicated,
 //     sorted by ds_id); a tied weight listed by two layers is fetched by both;
@@ -44,6 +63,7 @@ struct Module {
   std::vector<std::uint32_t> params;  ///< direct params, unique, ascending ds_id (= model param id)
   std::uint32_t layer = kNone;    ///< ModelDesc layer index; kNone for the root / a param module
   bool bwd_release_fires = true;  ///< false when the module's inputs need no grad (§7.2)
+  bool bwd_fetch_fires = true;    ///< false when no output of the module needs grad
 };
 
 enum class HookKind : std::uint8_t { Fetch, Release, Forward, Recompute, Backward, GradReady };
@@ -60,10 +80,12 @@ struct Walk {
   std::vector<Module> modules;
   std::vector<HookEvent> events;        ///< forward events, then backward events
   std::vector<std::uint32_t> leftover;  ///< modules whose post-backward RELEASE never fires
+  std::string mapping;  ///< one line for the schedule's notes: which module mapping was used
 };
 
 /// Builds the module mapping above (recompute hooks with activation checkpointing). Fails (source
-/// "model") on a layer or grad_order param id out of range. O(params + layer uses).
+/// "model") on a layer, module or grad_order param id out of range, a module's layer out of range,
+/// or module_calls that are not properly nested begin/end pairs. O(params + layer uses + modules).
 Result<Walk> build_walk(const ModelDesc& m, bool activation_checkpointing);
 
 /// Transient buffers of one shape reused across launches, so the buffer table grows with distinct

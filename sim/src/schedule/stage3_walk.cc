@@ -1,6 +1,8 @@
 // The module mapping of the stage 3 builder (stage3_internal.h): which hooked modules a ModelDesc
 // has, which params each fetches, and the order in which their forward and backward hooks fire in
 // one iteration. The sequence is the same in every iteration, so it is built once and replayed.
+// Three mappings: the model's nn.Module tree when it has one, else one module per Layer, else
+// (a param list) one module per param.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -78,11 +80,11 @@ Walk layer_walk(const ModelDesc& m, bool checkpointing) {
   const bool embedding_first = m.layers.front().kind == LayerKind::Embedding;
   for (std::uint32_t l = 0; l < n_layers; ++l) {
     Module mod{m.layers[l].name, sorted_unique(m.layers[l].param_ids), l,
-               m.layers[l].kind != LayerKind::Embedding};
+               m.layers[l].kind != LayerKind::Embedding, true};
     for (auto p : mod.params) in_layer[p] = true;
     w.modules.push_back(std::move(mod));
   }
-  Module root{"<root>", {}, kNone, !embedding_first};
+  Module root{"<root>", {}, kNone, !embedding_first, true};
   for (std::uint32_t p = 0; p < m.params.size(); ++p)
     if (!in_layer[p]) root.params.push_back(p);
   const bool has_root = !root.params.empty();
@@ -112,12 +114,133 @@ Walk layer_walk(const ModelDesc& m, bool checkpointing) {
   return w;
 }
 
+// Module tree: module i of the walk is model.modules[i] (see stage3_internal.h for the mapping).
+class ModuleWalk {
+ public:
+  ModuleWalk(const ModelDesc& m, bool checkpointing) : m_(m), ckpt_(checkpointing) {}
+
+  Walk build() {
+    add_modules();
+    forward();
+    backward_sequence();
+    merge_gradients();
+    for (std::uint32_t i = 0; i < w_.modules.size(); ++i)
+      if (m_.modules[i].called && w_.modules[i].bwd_fetch_fires && !w_.modules[i].bwd_release_fires)
+        w_.leftover.push_back(i);
+    w_.mapping =
+        "hooked modules: the model's nn.Module tree (" + std::to_string(m_.modules.size()) +
+        " modules), each fetching its direct params; compute is charged per layer at its first "
+        "module's fetch (timing only: collectives are per module)";
+    return std::move(w_);
+  }
+
+ private:
+  void add_modules() {
+    std::vector<bool> held(m_.params.size(), false);
+    for (const auto& node : m_.modules) {
+      Module mod{node.name.empty() ? "(root) " + node.type : node.name,
+                 sorted_unique(node.param_ids), node.layer, node.grad == ModuleGrad::Both,
+                 node.grad != ModuleGrad::None};
+      for (auto p : mod.params) held[p] = true;
+      w_.modules.push_back(std::move(mod));
+    }
+    auto& root = w_.modules.front().params;  // params no module holds: fetched with the root
+    for (std::uint32_t p = 0; p < m_.params.size(); ++p)
+      if (!held[p]) root.push_back(p);
+    root = sorted_unique(root);
+    calls_of_layer_.assign(m_.layers.size(), {});
+    for (const auto& c : m_.module_calls) {
+      const auto l = m_.modules[c.module].layer;
+      if (l < m_.layers.size()) calls_of_layer_[l].push_back(c);
+    }
+  }
+
+  // Replays the pre-/post-forward hooks; a Layer's Forward op follows its first module's FETCH.
+  void forward() {
+    std::vector<bool> started(m_.layers.size(), false);
+    for (const auto& c : m_.module_calls) {
+      push(w_, c.begin ? HookKind::Fetch : HookKind::Release, false, c.module);
+      const auto l = m_.modules[c.module].layer;
+      if (c.begin && l < started.size() && !started[l]) {
+        started[l] = true;
+        push(w_, HookKind::Forward, false, l);
+      }
+    }
+    for (std::uint32_t l = 0; l < started.size(); ++l)  // layers no module belongs to
+      if (!started[l]) push(w_, HookKind::Forward, false, l);
+  }
+
+  // Backward hooks without gradients: reverse forward order, a post-forward becoming a FETCH and a
+  // pre-forward a RELEASE. slot_[m] is the position right after module m's backward FETCH.
+  void backward_sequence() {
+    std::vector<bool> started(m_.layers.size(), false);
+    slot_.assign(m_.modules.size(), kNone);
+    for (auto it = m_.module_calls.rbegin(); it != m_.module_calls.rend(); ++it) {
+      const Module& mod = w_.modules[it->module];
+      if (it->begin) {
+        if (mod.bwd_release_fires) seq_.push_back({HookKind::Release, true, it->module});
+        continue;
+      }
+      if (!mod.bwd_fetch_fires) continue;
+      const auto l = mod.layer;
+      const bool first = l < started.size() && !started[l];
+      if (first && ckpt_ && m_.layers[l].kind == LayerKind::Block) recompute(l);
+      seq_.push_back({HookKind::Fetch, true, it->module});
+      if (first) {
+        started[l] = true;
+        seq_.push_back({HookKind::Backward, true, l});
+      }
+      slot_[it->module] = static_cast<std::uint32_t>(seq_.size());
+    }
+    for (std::uint32_t l = static_cast<std::uint32_t>(started.size()); l-- > 0;)
+      if (!started[l]) seq_.push_back({HookKind::Backward, true, l});
+  }
+
+  // The checkpointed block's forward runs again inside backward, hooks included.
+  void recompute(std::uint32_t layer) {
+    bool first = true;
+    for (const auto& c : calls_of_layer_[layer]) {
+      seq_.push_back({c.begin ? HookKind::Fetch : HookKind::Release, true, c.module});
+      if (c.begin && first) {
+        first = false;
+        seq_.push_back({HookKind::Recompute, true, layer});
+      }
+    }
+  }
+
+  // Walks grad_order: before a param's GradReady, the backward sequence runs up to the slot of the
+  // last module (in backward order) holding the param; the rest runs after the last gradient.
+  void merge_gradients() {
+    std::vector<std::uint32_t> ready(m_.params.size(), kNone);
+    for (std::uint32_t i = 0; i < w_.modules.size(); ++i)
+      for (auto p : w_.modules[i].params)
+        if (slot_[i] != kNone && (ready[p] == kNone || slot_[i] > ready[p])) ready[p] = slot_[i];
+    std::size_t cursor = 0;
+    auto run_to = [&](std::size_t to) {
+      for (; cursor < to && cursor < seq_.size(); ++cursor) w_.events.push_back(seq_[cursor]);
+    };
+    for (auto p : hooked_grad_order(m_)) {
+      if (ready[p] != kNone) run_to(ready[p]);
+      push(w_, HookKind::GradReady, true, p);
+    }
+    run_to(seq_.size());
+  }
+
+  const ModelDesc& m_;
+  bool ckpt_;
+  Walk w_;
+  std::vector<std::vector<ModuleCall>> calls_of_layer_;  ///< forward calls of each Layer's modules
+  std::vector<HookEvent> seq_;                           ///< backward events without GradReady
+  std::vector<std::uint32_t> slot_;
+};
+
 // A param list: one module per param. Backward visits the params of grad_order first (each one's
 // module fetched right before its gradient), then the others in reverse declaration order.
 Walk param_walk(const ModelDesc& m) {
   Walk w;
   const auto n = static_cast<std::uint32_t>(m.params.size());
-  for (std::uint32_t p = 0; p < n; ++p) w.modules.push_back({m.params[p].name, {p}, kNone, true});
+  for (std::uint32_t p = 0; p < n; ++p)
+    w.modules.push_back({m.params[p].name, {p}, kNone, true, true});
   for (std::uint32_t p = 0; p < n; ++p) {
     push(w, HookKind::Fetch, false, p);
     push(w, HookKind::Release, false, p);
@@ -137,6 +260,54 @@ Walk param_walk(const ModelDesc& m) {
   return w;
 }
 
+std::string expected_below(std::size_t n, std::uint64_t got) {
+  return "expected an index below " + std::to_string(n) + ", got " + std::to_string(got);
+}
+
+// Module indices, layers and params in range; module_calls properly nested, each module at most
+// once, and the root (module 0, the only one without a parent) called first.
+void check_modules(const ModelDesc& m, Diagnostics& d) {
+  const auto n_mod = m.modules.size();
+  for (std::size_t i = 0; i < n_mod; ++i) {
+    const auto& node = m.modules[i];
+    const std::string at = "/modules/" + std::to_string(i);
+    if ((i == 0) != (node.parent == kNoModule) || (i > 0 && node.parent >= i))
+      d.error(kSource, at + "/parent",
+              "expected an earlier module (none for module 0), got " + std::to_string(node.parent));
+    if (node.layer != kNoLayer && node.layer >= m.layers.size())
+      d.error(kSource, at + "/layer", expected_below(m.layers.size(), node.layer));
+    for (std::size_t j = 0; j < node.param_ids.size(); ++j)
+      if (node.param_ids[j] >= m.params.size())
+        d.error(kSource, at + "/param_ids/" + std::to_string(j),
+                expected_below(m.params.size(), node.param_ids[j]));
+  }
+  if (n_mod > 0 && (m.module_calls.empty() || m.module_calls.front().module != 0))
+    d.error(kSource, "/module_calls/0", "expected the root module's pre-forward first");
+  std::vector<std::uint32_t> open;
+  std::vector<bool> seen(n_mod, false);
+  for (std::size_t i = 0; i < m.module_calls.size(); ++i) {
+    const auto& c = m.module_calls[i];
+    const std::string at = "/module_calls/" + std::to_string(i);
+    if (c.module >= n_mod) {
+      d.error(kSource, at + "/module", expected_below(n_mod, c.module));
+      return;
+    }
+    if (c.begin && !seen[c.module]) {
+      seen[c.module] = true;
+      open.push_back(c.module);
+    } else if (!c.begin && !open.empty() && open.back() == c.module) {
+      open.pop_back();
+    } else {
+      d.error(kSource, at, "expected properly nested begin/end events, one pair per module");
+      return;
+    }
+  }
+  if (!open.empty())
+    d.error(kSource, "/module_calls",
+            "expected every begin to have its end, got " + std::to_string(open.size()) +
+                " modules left open");
+}
+
 }  // namespace
 
 Result<Walk> build_walk(const ModelDesc& m, bool activation_checkpointing) {
@@ -153,8 +324,15 @@ Result<Walk> build_walk(const ModelDesc& m, bool activation_checkpointing) {
       d.error(kSource, "/grad_order/" + std::to_string(i),
               "expected a param index below " + std::to_string(n) + ", got " +
                   std::to_string(m.grad_order[i]));
+  check_modules(m, d);
   if (d.has_errors()) return d;
-  return m.layers.empty() ? param_walk(m) : layer_walk(m, activation_checkpointing);
+  if (!m.modules.empty()) return ModuleWalk(m, activation_checkpointing).build();
+  Walk w = m.layers.empty() ? param_walk(m) : layer_walk(m, activation_checkpointing);
+  w.mapping = m.layers.empty()
+                  ? "hooked modules: one per param (the model has no layer structure)"
+                  : "hooked modules: one per layer (its param_ids), the root for params no layer "
+                    "lists; embedding layers' post-backward hooks never fire (token-id inputs)";
+  return w;
 }
 
 }  // namespace zerosim::schedule::s3
