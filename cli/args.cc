@@ -43,6 +43,8 @@ Result<ParsedArgs> parse_args(const std::vector<std::string>& args, const std::v
     if (!spec) {
       std::string m = closest_match(a, names);
       d.error(src, "", "unknown flag " + a, m.empty() ? "see --help" : "did you mean " + m + "?");
+      // Its value, if it has one, is not a second error.
+      if (!inline_value && i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) ++i;
       continue;
     }
     if (out.values.count(a)) {

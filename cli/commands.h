@@ -16,6 +16,8 @@ inline constexpr int kExitInfeasible = 2;
 inline constexpr int kExitInternal = 3;
 
 int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_schedule(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_models(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 /// Prints diagnostics (one line each) to `err`; returns true when any is an error.

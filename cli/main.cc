@@ -23,6 +23,8 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  plan      memory per GPU for every ZeRO stage, what fits, largest micro-batch, traffic\n"
+    "  schedule  the exact collectives and buffers of a training step, as JSON or a collective log\n"
+    "  simulate  replay a training step event by event: time, traffic, memory over time, traces\n"
     "  models    list the model zoo and the GPU catalog\n"
     "\n"
     "Run `zerosim <command> --help` for the flags of a command. `zerosim --version` prints the version.\n";
@@ -39,7 +41,9 @@ int dispatch(const std::vector<std::string>& all) {
   std::vector<std::string> rest(all.begin() + 1, all.end());
   if (all[0] == "plan") return run_plan(rest, std::cout, std::cerr);
   if (all[0] == "models") return run_models(rest, std::cout, std::cerr);
-  std::string m = closest_match(all[0], {"plan", "models"});
+  if (all[0] == "schedule") return run_schedule(rest, std::cout, std::cerr);
+  if (all[0] == "simulate") return run_simulate(rest, std::cout, std::cerr);
+  std::string m = closest_match(all[0], {"plan", "models", "schedule", "simulate"});
   std::cerr << "zerosim: unknown command " << quote(all[0])
             << (m.empty() ? "" : " (did you mean " + quote(m) + "?)") << "; see zerosim --help\n";
   return kExitInvalidInput;

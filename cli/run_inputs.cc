@@ -1,0 +1,122 @@
+// Scenario resolution for the commands that build a schedule. Flags mirror `zerosim plan`; a scenario
+// file replaces them (mixing the two is an error, so nothing is silently overridden).
+#include "run_inputs.h"
+
+#include "inputs.h"
+
+namespace zerosim::cli {
+
+std::vector<FlagSpec> run_flags() {
+  std::vector<FlagSpec> f = {{"--scenario", "FILE", "a scenario file (scenarios/*.json); replaces the model/cluster flags"}};
+  for (auto& m : model_cluster_flags()) f.push_back(m);
+  f.push_back({"--world-size", "N", "data-parallel ranks (same as --gpus)"});
+  f.push_back({"--stage", "S", "ZeRO stage 0..3 when no --ds-config gives one"});
+  f.push_back({"--steps", "K", "optimizer steps to run, step 0 first; default 1 (or the scenario's)"});
+  f.push_back({"--deepspeed-version", "V", "DeepSpeed behaviour: edaa722 (default) or 0.14.4"});
+  f.push_back({"--mode", "MODE", "deepspeed|paper schedule; default deepspeed"});
+  return f;
+}
+
+namespace {
+
+const char* const kModelFlags[] = {"--model", "--hf-config", "--params", "--param-list", "--gpus",
+                                   "--nodes", "--gpus-per-node", "--gpu", "--ds-config",
+                                   "--micro-batch", "--grad-accum", "--seq-len", "--precision",
+                                   "--gradient-clipping", "--activation-checkpointing", "--attention",
+                                   "--world-size", "--stage"};
+
+Result<Scenario> scenario_from_flags(const ParsedArgs& a) {
+  ParsedArgs plan_args = a;
+  if (a.has("--world-size")) {
+    if (a.has("--gpus")) return fail<Scenario>("--world-size", "", "give --world-size or --gpus, not both");
+    plan_args.values["--gpus"] = *a.get("--world-size");
+  }
+  auto in = load_inputs(plan_args);
+  if (!in.ok()) return Result<Scenario>(in.diagnostics());
+  Scenario s;
+  s.name = in->model.name;
+  s.source = "flags";
+  s.model = std::move(in->model);
+  s.ds = in->ds;
+  s.cluster = in->cluster;
+  s.training = in->training;
+  Diagnostics d = in.diagnostics();
+  if (a.has("--stage")) {
+    auto st = parse_uint("--stage", *a.get("--stage"), 0, 3);
+    if (!st.ok()) return Result<Scenario>(st.diagnostics());
+    if (in->ds_config_given && static_cast<int>(st.value()) != s.ds.zero.stage)
+      return fail<Scenario>("--stage", "", "conflicts with the ds_config's zero_optimization.stage = " +
+                                               std::to_string(s.ds.zero.stage) + " (got " + *a.get("--stage") + ")");
+    if (!in->ds_config_given) {
+      s.ds = default_ds_config(static_cast<int>(st.value()), s.ds.lp_dtype());
+      s.ds.micro_batch = in->ds.micro_batch;
+      s.ds.grad_accum_steps = in->ds.grad_accum_steps;
+      s.ds.train_batch_size = in->ds.train_batch_size;
+    }
+  } else if (!in->ds_config_given) {
+    return fail<Scenario>("zerosim", "", "which ZeRO stage? give --stage 0..3, --ds-config FILE or --scenario FILE");
+  }
+  return Result<Scenario>(std::move(s), d);
+}
+
+}  // namespace
+
+Result<BuiltRun> build_run(const ParsedArgs& a) {
+  Diagnostics d;
+  Result<Scenario> sc = Scenario{};
+  if (a.has("--scenario")) {
+    for (const char* f : kModelFlags)
+      if (a.has(f)) return fail<BuiltRun>(f, "", "cannot be combined with --scenario (edit the scenario instead)");
+    sc = load_scenario_file(*a.get("--scenario"));
+  } else {
+    sc = scenario_from_flags(a);
+  }
+  d.append(sc.diagnostics());
+  if (!sc.ok()) return Result<BuiltRun>(d);
+  BuiltRun run;
+  run.scenario = std::move(sc.value());
+  Scenario& s = run.scenario;
+  if (a.has("--steps")) {
+    auto k = parse_uint("--steps", *a.get("--steps"), 1, 10000);
+    if (!k.ok()) return Result<BuiltRun>(k.diagnostics());
+    s.steps = static_cast<std::uint32_t>(k.value());
+  }
+  if (a.has("--deepspeed-version")) {
+    auto v = parse_deepspeed_version(*a.get("--deepspeed-version"));
+    if (!v) return fail<BuiltRun>("--deepspeed-version", "", "expected one of edaa722, 0.14.4, got " +
+                                                                 quote(*a.get("--deepspeed-version")));
+    s.version = *v;
+  }
+  if (a.has("--mode")) {
+    auto m = parse_choice("--mode", *a.get("--mode"), {"deepspeed", "paper"});
+    if (!m.ok()) return Result<BuiltRun>(m.diagnostics());
+    s.mode = m.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
+  }
+  PartitionOptions o;
+  o.stage = s.ds.zero.stage;
+  o.world = static_cast<std::uint32_t>(s.cluster.world_size());
+  o.round_robin = s.ds.zero.round_robin_gradients;
+  o.sub_group_size = s.ds.zero.sub_group_size;
+  o.param_persistence_threshold = s.ds.zero.param_persistence_threshold;
+  o.model_persistence_threshold = s.ds.zero.model_persistence_threshold;
+  auto plan = plan_partition(s.model, o);
+  d.append(plan.diagnostics());
+  if (!plan.ok()) return Result<BuiltRun>(d);
+  run.plan = std::move(plan.value());
+  ScheduleInput in;
+  in.model = &s.model;
+  in.plan = &run.plan;
+  in.ds = &s.ds;
+  in.cluster = s.cluster;
+  in.training = s.training;
+  in.steps = s.steps;
+  in.mode = s.mode;
+  in.version = s.version;
+  auto sched = build_schedule(in);
+  d.append(sched.diagnostics());
+  if (!sched.ok()) return Result<BuiltRun>(d);
+  run.schedule = std::move(sched.value());
+  return Result<BuiltRun>(std::move(run), d);
+}
+
+}  // namespace zerosim::cli

@@ -1,0 +1,27 @@
+// Inputs of `zerosim schedule` and `zerosim simulate`: a scenario file, or the planner's model and
+// cluster flags plus the stage to run. Resolves everything into a Scenario and builds the Schedule.
+#pragma once
+
+#include <vector>
+
+#include "args.h"
+#include "zerosim/partition_plan.h"
+#include "zerosim/scenario.h"
+#include "zerosim/schedule.h"
+
+namespace zerosim::cli {
+
+/// --scenario, the model/cluster flags, --stage, --world-size, --steps, --deepspeed-version, --mode.
+std::vector<FlagSpec> run_flags();
+
+/// A scenario with its partition plan and schedule (the plan outlives the schedule's build).
+struct BuiltRun {
+  Scenario scenario;
+  PartitionPlan plan;
+  Schedule schedule;
+};
+
+/// Loads the scenario (file or flags), partitions and builds the schedule.
+Result<BuiltRun> build_run(const ParsedArgs& args);
+
+}  // namespace zerosim::cli
