@@ -1,0 +1,190 @@
+// CostModel (engine.h): how long one op of the Schedule IR takes on one GPU. Compute ops use the
+// dense tensor-core rate of the model's dtype times an efficiency; memory-bound ops (copies,
+// write-back, the optimizer update) use bytes over HBM or host bandwidth; offload copies use PCIe;
+// collectives go through collective_model.h. The defaults and their sources are in engine.h.
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "zerosim/engine.h"
+
+namespace zerosim {
+namespace {
+
+// checked_mul (units.h), inline: it runs for every op and buffer.
+std::optional<std::uint64_t> mul_checked(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+constexpr const char* kSource = "simulator";
+
+bool positive(double x) { return std::isfinite(x) && x > 0; }
+
+std::string num(double x) {
+  std::string s = std::to_string(x);
+  while (s.size() > 1 && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+double dense_tflops(const GpuSpec& gpu, DType lp) {
+  switch (lp) {
+    case DType::BFloat16: return gpu.bf16_tflops;
+    case DType::Float16: return gpu.fp16_tflops;
+    default: return gpu.fp32_tflops;
+  }
+}
+
+// ns for `x` ns as a double, or -1 when it does not fit SimTime (9.2e18 ns is 292 years).
+SimTime to_ns(double x) {
+  if (!std::isfinite(x) || x < 0 || x >= 9.2e18) return -1;
+  return static_cast<SimTime>(std::llround(x));
+}
+
+}  // namespace
+
+LinkParams links_for_gpu(const GpuSpec& gpu) {
+  LinkParams l;
+  l.intra_gbps = gpu.intra_node_gbps * kDefaultIntraBusEfficiency;
+  l.inter_gbps = gpu.network_gbps;
+  return l;
+}
+
+Result<CostModel> CostModel::make(const GpuSpec& gpu, const ScheduleMeta& meta,
+                                  const EngineOptions& options) {
+  Diagnostics d;
+  const double rate = dense_tflops(gpu, meta.lp);
+  if (!positive(rate))
+    d.error(kSource, "/gpu",
+            "expected a dense " + std::string(dtype_name(meta.lp)) + " rate for " + quote(gpu.name) +
+                ", got " + num(rate) + " TFLOP/s (the GPU does not support this dtype)");
+  if (!positive(options.compute_efficiency) || options.compute_efficiency > 1.0)
+    d.error(kSource, "/compute_efficiency",
+            "expected a compute efficiency in (0, 1], got " + num(options.compute_efficiency));
+  if (!positive(options.host_gbps))
+    d.error(kSource, "/host_gbps", "expected a host bandwidth > 0 GB/s, got " + num(options.host_gbps));
+  const auto bandwidth = [&](const char* what, double v) {
+    if (!positive(v))
+      d.error(kSource, std::string("/gpu/") + what,
+              "expected " + std::string(what) + " > 0 GB/s for " + quote(gpu.name) + ", got " + num(v));
+  };
+  bandwidth("hbm_gbps", gpu.hbm_gbps);
+  bandwidth("pcie_gbps", gpu.pcie_gbps);
+  if (meta.world == 0 || meta.nodes == 0 || meta.gpus_per_node == 0 ||
+      static_cast<std::uint64_t>(meta.nodes) * meta.gpus_per_node != meta.world)
+    d.error(kSource, "/meta",
+            "expected world = nodes × gpus_per_node, got " + std::to_string(meta.world) + " = " +
+                std::to_string(meta.nodes) + " × " + std::to_string(meta.gpus_per_node));
+  if (d.has_errors()) return d;
+  CostModel m;
+  m.flops_per_s_ = rate * 1e12 * options.compute_efficiency;
+  m.hbm_gbps_ = gpu.hbm_gbps;
+  m.pcie_gbps_ = gpu.pcie_gbps;
+  m.host_gbps_ = options.host_gbps;
+  m.master_ = meta.master;
+  m.world_ = meta.world;
+  m.nodes_ = meta.nodes;
+  m.gpus_per_node_ = meta.gpus_per_node;
+  m.links_ = options.links ? *options.links : links_for_gpu(gpu);
+  m.calibration_ = options.calibration;
+  m.algorithm_ = options.algorithm;
+  return m;
+}
+
+SimTime CostModel::bytes_time(Bytes bytes, double gbps) const {
+  // GB/s = bytes per ns.
+  return to_ns(static_cast<double>(bytes) / gbps);
+}
+
+bool CostModel::try_cost(const Op& op, Elements elements, OpCost& c) const {
+  c = OpCost{};
+  std::optional<Bytes> bytes = 0;
+  double gbps = op.stream == Stream::Host ? host_gbps_ : hbm_gbps_;
+  switch (op.kind) {
+    case OpKind::Forward:
+    case OpKind::Backward:
+    case OpKind::Recompute:
+      c.duration_ns = to_ns(op.flops / flops_per_s_ * 1e9);
+      return c.duration_ns >= 0;
+    case OpKind::Copy:
+    case OpKind::CopyToBucket: {
+      const auto one = mul_checked(elements, dtype_size(op.dtype));
+      bytes = one ? mul_checked(*one, 2) : std::nullopt;
+      break;
+    }
+    case OpKind::WriteBack:
+      bytes = mul_checked(elements, dtype_size(master_) + dtype_size(op.dtype));
+      break;
+    case OpKind::OptimizerStep:
+      bytes = mul_checked(elements, kAdamTouchesPerElement * dtype_size(op.dtype));
+      break;
+    case OpKind::HostToDevice:
+    case OpKind::DeviceToHost:
+      bytes = mul_checked(elements, dtype_size(op.dtype));
+      gbps = pcie_gbps_;
+      break;
+    case OpKind::Collective: {
+      auto r = collective(op);
+      if (!r.ok()) return false;
+      c = std::move(r.value());
+      return true;
+    }
+    default:
+      return true;  // Alloc, Free, GradReady, Sync, Marker: no cost
+  }
+  if (!bytes) return false;
+  c.bytes = *bytes;
+  c.duration_ns = bytes_time(*bytes, gbps);
+  return c.duration_ns >= 0;
+}
+
+Result<OpCost> CostModel::cost(const Op& op, Elements elements) const {
+  OpCost c;
+  if (try_cost(op, elements, c)) return c;
+  if (op.kind == OpKind::Collective) return collective(op);
+  const bool compute = op.kind == OpKind::Forward || op.kind == OpKind::Backward || op.kind == OpKind::Recompute;
+  if (compute) return fail<OpCost>(kSource, "", "expected finite FLOPs >= 0 for " + quote(op.label));
+  return fail<OpCost>(kSource, "", "the cost of op " + quote(op.label) + " overflows 64 bits");
+}
+
+Result<OpCost> CostModel::collective(const Op& op) const {
+  CollectiveRequest r;
+  r.kind = op.collective;
+  r.dtype = op.dtype;
+  r.algorithm = algorithm_;
+  // NCCL's count: the whole buffer for all-reduce/reduce/broadcast, the per-rank send count for
+  // all-gather, the per-rank receive count for reduce-scatter (collective_model.h).
+  r.count = op.collective == CollectiveKind::ReduceScatter ? op.out_numel : op.numel;
+  const std::uint32_t n = op.group_size;
+  if (n == world_) {
+    r.group = {n, nodes_, gpus_per_node_};
+  } else if (n <= gpus_per_node_) {
+    r.group = {n, 1, n};  // a sub-group inside one node
+  } else if (n % gpus_per_node_ == 0) {
+    r.group = {n, n / gpus_per_node_, gpus_per_node_};
+  } else {
+    return fail<OpCost>(kSource, "",
+                        "expected a collective group that fills whole nodes of " +
+                            std::to_string(gpus_per_node_) + " GPUs, got " + std::to_string(n) +
+                            " ranks for " + quote(op.label));
+  }
+  auto cc = collective_cost(r, links_, calibration_.empty() ? nullptr : &calibration_);
+  if (!cc.ok()) {
+    Diagnostics d;
+    for (Diagnostic x : cc.diagnostics().items()) {
+      x.message += " (op " + quote(op.label) + ")";
+      d.add(std::move(x));
+    }
+    return d;
+  }
+  OpCost c;
+  c.duration_ns = cc->duration_ns;
+  c.bytes = cc->algbw_bytes;
+  c.collective = cc.value();
+  return c;
+}
+
+}  // namespace zerosim

@@ -1,0 +1,240 @@
+// The event loop of simulate() (engine.h) and the memory ledger filled from its times.
+//
+// The loop is ns-3's ProcessOneEvent: pop the earliest completion, finish that op, then start every
+// op that has become startable. "Startable" is decided only at event times, and an op can only
+// become startable when something it waits for finishes, so starting at `now` is exact. Among
+// startable stream heads the lowest program index starts first (a fixed order, hence deterministic
+// memory events at equal times). Zero-cost ops finish inline without going through the queue.
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "engine/simulator_internal.h"
+
+namespace zerosim::sim {
+namespace {
+
+constexpr std::uint32_t kOpDone = 1;  // EventQueue kind: a = op index
+
+// One ledger buffer per schedule buffer (same index). A slot buffer lists only the roles where it
+// is non-zero; the per-slot lists are computed once (roles x slots, the size of the role table).
+MemoryLedger make_ledger(const Schedule& s, const Program& p) {
+  MemoryLedger ledger(static_cast<std::uint32_t>(std::max<std::size_t>(s.roles.size(), 1)));
+  ledger.reserve(s.buffers.size(), p.memory_ops.size());
+  std::vector<std::vector<RoleBytes>> by_slot(s.meta.slot_names.size());  // elements, not bytes
+  std::vector<std::uint8_t> used(by_slot.size(), 0);
+  for (const Buffer& b : s.buffers)
+    if (b.slot != kNone && b.slot < used.size()) used[b.slot] = 1;
+  std::vector<std::uint32_t> used_slots;
+  for (std::uint32_t k = 0; k < used.size(); ++k)
+    if (used[k] != 0) used_slots.push_back(k);
+  for (std::uint32_t r = 0; r < s.roles.size(); ++r) {
+    const std::vector<Elements>& v = s.roles[r].slots;  // sized to slot_names (checked)
+    for (std::uint32_t k : used_slots)
+      if (v[k] != 0) by_slot[k].push_back({r, v[k]});
+  }
+  for (const Buffer& buf : s.buffers) {
+    const Bytes size = dtype_size(buf.dtype);
+    if (buf.slot == kNone || buf.slot >= by_slot.size()) {
+      ledger.add_buffer(buf.name, buf.category, buf.pool, buf.numel * size);
+      continue;
+    }
+    std::vector<RoleBytes> sizes = by_slot[buf.slot];
+    for (RoleBytes& r : sizes) r.bytes *= size;
+    (void)ledger.add_sparse_role_buffer(buf.name, buf.category, buf.pool, std::move(sizes));
+  }
+  return ledger;
+}
+
+// Memory events follow PROGRAM order, as the CUDA caching allocator sees them: the host allocates
+// and frees when it issues an op, in program order (stream-ordered reuse makes that safe), so
+// torch.cuda.max_memory_allocated is a function of that order, not of when streams run. The
+// schedule's lifetimes are valid in program order (validate_schedule), while stream times may
+// interleave them differently (a prefetch on the gather stream can run before an earlier free on
+// the compute stream). Each event is stamped with its op's start time, raised to the previous
+// memory event's stamp so that the memory curve's time axis never goes back.
+Diagnostics record_memory(const Program& p, LoopOutput& out) {
+  Diagnostics d;
+  SimTime t = 0;
+  for (std::uint32_t i : p.memory_ops) {
+    const CompiledOp& op = p.ops[i];
+    t = std::max(t, out.ops[i].start_ns);
+    auto bad = op.kind == OpKind::Alloc ? out.ledger.allocate(op.buffer, t) : out.ledger.release(op.buffer, t);
+    if (bad) {
+      bad->pointer = "/ops/" + std::to_string(i);
+      d.add(std::move(*bad));
+    }
+  }
+  return d;
+}
+
+class EventLoop {
+ public:
+  EventLoop(const Schedule& s, const Program& p, LoopOutput& out) : s_(s), p_(p), out_(out) {
+    done_.assign(p.ops.size(), 0);
+    queue_.reserve(kStreamCount * 2);
+    for (std::uint8_t l = 0; l < kStreamCount; ++l)
+      if (!p.lanes[l].empty()) used_[used_count_++] = l;  // most programs use 2-3 streams
+  }
+
+  Diagnostics run() {
+    start_ready(0);
+    while (!failed_) {
+      const auto e = queue_.pop();
+      if (!e) break;
+      finish(e->a, e->t);
+      start_ready(e->t);
+    }
+    if (!failed_ && prefix_done_ < p_.ops.size()) report_deadlock();
+    return std::move(diags_);
+  }
+
+ private:
+  // Whether the head op i of stream `lane` may start. Deps only ever become done, so the scan
+  // resumes where it stopped (dep_pos_): an op waiting on many deps costs O(deps) in total.
+  bool startable(std::uint32_t i, std::size_t lane) {
+    const CompiledOp& op = p_.ops[i];
+    if (op.gate != kNone && done_[op.gate] == 0) return false;
+    if (op.prev_call != kNone && done_[op.prev_call] == 0) return false;
+    if (op.kind == OpKind::Sync && prefix_done_ < i) return false;
+    std::uint32_t& k = dep_pos_[lane];
+    if (k < op.deps_begin) k = op.deps_begin;
+    while (k < op.deps_end && done_[p_.deps[k]] != 0) ++k;
+    return k == op.deps_end;
+  }
+
+  // Starts startable stream heads, lowest program index first, until none is left.
+  void start_ready(SimTime now) {
+    for (;;) {
+      std::uint32_t pick = kNone;
+      for (std::size_t u = 0; u < used_count_; ++u) {
+        const std::size_t l = used_[u];
+        if (busy_[l] || head_[l] >= p_.lanes[l].size()) continue;
+        const std::uint32_t i = p_.lanes[l][head_[l]];
+        if (i < pick && startable(i, l)) pick = i;
+      }
+      if (pick == kNone) return;
+      start(pick, now);
+      if (failed_) return;
+    }
+  }
+
+  void start(std::uint32_t i, SimTime now) {
+    const CompiledOp& op = p_.ops[i];
+    const auto lane = static_cast<std::size_t>(op.stream);
+    ++head_[lane];
+    out_.ops[i].start_ns = now;
+    if (op.stream == Stream::Compute) note_blocking(i, now);
+    const SimTime dur = op.duration_ns;
+    if (dur == 0) {
+      finish(i, now);
+      return;
+    }
+    busy_[lane] = true;
+    if (dur > std::numeric_limits<SimTime>::max() - now) {
+      diags_.error("simulator", "/ops/" + std::to_string(i),
+                   "expected a run shorter than 292 years, got an op ending beyond the SimTime range");
+      failed_ = true;
+      return;
+    }
+    if (!queue_.schedule(now + dur, kOpDone, i)) {
+      diags_.error("simulator", "/ops/" + std::to_string(i), "internal error: event in the past");
+      failed_ = true;
+    }
+  }
+
+  // Idle time of the compute stream before op i, and the stream of what it waited for last.
+  void note_blocking(std::uint32_t i, SimTime now) {
+    if (now <= compute_free_) return;
+    const CompiledOp& op = p_.ops[i];
+    std::uint32_t blocker = kNone;
+    SimTime latest = -1;
+    const auto consider = [&](std::uint32_t j) {
+      if (j != kNone && out_.ops[j].end_ns > latest) {
+        latest = out_.ops[j].end_ns;
+        blocker = j;
+      }
+    };
+    for (std::uint32_t k = op.deps_begin; k < op.deps_end; ++k) consider(p_.deps[k]);
+    consider(op.gate);
+    consider(op.prev_call);
+    if (op.kind == OpKind::Sync) consider(latest_op_);
+    out_.blocked_ns[i] = now - compute_free_;
+    if (blocker == kNone) return;
+    const Stream st = p_.ops[blocker].stream;
+    if (st == Stream::Reduce || st == Stream::Gather) out_.blocked_by[i] = Blocker::Comm;
+    if (st == Stream::H2D || st == Stream::D2H || st == Stream::Host) out_.blocked_by[i] = Blocker::Offload;
+  }
+
+  void finish(std::uint32_t i, SimTime now) {
+    const CompiledOp& op = p_.ops[i];
+    out_.ops[i].end_ns = now;
+    done_[i] = 1;
+    busy_[static_cast<std::size_t>(op.stream)] = false;
+    if (op.stream == Stream::Compute) compute_free_ = now;
+    if (latest_op_ == kNone || now >= out_.ops[latest_op_].end_ns) latest_op_ = i;
+    while (prefix_done_ < done_.size() && done_[prefix_done_] != 0) ++prefix_done_;
+  }
+
+  void report_deadlock() {
+    for (std::size_t l = 0; l < kStreamCount; ++l) {
+      if (head_[l] >= p_.lanes[l].size()) continue;
+      const std::uint32_t i = p_.lanes[l][head_[l]];
+      const CompiledOp& op = p_.ops[i];
+      std::string why;
+      if (op.gate != kNone && done_[op.gate] == 0) why = "the sync at op " + std::to_string(op.gate);
+      if (op.prev_call != kNone && done_[op.prev_call] == 0) why = "the collective at op " + std::to_string(op.prev_call);
+      for (std::uint32_t k = op.deps_begin; k < op.deps_end; ++k)
+        if (done_[p_.deps[k]] == 0) why = "op " + std::to_string(p_.deps[k]) + " " + quote(s_.ops[p_.deps[k]].label);
+      if (op.kind == OpKind::Sync && why.empty()) why = "op " + std::to_string(prefix_done_) + " (sync)";
+      diags_.error("simulator", "/ops/" + std::to_string(i),
+                   "deadlock: op " + quote(s_.ops[i].label) + " on stream " + std::string(stream_name(op.stream)) +
+                       " waits on " + (why.empty() ? "nothing that can finish" : why));
+    }
+  }
+
+  const Schedule& s_;
+  const Program& p_;
+  LoopOutput& out_;
+  Diagnostics diags_;
+  bool failed_ = false;
+  EventQueue queue_;
+  std::array<std::size_t, kStreamCount> head_{};
+  std::array<std::uint32_t, kStreamCount> dep_pos_{};  // deps of the head op known to be done
+  std::array<bool, kStreamCount> busy_{};
+  std::array<std::uint8_t, kStreamCount> used_{};  // streams with ops
+  std::size_t used_count_ = 0;
+  std::vector<std::uint8_t> done_;
+  std::size_t prefix_done_ = 0;      // ops [0, prefix_done_) have all finished
+  SimTime compute_free_ = 0;         // end of the last compute-stream op
+  std::uint32_t latest_op_ = kNone;  // the op that finished last
+};
+
+}  // namespace
+
+std::vector<Elements> timing_slots(const Schedule& s) {
+  std::vector<Elements> slots(s.meta.slot_names.size(), 0);
+  for (const RankRole& r : s.roles)
+    for (std::size_t i = 0; i < slots.size() && i < r.slots.size(); ++i)
+      slots[i] = std::max(slots[i], r.slots[i]);
+  return slots;
+}
+
+Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p) {
+  LoopOutput out;
+  const std::size_t n = p.ops.size();
+  out.ops.resize(n);
+  out.blocked_ns.assign(n, 0);
+  out.blocked_by.assign(n, Blocker::None);
+  EventLoop loop(s, p, out);
+  Diagnostics d = loop.run();
+  if (d.has_errors()) return d;
+  out.ledger = make_ledger(s, p);
+  d = record_memory(p, out);
+  if (d.has_errors()) return d;
+  return out;
+}
+
+}  // namespace zerosim::sim

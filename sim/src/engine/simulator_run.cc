@@ -1,0 +1,137 @@
+// simulate() (engine.h): validates the schedule and the options, runs the event loop for the timing
+// role, analyses memory per role, and assembles the summary, the trace and their metadata (whose
+// notes state every cost-model parameter used, so a trace explains its own numbers).
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "engine/simulator_internal.h"
+
+namespace zerosim {
+namespace {
+
+// checked_mul (units.h), inline: it runs for every op and buffer.
+std::optional<std::uint64_t> mul_checked(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+std::string num(double x) {
+  std::string s = std::to_string(x);
+  while (s.size() > 1 && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& o, const CostModel& cost,
+                    Bytes capacity) {
+  TraceMeta m;
+  m.deepspeed_version = std::string(deepspeed_version_name(s.meta.deepspeed_version));
+  m.mode = s.meta.mode;
+  m.model = s.meta.model;
+  m.optimizer = s.meta.optimizer;
+  m.gpu = gpu.name;
+  m.stage = s.meta.stage;
+  m.world = s.meta.world;
+  m.nodes = s.meta.nodes;
+  m.gpus_per_node = s.meta.gpus_per_node;
+  m.steps = s.meta.steps;
+  m.grad_accum = s.meta.grad_accum;
+  m.device_capacity = capacity;
+  const LinkParams links = o.links ? *o.links : links_for_gpu(gpu);
+  m.notes = {
+      "compute: " + num(cost.flops_per_s() / 1e12) + " TFLOP/s (" +
+          std::string(dtype_name(s.meta.lp)) + " dense rate x efficiency " + num(o.compute_efficiency) + ")",
+      "memory-bound ops: HBM " + num(gpu.hbm_gbps) + " GB/s, host " + num(o.host_gbps) + " GB/s, PCIe " +
+          num(gpu.pcie_gbps) + " GB/s; Adam touches 7 x master dtype per element",
+      "collectives: busBw intra-node " + num(links.intra_gbps) + " GB/s, network " + num(links.inter_gbps) +
+          " GB/s per GPU, efficiency " + num(links.efficiency) +
+          (o.calibration.empty() ? std::string() : std::string(", nccl-tests calibration")),
+      "timing: one timing role (element-wise max slot values of " + std::to_string(s.roles.size()) +
+          " roles); every rank shares its op times",
+      capacity == 0 ? std::string("memory: no device capacity limit")
+                    : "memory: device capacity " + std::to_string(capacity) +
+                          " bytes; an OOM is reported and the simulation continues",
+      "memory counts what the schedule allocates: CUDA context, NCCL buffers and fragmentation excluded",
+  };
+  for (const std::string& n : s.meta.notes) m.notes.push_back("schedule: " + n);
+  return m;
+}
+
+// Roles and buffers as the engine relies on them (compile() checks the ops): one slot value per
+// slot name on every role, slot indices in range, and buffer sizes whose sum fits in 64 bits (the
+// ledger adds them up). Also returns the timing role's slots.
+Diagnostics check_roles_and_buffers(const Schedule& s, std::vector<Elements>& slots) {
+  Diagnostics d;
+  const auto err = [&](const std::string& ptr, const std::string& msg) { d.error("schedule", ptr, msg); };
+  const std::size_t n_slots = s.meta.slot_names.size();
+  if (s.roles.empty()) err("/roles", "expected at least one rank role, got none");
+  for (std::size_t r = 0; r < s.roles.size(); ++r)
+    if (s.roles[r].slots.size() != n_slots)
+      err("/roles/" + std::to_string(r) + "/slots", "expected " + std::to_string(n_slots) +
+                                                        " slot values, got " + std::to_string(s.roles[r].slots.size()));
+  if (d.has_errors()) return d;
+  slots = sim::timing_slots(s);
+  bool overflow = false;
+  Bytes total = 0;
+  for (std::size_t b = 0; b < s.buffers.size(); ++b) {
+    const Buffer& buf = s.buffers[b];
+    if (buf.slot != kNone && buf.slot >= n_slots) {
+      err("/buffers/" + std::to_string(b) + "/slot",
+          "expected a slot index below " + std::to_string(n_slots) + ", got " + std::to_string(buf.slot));
+      continue;
+    }
+    const auto bytes = mul_checked(buf.slot == kNone ? buf.numel : slots[buf.slot], dtype_size(buf.dtype));
+    overflow = overflow || !bytes || __builtin_add_overflow(total, *bytes, &total);
+  }
+  if (overflow) err("/buffers", "expected buffer sizes whose sum fits in 64 bits, got an overflow");
+  return d;
+}
+
+template <class T>
+std::size_t vec_bytes(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+}  // namespace
+
+std::size_t SimulationResult::footprint_bytes() const {
+  std::size_t n = sizeof(*this) + vec_bytes(ops) + vec_bytes(timing_slots) + ledger.footprint_bytes() +
+                  vec_bytes(memory) + vec_bytes(summary.steps) + vec_bytes(summary.comm) +
+                  vec_bytes(summary.peaks);
+  for (const RoleMemory& m : memory)
+    if (m.oom) n += m.oom->buffer_name.capacity();
+  n += vec_bytes(trace.spans) + vec_bytes(trace.comms) + vec_bytes(trace.ranks);
+  for (const Span& s : trace.spans) n += s.name.capacity() + s.category.capacity();
+  for (const TraceRank& r : trace.ranks) n += vec_bytes(r.memory);
+  return n;
+}
+
+Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
+                                  const EngineOptions& options) {
+  SimulationResult out;
+  Diagnostics d = check_roles_and_buffers(schedule, out.timing_slots);
+  if (d.has_errors()) return d;
+  auto cost = CostModel::make(gpu, schedule.meta, options);
+  if (!cost.ok()) return cost.diagnostics();
+  auto program = sim::compile(schedule, cost.value(), out.timing_slots);
+  if (!program.ok()) return program.diagnostics();
+  auto loop = sim::run_event_loop(schedule, program.value());
+  if (!loop.ok()) return loop.diagnostics();
+  const Bytes capacity = options.device_capacity ? *options.device_capacity : gpu.memory_bytes;
+  // Steady state: the last simulated step (with two or more steps the optimizer states created by
+  // the first one exist, as in the planner's steady-state report).
+  out.summary = sim::make_summary(program.value(), loop.value(), schedule.meta.steps);
+  out.memory = loop->ledger.analyze(capacity, out.summary.steady_from_ns);
+  sim::add_memory_summary(schedule, out.memory, out.summary);
+  out.summary.meta = make_meta(schedule, gpu, options, cost.value(), capacity);
+  if (options.record_trace)
+    out.trace = sim::make_trace(schedule, program.value(), loop.value(), out.memory, out.summary.meta,
+                                options.max_trace_roles);
+  out.ops = std::move(loop->ops);
+  out.ledger = std::move(loop->ledger);
+  return out;
+}
+
+}  // namespace zerosim
