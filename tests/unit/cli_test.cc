@@ -181,3 +181,38 @@ TEST(Cli, ModelsListsZooAndCatalog) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliRun, BadFlagsOfScheduleAndSimulate) {
+  expect_one_line_error("simulate --model gpt2-small --stage 5", "--stage: expected an integer 0..3, got \"5\"");
+  expect_one_line_error("schedule --model gpt2-small --stage 2 --steps 0", "--steps: expected an integer 1..10000, got \"0\"");
+  expect_one_line_error("simulate --model gpt2-small --stage 2 --deepspeed-version 0.9",
+                        "--deepspeed-version: expected one of edaa722, 0.14.4, got \"0.9\"");
+  expect_one_line_error("schedule --model gpt2-small --stage 2 --ranks 1,x", "--ranks: expected an integer 0..16777215, got \"x\"");
+  expect_one_line_error("simulate --model gpt2-small --stage 2 --efficiency 0", "--efficiency: expected a number in");
+  expect_one_line_error("simulate --model gpt2-small", "which ZeRO stage? give --stage 0..3, --ds-config FILE or --scenario FILE");
+  expect_one_line_error("simulate --scenario " + std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/tiny_zero2_4gpu.json --model gpt2-small",
+                        "--model: cannot be combined with --scenario");
+  expect_one_line_error("simulate --scenario /nonexistent/s.json", "/nonexistent/s.json: cannot read file");
+}
+
+TEST(CliRun, ScheduleWritesTheCollectiveLogAndSimulateIsDeterministic) {
+  const std::string scenario = std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/tiny_zero2_4gpu.json";
+  const std::string log = ::testing::TempDir() + "zerosim_cli_log_" + std::to_string(getpid()) + ".jsonl";
+  CliRun s = run_cli("schedule --scenario " + scenario + " --collectives-out " + log);
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  std::string text = read_all(log);
+  std::remove(log.c_str());
+  ASSERT_FALSE(text.empty());
+  auto first = nlohmann::json::parse(text.substr(0, text.find('\n')));
+  EXPECT_EQ(first["rank"], 0);
+  EXPECT_EQ(first["group_size"], 4);
+  CliRun a = run_cli("simulate --scenario " + scenario + " --format json");
+  CliRun b = run_cli("simulate --scenario " + scenario + " --format json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(nlohmann::json::parse(a.out)["format"], "zerosim-summary");
+}
+
+}  // namespace
