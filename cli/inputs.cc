@@ -30,7 +30,7 @@ std::vector<FlagSpec> model_cluster_flags() {
 
 namespace {
 
-Result<ModelDesc> load_model(const ParsedArgs& a, Diagnostics& d, bool& used_default) {
+Result<ModelDesc> load_model(const ParsedArgs& a, bool& used_default) {
   std::vector<std::string> given;
   for (const char* f : {"--model", "--hf-config", "--params", "--param-list"})
     if (a.has(f)) given.push_back(f);
@@ -45,7 +45,6 @@ Result<ModelDesc> load_model(const ParsedArgs& a, Diagnostics& d, bool& used_def
     return synthetic_model(n.value(), "--params");
   }
   used_default = !a.has("--model");
-  (void)d;
   return load_zoo_model(a.get("--model").value_or(kDefaultModel));
 }
 
@@ -112,7 +111,7 @@ void check_conflict(const ParsedArgs& a, const std::string& flag, std::uint64_t 
 Result<Inputs> load_inputs(const ParsedArgs& a) {
   Inputs in;
   Diagnostics d;
-  auto model = load_model(a, d, in.used_default_model);
+  auto model = load_model(a, in.used_default_model);
   if (!model.ok()) d.append(model.diagnostics());
   auto gpu = find_gpu(a.get("--gpu").value_or(kDefaultGpu), "--gpu");
   if (!gpu.ok()) d.append(gpu.diagnostics());

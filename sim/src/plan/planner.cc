@@ -55,7 +55,8 @@ class Evaluator {
  public:
   explicit Evaluator(const PlanRequest& r) : req_(r) {}
 
-  /// Memory for a variant at `gpus` GPUs and micro-batch `b`; nullopt when partitioning failed.
+  /// The partition plan for a stage family at `gpus` GPUs (cached); nullptr, with the errors in
+  /// `diags`, when partitioning failed.
   const PartitionPlan* plan_for(int stage, std::uint64_t gpus, Diagnostics& diags) {
     int family = stage == 3 ? 3 : 1;
     auto key = std::make_pair(gpus, family);
