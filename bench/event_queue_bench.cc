@@ -33,7 +33,6 @@ void BM_EventQueueHold(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const std::vector<SimTime> inc = increments();
   EventQueue q;
-  q.reserve(n + 1);
   for (std::size_t i = 0; i < n; ++i) {
     q.schedule(inc[i % kIncrements], 0, static_cast<std::uint32_t>(i));
   }
@@ -55,7 +54,6 @@ void BM_EventQueueHoldWithCancel(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const std::vector<SimTime> inc = increments();
   EventQueue q;
-  q.reserve(2 * n);
   for (std::size_t i = 0; i < n; ++i) {
     q.schedule(inc[i % kIncrements], 0, static_cast<std::uint32_t>(i));
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <set>
 #include <tuple>
@@ -155,10 +156,8 @@ TEST(EventQueue, CancellingEverythingThenSchedulingEarlier) {
   EXPECT_FALSE(q.is_pending(y));
 }
 
-TEST(EventQueue, ReserveAndClear) {
+TEST(EventQueue, ClearResetsTheClockButNotTheSequence) {
   EventQueue q;
-  q.reserve(1000);
-  EXPECT_GE(q.capacity(), 1000u);
   const EventId old = q.schedule(42, 0, 1);
   q.schedule(43, 0, 2);
   ASSERT_TRUE(q.pop());
@@ -190,16 +189,18 @@ TEST(EventQueue, HundredThousandRandomEventsComeOutSorted) {
   EXPECT_EQ(q.now(), times[expected.back()]);
 }
 
-// Random schedule/pop/cancel against a std::set keyed by (t, seq): same pops, same sizes.
-TEST(EventQueue, MatchesReferenceModelUnderRandomOperations) {
-  std::mt19937_64 rng(7);
+// Random schedule/pop/cancel/peek against a std::set keyed by (t, seq): same pops, same sizes.
+// `delay` draws how far after now() each event is scheduled.
+template <typename Delay>
+void check_against_reference_model(std::uint64_t seed, Delay delay) {
+  std::mt19937_64 rng(seed);
   EventQueue q;
   std::set<std::tuple<SimTime, std::uint64_t>> model;
   std::vector<EventId> ids;
   for (int step = 0; step < 50000; ++step) {
     const auto op = rng() % 10;
     if (op < 5) {
-      const SimTime t = q.now() + static_cast<SimTime>(rng() % 1000);
+      const SimTime t = q.now() + delay(rng);
       const EventId id = q.schedule(t, 0, 0, static_cast<std::uint64_t>(step));
       ASSERT_TRUE(id.valid());
       model.emplace(id.time(), id.seq());
@@ -222,6 +223,35 @@ TEST(EventQueue, MatchesReferenceModelUnderRandomOperations) {
     }
     ASSERT_EQ(q.size(), model.size());
   }
+}
+
+TEST(EventQueue, MatchesReferenceModelUnderRandomOperations) {
+  check_against_reference_model(7, [](std::mt19937_64& rng) {
+    return static_cast<SimTime>(rng() % 1000);
+  });
+}
+
+// The radix heap's buckets are indexed by the highest bit in which t differs from the last popped
+// time: delays of every magnitude (0 for ties, a few ns, microseconds, up to 2^50 ns) exercise
+// every bucket and redistributions that leave ties behind in bucket 0.
+TEST(EventQueue, MatchesReferenceModelAcrossEveryTimeScale) {
+  check_against_reference_model(11, [](std::mt19937_64& rng) {
+    const auto bits = static_cast<int>(rng() % 51);
+    return bits == 0 ? SimTime{0} : static_cast<SimTime>(rng() >> (64 - bits));
+  });
+}
+
+TEST(EventQueue, TimesNearTheLargestSimTime) {
+  EventQueue q;
+  const SimTime top = std::numeric_limits<SimTime>::max();
+  q.schedule(top, 0, 1);
+  q.schedule(top - 1, 0, 2);
+  q.schedule(0, 0, 3);
+  q.schedule(top, 0, 4);
+  EXPECT_EQ(drain(q), (std::vector<std::uint32_t>{3, 2, 1, 4}));
+  EXPECT_EQ(q.now(), top);
+  EXPECT_TRUE(q.schedule(top, 0, 5).valid());
+  EXPECT_EQ(drain(q), (std::vector<std::uint32_t>{5}));
 }
 
 }  // namespace

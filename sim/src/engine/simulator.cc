@@ -74,7 +74,6 @@ class EventLoop {
  public:
   EventLoop(const Schedule& s, const Program& p, LoopOutput& out) : s_(s), p_(p), out_(out) {
     done_.assign(p.ops.size(), 0);
-    queue_.reserve(kStreamCount * 2);
     for (std::uint8_t l = 0; l < kStreamCount; ++l)
       if (!p.lanes[l].empty()) used_[used_count_++] = l;  // most programs use 2-3 streams
   }
