@@ -34,7 +34,7 @@ std::string ms(SimTime ns) {
   return b;
 }
 
-void print_summary(const Summary& s, const Schedule& sched, std::ostream& out) {
+void print_summary(const Summary& s, const Schedule& sched, bool zero_init, std::ostream& out) {
   const auto& m = s.meta;
   out << "zerosim simulate: " << m.model << ", stage " << m.stage << " (" << m.optimizer << "), " << m.world
       << " x " << m.gpu << " (" << m.nodes << " node" << (m.nodes == 1 ? "" : "s") << " x " << m.gpus_per_node
@@ -78,6 +78,10 @@ void print_summary(const Summary& s, const Schedule& sched, std::ostream& out) {
     out << "\nOUT OF MEMORY at " << ms(s.oom->t) << " on rank " << s.oom_rank << " (" << s.oom_ranks
         << " ranks): allocating " << s.oom->buffer_name << " (" << format_gib(s.oom->bytes) << ") with "
         << format_gib(s.oom->live_bytes) << " live of " << format_gib(s.oom->capacity) << "\n";
+  if (s.oom && s.oom->t <= s.init_ns && sched.meta.stage == 3 && sched.meta.mode == "deepspeed" && !zero_init)
+    out << "hint: the OOM is at initialization: without zero.Init every GPU holds the whole model before "
+           "partitioning. If the model is built under deepspeed.zero.Init (HF Trainer does so for stage 3), "
+           "pass --zero-init or set \"training\": {\"zero_init\": true}\n";
   out << "\n" << sched.ops.size() << " ops simulated; memory is what the schedule allocates (model states, "
       << "buffers, activations); `zerosim plan` adds CUDA context, NCCL buffers and fragmentation\n";
   for (const auto& n : m.notes) out << "note: " << n << "\n";
@@ -127,7 +131,7 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
     if (!write_file("--summary", *p, err, [&](std::ostream& o) { write_summary_json(r.summary, o); }))
       return kExitInvalidInput;
   if (fmt.value() == "json") write_summary_json(r.summary, out);
-  else print_summary(r.summary, run->schedule, out);
+  else print_summary(r.summary, run->schedule, run->scenario.training.zero_init, out);
   return r.summary.oom ? kExitInfeasible : kExitOk;
 }
 

@@ -14,6 +14,7 @@ std::vector<FlagSpec> run_flags() {
   f.push_back({"--steps", "K", "optimizer steps to run, step 0 first; default 1 (or the scenario's)"});
   f.push_back({"--deepspeed-version", "V", "DeepSpeed behaviour: edaa722 (default) or 0.14.4"});
   f.push_back({"--mode", "MODE", "deepspeed|paper schedule; default deepspeed"});
+  f.push_back({"--zero-init", "", "stage 3: the model is built under deepspeed.zero.Init (HF Trainer does this)"});
   return f;
 }
 
@@ -86,6 +87,12 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
     if (!v) return fail<BuiltRun>("--deepspeed-version", "", "expected one of edaa722, 0.14.4, got " +
                                                                  quote(*a.get("--deepspeed-version")));
     s.version = *v;
+  }
+  if (a.has("--zero-init")) {
+    if (s.ds.zero.stage != 3)
+      return fail<BuiltRun>("--zero-init", "", "expected ZeRO stage 3 (zero.Init partitions params as they are built), got stage " +
+                                                  std::to_string(s.ds.zero.stage));
+    s.training.zero_init = true;
   }
   if (a.has("--mode")) {
     auto m = parse_choice("--mode", *a.get("--mode"), {"deepspeed", "paper"});

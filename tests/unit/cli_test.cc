@@ -195,6 +195,41 @@ TEST(CliRun, BadFlagsOfScheduleAndSimulate) {
   expect_one_line_error("simulate --scenario " + std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/tiny_zero2_4gpu.json --model gpt2-small",
                         "--model: cannot be combined with --scenario");
   expect_one_line_error("simulate --scenario /nonexistent/s.json", "/nonexistent/s.json: cannot read file");
+  expect_one_line_error("simulate --model gpt2-small --stage 2 --zero-init",
+                        "--zero-init: expected ZeRO stage 3 (zero.Init partitions params as they are built), got stage 2");
+}
+
+// Llama-2-70B stage 3 does not fit at init without zero.Init (the whole bf16 model on every GPU):
+// the summary says so and points at --zero-init; the shipped scenario, built under zero.Init, fits.
+TEST(CliRun, InitOomHintsAtZeroInit) {
+  CliRun plain = run_cli("simulate --model llama2-70b --gpus 64 --stage 3");
+  ASSERT_EQ(plain.exit_code, 2) << plain.err;  // exit 2: does not fit
+  EXPECT_NE(plain.out.find("OUT OF MEMORY"), std::string::npos);
+  EXPECT_NE(plain.out.find("hint: the OOM is at initialization"), std::string::npos) << plain.out;
+  CliRun shipped = run_cli("simulate --scenario " + std::string(ZEROSIM_SOURCE_DIR) +
+                           "/scenarios/llama2-70b_zero3_64xh100.json");
+  ASSERT_EQ(shipped.exit_code, 0) << shipped.err;
+  EXPECT_EQ(shipped.out.find("OUT OF MEMORY"), std::string::npos) << shipped.out;
+  EXPECT_NE(shipped.out.find("zero.Init on"), std::string::npos);
+}
+
+// --zero-init removes the engine and conversion broadcasts: one broadcast per param instead of two.
+TEST(CliRun, ZeroInitHalvesTheInitBroadcasts) {
+  const std::string log = ::testing::TempDir() + "zerosim_cli_zinit_" + std::to_string(getpid()) + ".jsonl";
+  const auto broadcasts = [&](const std::string& flags) -> std::size_t {
+    CliRun r = run_cli("schedule --model gpt2-small --gpus 4 --stage 3 " + flags + "--collectives-out " + log);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const std::string text = read_all(log);
+    std::remove(log.c_str());
+    std::size_t n = 0;
+    const std::string init_broadcast = "\"phase\":\"init\",\"op\":\"broadcast\"";
+    for (auto at = text.find(init_broadcast); at != std::string::npos; at = text.find(init_broadcast, at + 1))
+      ++n;
+    return n;
+  };
+  const std::size_t off = broadcasts(""), on = broadcasts("--zero-init ");
+  EXPECT_GT(on, 0u);
+  EXPECT_EQ(off, 2 * on);
 }
 
 TEST(CliRun, ScheduleWritesTheCollectiveLogAndSimulateIsDeterministic) {

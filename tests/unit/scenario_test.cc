@@ -110,6 +110,7 @@ TEST(Scenario, ShippedFileReferencesResolveBesideTheScenario) {
   EXPECT_EQ(big.model_source.kind, ModelSource::Kind::Zoo);
   EXPECT_EQ(big.model_source.zoo, "llama2-70b");
   EXPECT_EQ(big.ds.zero.prefetch_bucket_size, 50000000u);
+  EXPECT_TRUE(big.training.zero_init);
 }
 
 TEST(Scenario, HfConfigAndDsConfigFilesWithNonDefaultOptions) {
@@ -311,6 +312,21 @@ TEST(ScenarioBadInput, ClusterAndTrainingRanges) {
             "s.json: /training/micro_batch: expected the batch in the DeepSpeed config "
             "(\"train_micro_batch_size_per_gpu\", \"gradient_accumulation_steps\"), got "
             "\"micro_batch\" here\n");
+}
+
+TEST(ScenarioBadInput, ZeroInitOnlyWithStage3) {
+  const std::string stage3 =
+      R"("model": {"params": 1e9}, "deepspeed": {"train_micro_batch_size_per_gpu": 1,
+         "zero_optimization": {"stage": 3}}, "cluster": {"gpu": "A100-80GB", "gpus_per_node": 2})";
+  auto r = load_scenario_text("{" + kHead + stage3 + R"(, "training": {"zero_init": true}})",
+                              "s.json", "");
+  ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
+  EXPECT_TRUE(r.value().training.zero_init);
+  EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"zero_init": true})"),
+            "s.json: /training/zero_init: expected ZeRO stage 3 with zero.Init (it partitions "
+            "params as they are built), got stage 0\n");
+  EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"zero_init": 1})"),
+            "s.json: /training/zero_init: expected true or false, got 1\n");
 }
 
 TEST(ScenarioBadInput, ModeAndVersionNames) {

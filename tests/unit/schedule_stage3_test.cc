@@ -232,5 +232,59 @@ TEST(ScheduleStage3, InitWithFrozenParam) {
     }
 }
 
+// §7.1 under zero.Init: one broadcast per param as it is built (no engine broadcast), then the
+// hook-registration gathers; only one whole param is alive at a time, so the init peak of LP
+// params is the partitions plus the largest param, not the whole model.
+TEST(ScheduleStage3, InitUnderZeroInit) {
+  DsConfig ds = stage3_config();
+  const ModelDesc m = param_model({10, 7, 2}, {2, 1, 0});
+  TrainingSettings zero_init;
+  zero_init.zero_init = true;
+  const Schedule with = build(m, ds, 4, 1, DeepSpeedVersion::Edaa722, zero_init);
+  const Schedule without = build(m, ds, 4);
+  const auto in_init = [](const Op& o) { return o.phase == kI; };
+  EXPECT_EQ(colls(with, in_init), (std::vector<Coll>{bc(10, kFp16, kI), bc(7, kFp16, kI),
+                                                     bc(2, kFp16, kI), ag(3, 12, kI),
+                                                     ag(2, 8, kI), ag(1, 4, kI)}));
+  const auto init_end = [](const Schedule& s) {
+    std::size_t i = 0;
+    while (i < s.ops.size() && s.ops[i].phase == kI) ++i;
+    return i;
+  };
+  // Partitions: c = 3 + 2 + 1 = 6 elements, counted from the start.
+  EXPECT_EQ(peak_elements(with, 0, init_end(with), BufferCategory::Param16), 6u + 10u);
+  EXPECT_EQ(peak_elements(without, 0, init_end(without), BufferCategory::Param16), 19u + 6u);
+  // The training step itself is the same.
+  const auto after_init = [](const Op& o) { return o.phase != kI; };
+  EXPECT_EQ(colls(with, after_init), colls(without, after_init));
+  bool noted = false;
+  for (const std::string& n : with.meta.notes) noted = noted || n.rfind("zero.Init on", 0) == 0;
+  EXPECT_TRUE(noted);
+}
+
+// zero.Init belongs to stage 3: asking for it with stage 2 is an error naming the field.
+TEST(ScheduleStage3, ZeroInitNeedsStage3) {
+  DsConfig ds = stage3_config();
+  ds.zero.stage = 2;
+  const ModelDesc m = param_model({10, 7, 2}, {2, 1, 0});
+  PartitionOptions o;
+  o.stage = 2;
+  o.world = 4;
+  auto plan = plan_partition(m, o);
+  ASSERT_TRUE(plan.ok());
+  ScheduleInput in;
+  in.model = &m;
+  in.plan = &plan.value();
+  in.ds = &ds;
+  in.cluster.nodes = 1;
+  in.cluster.gpus_per_node = 4;
+  in.training.zero_init = true;
+  auto r = build_schedule(in);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.diagnostics().to_string().find("/training/zero_init"), std::string::npos)
+      << r.diagnostics().to_string();
+  EXPECT_NE(r.diagnostics().to_string().find("got stage 2"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace zerosim

@@ -40,6 +40,9 @@ struct TrainingSettings {
   std::uint64_t seq_len = 4096;     ///< s, tokens per sequence
   bool activation_checkpointing = false;  ///< full checkpointing of each transformer block
   bool flash_attention = true;      ///< attention scores not stored (drops the 5as^2b term)
+  /// The model is built under deepspeed.zero.Init (stage 3 only; what HF Trainer does for stage 3):
+  /// params are partitioned as they are constructed instead of all living on every GPU at init.
+  bool zero_init = false;
 };
 
 /// Overheads with their documented defaults (sources in sim/src/memory/overhead.cc and README).

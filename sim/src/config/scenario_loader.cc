@@ -216,7 +216,8 @@ void ScenarioLoader::read_training(JsonReader& root, Scenario& s) {
   if (auto v = t->get_enum("attention", {"flash", "eager"}))
     s.training.flash_attention = *v == "flash";
   if (auto v = t->get_uint("steps", 1, kMaxSteps)) s.steps = static_cast<std::uint32_t>(*v);
-  t->reject_unknown({"seq_len", "activation_checkpointing", "attention", "steps"});
+  if (auto v = t->get_bool("zero_init")) s.training.zero_init = *v;
+  t->reject_unknown({"seq_len", "activation_checkpointing", "attention", "steps", "zero_init"});
 }
 
 bool ScenarioLoader::read_deepspeed(JsonReader& root, Scenario& s) {
@@ -292,6 +293,10 @@ std::optional<Scenario> ScenarioLoader::load(JsonReader& root) {
     root.mark_used("deepspeed_config");
   }
   root.reject_unknown(kTopKeys);
+  if (world_known && s.training.zero_init && s.mode == Accounting::DeepSpeed && s.ds.zero.stage != 3)
+    d_.error(source_, "/training/zero_init",
+             "expected ZeRO stage 3 with zero.Init (it partitions params as they are built), got stage " +
+                 std::to_string(s.ds.zero.stage));
   if (d_.has_errors()) return std::nullopt;
   return s;
 }

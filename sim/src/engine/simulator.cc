@@ -30,15 +30,24 @@ MemoryLedger make_ledger(const Schedule& s, const Program& p) {
   std::vector<std::uint32_t> used_slots;
   for (std::uint32_t k = 0; k < used.size(); ++k)
     if (used[k] != 0) used_slots.push_back(k);
+  // A slot with the same value on every role makes common buffers (one size, no per-role list):
+  // the same sizes, without a list per buffer. Stage 3 and single-role schedules are all like that.
+  std::vector<std::uint8_t> uniform(by_slot.size(), 1);
   for (std::uint32_t r = 0; r < s.roles.size(); ++r) {
     const std::vector<Elements>& v = s.roles[r].slots;  // sized to slot_names (checked)
-    for (std::uint32_t k : used_slots)
+    for (std::uint32_t k : used_slots) {
       if (v[k] != 0) by_slot[k].push_back({r, v[k]});
+      if (v[k] != s.roles[0].slots[k]) uniform[k] = 0;
+    }
   }
   for (const Buffer& buf : s.buffers) {
     const Bytes size = dtype_size(buf.dtype);
     if (buf.slot == kNone || buf.slot >= by_slot.size()) {
       ledger.add_buffer(buf.name, buf.category, buf.pool, buf.numel * size);
+      continue;
+    }
+    if (uniform[buf.slot] != 0 && !s.roles.empty()) {
+      ledger.add_buffer(buf.name, buf.category, buf.pool, s.roles[0].slots[buf.slot] * size);
       continue;
     }
     std::vector<RoleBytes> sizes = by_slot[buf.slot];

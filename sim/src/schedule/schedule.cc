@@ -280,6 +280,11 @@ Diagnostics check_input(const ScheduleInput& in) {
             "expected 1..4294967295 micro-steps per step, got " + str(in.ds->grad_accum_steps));
   if (in.ds->zero.stage < 0 || in.ds->zero.stage > 3)
     d.error(kSource, "/zero_optimization/stage", "expected a ZeRO stage 0..3, got " + std::to_string(in.ds->zero.stage));
+  if (in.training.zero_init && in.mode == Accounting::DeepSpeed && in.ds->zero.stage != 3)
+    d.error(kSource, "/training/zero_init",
+            "expected ZeRO stage 3 with zero.Init (it partitions params as they are built; stage " +
+                std::to_string(in.ds->zero.stage) + " keeps every param whole), got stage " +
+                std::to_string(in.ds->zero.stage));
   if ((plan.stage == 3) != (in.ds->zero.stage == 3))
     d.error(kSource, "/plan/stage",
             "expected a partition plan for stage " + std::to_string(in.ds->zero.stage) + "'s layout, got one for stage " +

@@ -72,6 +72,7 @@ Context::Context(Schedule& s, const ScheduleInput& in, const Walk& w)
       overlap(z.overlap_comm),
       offload_opt(z.offload_optimizer.enabled()),
       offload_param(z.offload_param.enabled()),
+      zero_init(in.training.zero_init),
       host_pool(MemoryPool::Host),
       gather_stream(overlap ? Stream::Gather : Stream::Compute),
       reduce_stream(overlap ? Stream::Reduce : Stream::Compute) {
@@ -217,7 +218,12 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
   notes.push_back("DeepSpeedZeroOptimizer_Stage3 as at DeepSpeed " +
                   std::string(deepspeed_version_name(in.version)));
   notes.push_back(
-      "zero.Init assumed off: every param is broadcast twice at init (engine, then conversion)");
+      in.training.zero_init
+          ? "zero.Init on: each param is broadcast once and partitioned as it is constructed; the "
+            "engine broadcast is skipped"
+          : "zero.Init off (the default; --zero-init or training.zero_init turns it on): every GPU "
+            "holds the whole model at init and every param is broadcast twice (engine, then "
+            "conversion)");
   notes.push_back(w.mapping);
   notes.push_back(
       "iteration 1 records the module trace (no prefetch, every param released after use); "

@@ -1,5 +1,6 @@
-// Stage 3 initialization (deepspeed_zero.md §7.1), without zero.Init: the engine broadcast of every
-// param, the conversion broadcast, partitioning, the defragmented LP partition buffer, fp32 master
+// Stage 3 initialization (deepspeed_zero.md §7.1): without zero.Init, the engine broadcast of every
+// param, the conversion broadcast and partitioning; under zero.Init, one broadcast per param as it
+// is constructed and partitioned (one whole param alive at a time); then the defragmented LP partition buffer, fp32 master
 // per sub-group, the IPG buffer and grad_partitions_flat_buffer, and one synchronous all-gather per
 // trainable param while its gradient hook is registered. The three dist.barrier() calls move no
 // data and appear as markers.
@@ -40,19 +41,10 @@ void broadcasts(Context& cx, const std::string& what) {
                   Stream::Compute, what + " " + cx.m.params[p].name, {}, 0);
 }
 
-// Whole params on the device, broadcast twice, then cut to their partitions (§7.1 steps 1, 4).
-void convert_params(Context& cx) {
-  Elements total = 0;
-  for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) total += cx.n(p);
-  const auto whole =
-      temp_buffer(cx, "model params before partitioning", BufferCategory::Param16, cx.lp, total);
-  cx.e.alloc(whole);
-  broadcasts(cx, "engine broadcast");
-  broadcasts(cx, "zero conversion broadcast");
-  const MemoryPool lp_pool = cx.offload_param ? cx.host_pool : MemoryPool::Device;
-  const Elements trainable = cx.plan.s3_partition_numel;
+// Partitions of every param, before the defragmenting copy, and of params outside the optimizer.
+std::uint32_t alloc_partitions(Context& cx, MemoryPool lp_pool) {
   const auto parts = temp_buffer(cx, "LP partitions before defragmentation",
-                                 BufferCategory::Param16, cx.lp, trainable, lp_pool);
+                                 BufferCategory::Param16, cx.lp, cx.plan.s3_partition_numel, lp_pool);
   cx.e.alloc(parts);
   if (cx.plan.s3_unoptimized_partition_numel > 0) {
     cx.frozen_partitions = persistent_buffer(cx, "LP partitions of params outside the optimizer",
@@ -60,7 +52,40 @@ void convert_params(Context& cx) {
                                              cx.plan.s3_unoptimized_partition_numel, lp_pool);
     cx.e.alloc(cx.frozen_partitions);
   }
-  cx.e.free(whole);
+  return parts;
+}
+
+// Without zero.Init: whole params on the device, broadcast twice, then cut to their partitions.
+// Under zero.Init: each param is broadcast from rank 0 and partitioned as it is constructed, so one
+// whole param is alive at a time (per param, not per module: an approximation of construction
+// order); the engine's broadcast is skipped (§7.1 steps 1, 4). The partitions are counted from the
+// start in both cases (they only grow while the whole params exist).
+void convert_params(Context& cx) {
+  const MemoryPool lp_pool = cx.offload_param ? cx.host_pool : MemoryPool::Device;
+  const Elements trainable = cx.plan.s3_partition_numel;
+  std::uint32_t parts = kNone;
+  if (cx.zero_init) {
+    parts = alloc_partitions(cx, lp_pool);
+    for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) {
+      const std::string& name = cx.m.params[p].name;
+      const auto whole = temp_buffer(cx, "zero.Init construction:" + name,
+                                     BufferCategory::Param16, cx.lp, cx.n(p));
+      cx.e.alloc(whole);
+      cx.collective(CollectiveKind::Broadcast, cx.n(p), cx.n(p), cx.lp, ReduceOp::None,
+                    Stream::Compute, "zero.Init broadcast " + name, {}, 0);
+      cx.e.free(whole);
+    }
+  } else {
+    Elements total = 0;
+    for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) total += cx.n(p);
+    const auto whole =
+        temp_buffer(cx, "model params before partitioning", BufferCategory::Param16, cx.lp, total);
+    cx.e.alloc(whole);
+    broadcasts(cx, "engine broadcast");
+    broadcasts(cx, "zero conversion broadcast");
+    parts = alloc_partitions(cx, lp_pool);
+    cx.e.free(whole);
+  }
   cx.e.marker("dist.barrier (create fp16 partitions)");
   cx.lp_partitions = persistent_buffer(cx, "lp_param_buffer (LP partitions)",
                                        BufferCategory::Param16, cx.lp, trainable, lp_pool);

@@ -118,6 +118,7 @@ struct Context {
   std::uint32_t world;
   DType lp, mw, ga, cd;
   bool overlap, offload_opt, offload_param;
+  bool zero_init;        ///< the model was built under deepspeed.zero.Init (§7.1 step 1)
   MemoryPool host_pool;  ///< Pinned with offload pin_memory, else Host
   Stream gather_stream, reduce_stream;
   std::uint32_t micro = 0;  ///< micro-step inside the current optimizer step
