@@ -374,7 +374,7 @@ TEST(ScheduleIoBadInput, UnknownDtypeAndCollective) {
                       "\"collective\":\"all_gather\"");
   EXPECT_EQ(errors_of(text),
             "two_rank.json: /ops/12/dtype: expected one of \"float16\", \"bfloat16\", \"float32\", "
-            "\"float64\", \"uint8\", got \"int8\" (did you mean \"uint8\"?)\n"
+            "\"float64\", \"uint8\", \"int64\", got \"int8\" (did you mean \"uint8\"?)\n"
             "two_rank.json: /ops/15/collective: expected one of \"all_reduce\", \"reduce\", "
             "\"broadcast\", \"all_gather_into_tensor\", \"reduce_scatter_tensor\", got "
             "\"all_gather\" (did you mean "

@@ -17,7 +17,7 @@ using namespace s3test;  // NOLINT
 
 constexpr auto kF = Phase::Forward;
 constexpr auto kB = Phase::Backward;
-constexpr auto kF64 = DType::Float64;
+constexpr auto kI64 = DType::Int64;  // trace-check broadcasts
 constexpr Elements kN = 1000000;
 
 ModelDesc g18_model(LayerKind first = LayerKind::Other) {
@@ -108,9 +108,9 @@ TEST(ScheduleStage3Trace, BroadcastsAroundTheRecordingIterationEdaa722) {
   const auto bcasts = colls(s, [](const Op& o) {
     return o.collective == CollectiveKind::Broadcast && o.phase != Phase::Init;
   });
-  EXPECT_EQ(bcasts, (std::vector<Coll>{bc(1, kF64, kF, 0), bc(0, kF64, kF, 0), bc(1, kF64, kF, 1),
-                                       bc(8, kF64, kF, 1), bc(1, kF64, kF, 1), bc(8, kF64, kF, 1),
-                                       bc(1, kF64, kF, 1), bc(8, kF64, kF, 1)}));
+  EXPECT_EQ(bcasts, (std::vector<Coll>{bc(1, kI64, kF, 0), bc(0, kI64, kF, 0), bc(1, kI64, kF, 1),
+                                       bc(8, kI64, kF, 1), bc(1, kI64, kF, 1), bc(8, kI64, kF, 1),
+                                       bc(1, kI64, kF, 1), bc(8, kI64, kF, 1)}));
 }
 
 // v0.14.4: the trace starts in RECORD and resets after backward: the three lists only, once.
@@ -121,7 +121,7 @@ TEST(ScheduleStage3Trace, BroadcastsAfterTheFirstBackwardV0144) {
     return o.collective == CollectiveKind::Broadcast && o.phase != Phase::Init;
   });
   EXPECT_EQ(bcasts,
-            (std::vector<Coll>{bc(8, kF64, kB, 0), bc(8, kF64, kB, 0), bc(8, kF64, kB, 0)}));
+            (std::vector<Coll>{bc(8, kI64, kB, 0), bc(8, kI64, kB, 0), bc(8, kI64, kB, 0)}));
   // With every post-backward hook firing, nothing is gathered at the reset: same gathers as
   // edaa722.
   EXPECT_EQ(gathers(s, 1), (std::vector<Coll>{kOne, kTwo, kOne}));

@@ -22,6 +22,7 @@ constexpr auto kP = Phase::PostStep;
 constexpr auto kI = Phase::Init;
 constexpr auto kFp16 = DType::Float16;
 constexpr auto kF64 = DType::Float64;
+constexpr auto kI64 = DType::Int64;
 constexpr auto kU8 = DType::UInt8;
 
 const Buffer& buffer_named(const Schedule& s, const std::string& name) {
@@ -47,7 +48,7 @@ TEST(ScheduleStage3, G14G15WholeStepCollectiveSequence) {
       bc(10, kFp16, kI), bc(7, kFp16, kI), bc(2, kFp16, kI), bc(10, kFp16, kI), bc(7, kFp16, kI),
       bc(2, kFp16, kI), ag(3, 12, kI), ag(2, 8, kI), ag(1, 4, kI),
       // RESET_STEP in the first forward pre-hook: INVALID -> RECORD checks an empty module list.
-      bc(1, kF64, kF), bc(0, kF64, kF),
+      bc(1, kI64, kF), bc(0, kI64, kF),
       // Recording iteration: every module gathers its param alone and releases it (persistent too).
       ag(3, 12, kF), ag(2, 8, kF), ag(1, 4, kF), ag(1, 4, kB), ag(2, 8, kB), ag(3, 12, kB),
       // G15: the epilogue flushes the one bucket [10, 7, 2] (ds_id order): RS(24, 6).

@@ -4,6 +4,7 @@
 // exact and deterministic; rates are doubles. Unit strings such as "40GB/s" are parsed only by loaders.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,7 +20,9 @@ inline constexpr double kGiB = 1073741824.0;  ///< 2^30 bytes
 inline constexpr double kGB = 1e9;            ///< 10^9 bytes (nccl-tests' GB)
 
 /// Tensor element types, spelled as torch.distributed logs spell them (dtype_name).
-enum class DType : std::uint8_t { Float16, BFloat16, Float32, Float64, UInt8 };
+enum class DType : std::uint8_t { Float16, BFloat16, Float32, Float64, UInt8, Int64 };
+/// Number of DType values (for tables indexed by DType).
+inline constexpr std::size_t kDTypeCount = 6;
 
 /// Bytes per element.
 constexpr Bytes dtype_size(DType t) {
@@ -27,7 +30,8 @@ constexpr Bytes dtype_size(DType t) {
     case DType::Float16:
     case DType::BFloat16: return 2;
     case DType::Float32: return 4;
-    case DType::Float64: return 8;
+    case DType::Float64:
+    case DType::Int64: return 8;
     case DType::UInt8: return 1;
   }
   return 0;

@@ -35,7 +35,7 @@ const Names& names() {
       enum_names<Phase>(static_cast<std::size_t>(Phase::PostStep) + 1, phase_name),
       enum_names<BufferCategory>(static_cast<std::size_t>(BufferCategory::Temp) + 1, category_name),
       enum_names<MemoryPool>(static_cast<std::size_t>(MemoryPool::Pinned) + 1, memory_pool_name),
-      enum_names<DType>(static_cast<std::size_t>(DType::UInt8) + 1, dtype_name),
+      enum_names<DType>(kDTypeCount, dtype_name),
       enum_names<CollectiveKind>(kCollectiveKindCount, collective_name),
       {std::string(reduce_op_name(ReduceOp::Sum)), std::string(reduce_op_name(ReduceOp::Max))},
   };

@@ -229,8 +229,6 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
       "iteration 1 records the module trace (no prefetch, every param released after use); "
       "prefetching starts in iteration 2");
   notes.push_back(
-      "trace-check broadcasts carry int64 lists, shown as float64 (same 8-byte elements)");
-  notes.push_back(
       "no fp16 overflow assumed: every step updates; optimizer states counted as Adam (2 per "
       "element)");
   if (w.modules.empty()) notes.push_back("the model has no params: nothing is gathered or reduced");

@@ -53,9 +53,8 @@
 
 namespace zerosim::schedule::s3 {
 
-/// DeepSpeed's trace-verification broadcasts carry int64 lists (runtime/zero/utils.py). DType has
-/// no Int64 yet; Float64 has the same 8-byte element, so element and byte counts are exact.
-inline constexpr DType kTraceIdDType = DType::Float64;
+/// DeepSpeed's trace-verification broadcasts carry int64 lists (runtime/zero/utils.py).
+inline constexpr DType kTraceIdDType = DType::Int64;
 
 /// One hooked nn.Module.
 struct Module {
