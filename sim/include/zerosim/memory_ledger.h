@@ -134,7 +134,8 @@ class MemoryLedger {
   /// Pre-allocates room for `buffers` buffers and `events` allocate/release calls.
   void reserve(std::size_t buffers, std::size_t events);
 
-  /// Declares a buffer of the same size on every role; returns its id.
+  /// Declares a buffer of the same size on every role; returns its id. The name may be empty (the
+  /// simulator keeps names in the schedule); messages then call the buffer "#<id>".
   std::uint32_t add_buffer(std::string name, BufferCategory category, MemoryPool pool, Bytes bytes);
   /// Declares a buffer with one size per role (`bytes_per_role.size()` must equal role_count(),
   /// otherwise a Diagnostic).
@@ -189,6 +190,8 @@ class MemoryLedger {
 
  private:
   std::optional<Diagnostic> check(std::uint32_t buffer, SimTime t, const char* what) const;
+  // The quoted name, or "#<id>" for an unnamed buffer (messages about it).
+  std::string label(std::uint32_t buffer) const;
 
   std::uint32_t roles_ = 1;
   std::vector<LedgerBuffer> buffers_;

@@ -90,6 +90,11 @@ Result<std::uint32_t> MemoryLedger::add_sparse_role_buffer(std::string name, Buf
   return id;
 }
 
+std::string MemoryLedger::label(std::uint32_t buffer) const {
+  const std::string& name = buffers_[buffer].name;
+  return name.empty() ? "#" + std::to_string(buffer) : quote(name);
+}
+
 std::optional<Diagnostic> MemoryLedger::check(std::uint32_t buffer, SimTime t,
                                               const char* what) const {
   if (buffer >= buffers_.size())
@@ -97,7 +102,7 @@ std::optional<Diagnostic> MemoryLedger::check(std::uint32_t buffer, SimTime t,
                         what + ", got " + std::to_string(buffer));
   if (t < last_t_)
     return ledger_error("expected events in time order, got " + std::string(what) + " of " +
-                        quote(buffers_[buffer].name) + " at " + std::to_string(t) +
+                        label(buffer) + " at " + std::to_string(t) +
                         " ns after an event at " + std::to_string(last_t_) + " ns");
   return std::nullopt;
 }
@@ -105,7 +110,7 @@ std::optional<Diagnostic> MemoryLedger::check(std::uint32_t buffer, SimTime t,
 std::optional<Diagnostic> MemoryLedger::allocate(std::uint32_t buffer, SimTime t) {
   if (auto d = check(buffer, t, "allocate")) return d;
   if (live_alloc_[buffer] != kNone)
-    return ledger_error("buffer " + quote(buffers_[buffer].name) + " allocated at " + std::to_string(t) +
+    return ledger_error("buffer " + label(buffer) + " allocated at " + std::to_string(t) +
                         " ns while live since " +
                         std::to_string(allocations_[live_alloc_[buffer]].t_alloc) + " ns");
   const LedgerBuffer& b = buffers_[buffer];
@@ -126,7 +131,7 @@ std::optional<Diagnostic> MemoryLedger::allocate(std::uint32_t buffer, SimTime t
 std::optional<Diagnostic> MemoryLedger::release(std::uint32_t buffer, SimTime t) {
   if (auto d = check(buffer, t, "release")) return d;
   if (live_alloc_[buffer] == kNone)
-    return ledger_error("buffer " + quote(buffers_[buffer].name) + " released at " + std::to_string(t) +
+    return ledger_error("buffer " + label(buffer) + " released at " + std::to_string(t) +
                         " ns but it is not live (double free, or never allocated)");
   allocations_[live_alloc_[buffer]].t_free = t;
   live_alloc_[buffer] = kNone;

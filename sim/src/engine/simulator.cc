@@ -20,6 +20,9 @@ constexpr std::uint32_t kOpDone = 1;  // EventQueue kind: a = op index
 
 // One ledger buffer per schedule buffer (same index). A slot buffer lists only the roles where it
 // is non-zero; the per-slot lists are computed once (roles x slots, the size of the role table).
+// Ledger buffers are unnamed: the names stay in the schedule (a copy of each would be a heap
+// allocation per buffer on every simulation); record_memory and simulate() put them back into the
+// messages and the OOM event.
 MemoryLedger make_ledger(const Schedule& s, const Program& p) {
   MemoryLedger ledger(static_cast<std::uint32_t>(std::max<std::size_t>(s.roles.size(), 1)));
   ledger.reserve(s.buffers.size(), p.memory_ops.size());
@@ -43,16 +46,16 @@ MemoryLedger make_ledger(const Schedule& s, const Program& p) {
   for (const Buffer& buf : s.buffers) {
     const Bytes size = dtype_size(buf.dtype);
     if (buf.slot == kNone || buf.slot >= by_slot.size()) {
-      ledger.add_buffer(buf.name, buf.category, buf.pool, buf.numel * size);
+      ledger.add_buffer({}, buf.category, buf.pool, buf.numel * size);
       continue;
     }
     if (uniform[buf.slot] != 0 && !s.roles.empty()) {
-      ledger.add_buffer(buf.name, buf.category, buf.pool, s.roles[0].slots[buf.slot] * size);
+      ledger.add_buffer({}, buf.category, buf.pool, s.roles[0].slots[buf.slot] * size);
       continue;
     }
     std::vector<RoleBytes> sizes = by_slot[buf.slot];
     for (RoleBytes& r : sizes) r.bytes *= size;
-    (void)ledger.add_sparse_role_buffer(buf.name, buf.category, buf.pool, std::move(sizes));
+    (void)ledger.add_sparse_role_buffer({}, buf.category, buf.pool, std::move(sizes));
   }
   return ledger;
 }
@@ -64,7 +67,7 @@ MemoryLedger make_ledger(const Schedule& s, const Program& p) {
 // interleave them differently (a prefetch on the gather stream can run before an earlier free on
 // the compute stream). Each event is stamped with its op's start time, raised to the previous
 // memory event's stamp so that the memory curve's time axis never goes back.
-Diagnostics record_memory(const Program& p, LoopOutput& out) {
+Diagnostics record_memory(const Schedule& s, const Program& p, LoopOutput& out) {
   Diagnostics d;
   SimTime t = 0;
   for (std::uint32_t i : p.memory_ops) {
@@ -72,6 +75,9 @@ Diagnostics record_memory(const Program& p, LoopOutput& out) {
     t = std::max(t, out.ops[i].start_ns);
     auto bad = op.kind == OpKind::Alloc ? out.ledger.allocate(op.buffer, t) : out.ledger.release(op.buffer, t);
     if (bad) {
+      const std::string id = "#" + std::to_string(op.buffer);  // the unnamed ledger buffer's label
+      if (const auto at = bad->message.find(id); at != std::string::npos)
+        bad->message.replace(at, id.size(), quote(s.buffers[op.buffer].name));
       bad->pointer = "/ops/" + std::to_string(i);
       d.add(std::move(*bad));
     }
@@ -240,7 +246,7 @@ Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p) {
   Diagnostics d = loop.run();
   if (d.has_errors()) return d;
   out.ledger = make_ledger(s, p);
-  d = record_memory(p, out);
+  d = record_memory(s, p, out);
   if (d.has_errors()) return d;
   return out;
 }

@@ -124,6 +124,8 @@ Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
   // the first one exist, as in the planner's steady-state report).
   out.summary = sim::make_summary(program.value(), loop.value(), schedule.meta.steps);
   out.memory = loop->ledger.analyze(capacity, out.summary.steady_from_ns);
+  for (RoleMemory& m : out.memory)  // the ledger's buffers are unnamed (make_ledger says why)
+    if (m.oom && m.oom->buffer < schedule.buffers.size()) m.oom->buffer_name = schedule.buffers[m.oom->buffer].name;
   sim::add_memory_summary(schedule, out.memory, out.summary);
   out.summary.meta = make_meta(schedule, gpu, options, cost.value(), capacity);
   if (options.record_trace)
