@@ -29,12 +29,10 @@ void EventQueue::refill() {
     head_ = 0;
     return;
   }
-  std::vector<Event> moving;
-  moving.swap(buckets_[from]);
+  // Every entry lands in a bucket below `from` (equal_ < kRadix <= from), so iterating over
+  // buckets_[from] while pushing never touches it.
+  for (const Event& e : buckets_[from]) push(e);
   mark_empty(from);
-  for (const Event& e : moving) push(e);
-  moving.clear();
-  moving.swap(buckets_[from]);  // keep the bucket's storage for its next use
 }
 
 bool EventQueue::is_pending(EventId id) const {

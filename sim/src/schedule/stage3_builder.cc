@@ -234,8 +234,7 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
   if (w.modules.empty()) notes.push_back("the model has no params: nothing is gathered or reduced");
   notes.push_back(
       "not modelled: external-parameter discovery, z3 leaf modules, ZeRO++ and MiCS, NVMe "
-      "swapping, "
-      "the 2-outstanding fetch-event throttle");
+      "swapping");
 }
 
 void compute_op(s3::Context& cx, OpKind k, std::uint32_t layer, double flops, const char* what) {

@@ -116,7 +116,10 @@ void Coordinator::fetch(std::uint32_t module, bool backward) {
     if (!contains(ps_[p].active, module)) ps_[p].active.push_back(module);
     if (ps_[p].handle != kNone) wait(p);
   }
-  // The compute stream waits for the all-gather stream before the module runs.
+  // The compute stream waits for the all-gather stream before the module runs. DeepSpeed's host
+  // also synchronizes on the all-gather-stream event of the third-last waited param when more than
+  // 2 are outstanding (__max_ongoing_fetch_events). That point is earlier on the same stream than
+  // this wait_stream, and launches are instantaneous here, so the throttle never changes a time.
   Op mark;
   mark.kind = OpKind::Marker;
   mark.label = "fetch " + what;
