@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,38 +60,45 @@ Names render(const ModelDesc& m, const schedule::s3::Walk& w) {
 
 void append(Names& to, const Names& more) { to.insert(to.end(), more.begin(), more.end()); }
 
-// A Llama block's forward hooks; `compute` is "fwd" (forward) or "rc" (checkpoint recompute).
+// A Llama block's forward hooks; `compute` is "fwd" (forward) or "rc" (checkpoint recompute): one
+// compute piece after the FETCH of each module holding params (not the block, self_attn, mlp or
+// act_fn).
 Names block_forward(const std::string& p, const std::string& compute) {
-  Names out = {"F " + p, compute + " " + p, "F " + p + ".input_layernorm",
-               "R " + p + ".input_layernorm", "F " + p + ".self_attn"};
+  const std::string c = compute + " " + p;
+  Names out = {"F " + p, "F " + p + ".input_layernorm", c, "R " + p + ".input_layernorm",
+               "F " + p + ".self_attn"};
   for (const char* x : {"q_proj", "k_proj", "v_proj", "o_proj"})
-    append(out, {"F " + p + ".self_attn." + x, "R " + p + ".self_attn." + x});
-  append(out, {"R " + p + ".self_attn", "F " + p + ".post_attention_layernorm",
+    append(out, {"F " + p + ".self_attn." + x, c, "R " + p + ".self_attn." + x});
+  append(out, {"R " + p + ".self_attn", "F " + p + ".post_attention_layernorm", c,
                "R " + p + ".post_attention_layernorm", "F " + p + ".mlp"});
-  for (const char* x : {"gate_proj", "act_fn", "up_proj", "down_proj"})
-    append(out, {"F " + p + ".mlp." + x, "R " + p + ".mlp." + x});
+  for (const char* x : {"gate_proj", "act_fn", "up_proj", "down_proj"}) {
+    append(out, {"F " + p + ".mlp." + x});
+    if (std::string(x) != "act_fn") out.push_back(c);
+    append(out, {"R " + p + ".mlp." + x});
+  }
   append(out, {"R " + p + ".mlp", "R " + p});
   return out;
 }
 
-// A Llama block's backward: pre-backward hooks in reverse post-forward order, each gradient right
-// after its module's fetch, post-backward releases when the subtree is done.
+// A Llama block's backward: pre-backward hooks in reverse post-forward order, each module's compute
+// piece and gradient right after its fetch, post-backward releases when the subtree is done.
 Names block_backward(const std::string& p) {
-  Names out = {"F " + p, "bwd " + p, "F " + p + ".mlp"};
+  const std::string c = "bwd " + p;
+  Names out = {"F " + p, "F " + p + ".mlp"};
   for (const char* x : {"down_proj", "up_proj", "act_fn", "gate_proj"}) {
     const std::string mod = p + ".mlp." + x;
     out.push_back("F " + mod);
-    if (std::string(x) != "act_fn") out.push_back("g " + mod + ".weight");
+    if (std::string(x) != "act_fn") append(out, {c, "g " + mod + ".weight"});
     out.push_back("R " + mod);
   }
-  append(out, {"R " + p + ".mlp", "F " + p + ".post_attention_layernorm",
+  append(out, {"R " + p + ".mlp", "F " + p + ".post_attention_layernorm", c,
                "g " + p + ".post_attention_layernorm.weight",
                "R " + p + ".post_attention_layernorm", "F " + p + ".self_attn"});
   for (const char* x : {"o_proj", "v_proj", "k_proj", "q_proj"}) {
     const std::string mod = p + ".self_attn." + x;
-    append(out, {"F " + mod, "g " + mod + ".weight", "R " + mod});
+    append(out, {"F " + mod, c, "g " + mod + ".weight", "R " + mod});
   }
-  append(out, {"R " + p + ".self_attn", "F " + p + ".input_layernorm",
+  append(out, {"R " + p + ".self_attn", "F " + p + ".input_layernorm", c,
                "g " + p + ".input_layernorm.weight", "R " + p + ".input_layernorm", "R " + p});
   return out;
 }
@@ -124,6 +132,18 @@ TEST(ScheduleStage3Modules, LlamaHookSequence) {
   for (auto i : w->leftover) leftover.push_back(w->modules[i].name);
   EXPECT_EQ(leftover, (Names{root, "model", "model.embed_tokens"}));
   EXPECT_EQ(w->mapping.rfind("hooked modules: the model's nn.Module tree (33 modules)", 0), 0u);
+  // Each pass's pieces of a layer add up to the whole layer, in proportion to param elements:
+  // q_proj (8 x 8) holds 64 of layer 0's 2 x 8 + 4 x 64 + 3 x 128 = 656 elements.
+  std::map<std::pair<int, std::uint32_t>, double> total;
+  for (const auto& ev : w->events)
+    if (ev.kind == schedule::s3::HookKind::Forward || ev.kind == schedule::s3::HookKind::Backward) {
+      total[{static_cast<int>(ev.kind), ev.index}] += ev.share;
+      if (ev.module != kNone && w->modules[ev.module].name == "model.layers.0.self_attn.q_proj") {
+        EXPECT_DOUBLE_EQ(ev.share, 64.0 / 656.0);
+      }
+    }
+  EXPECT_EQ(total.size(), 2 * m.layers.size());
+  for (const auto& [key, sum] : total) EXPECT_NEAR(sum, 1.0, 1e-12);
 }
 
 TEST(ScheduleStage3Modules, CheckpointedBlocksReplayTheirForwardHooks) {
@@ -147,7 +167,8 @@ TEST(ScheduleStage3Modules, CheckpointedBlocksReplayTheirForwardHooks) {
             backward);
   // Embeddings, norm and head are not checkpointed.
   EXPECT_EQ(std::count(ev.begin(), ev.end(), "rc embeddings"), 0);
-  EXPECT_EQ(std::count(ev.begin(), ev.end(), "rc model.layers.0"), 1);
+  // One recompute piece per module holding params: 2 norms, q/k/v/o, gate/up/down.
+  EXPECT_EQ(std::count(ev.begin(), ev.end(), "rc model.layers.0"), 9);
   EXPECT_EQ(std::count(ev.begin(), ev.end(), "F model.layers.0.self_attn.q_proj"), 3);
 }
 

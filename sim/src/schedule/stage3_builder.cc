@@ -237,12 +237,14 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
       "swapping");
 }
 
-void compute_op(s3::Context& cx, OpKind k, std::uint32_t layer, double flops, const char* what) {
+void compute_op(s3::Context& cx, OpKind k, const s3::HookEvent& ev, double flops, const char* what) {
   Op o;
   o.kind = k;
-  o.layer = layer;
-  o.flops = flops;
-  o.label = std::string(what) + " " + cx.m.layers[layer].name;
+  o.layer = ev.index;
+  o.flops = flops * ev.share;
+  o.label = std::string(what) + " " + cx.m.layers[ev.index].name;
+  if (ev.module != kNone && ev.module < cx.walk.modules.size())
+    o.label += " [" + cx.walk.modules[ev.module].name + "]";
   cx.e.op(std::move(o));
 }
 
@@ -257,15 +259,15 @@ void replay_event(s3::Context& cx, s3::Coordinator& co, s3::Reducer& red, const 
       co.release(i);
       break;
     case s3::HookKind::Forward:
-      if (cx.act_buf[i] != kNone) cx.e.alloc(cx.act_buf[i]);
-      compute_op(cx, OpKind::Forward, i, layer_forward_flops(cx.m, i, t), "fwd");
+      if (ev.first && cx.act_buf[i] != kNone) cx.e.alloc(cx.act_buf[i]);
+      compute_op(cx, OpKind::Forward, ev, layer_forward_flops(cx.m, i, t), "fwd");
       break;
     case s3::HookKind::Recompute:
-      compute_op(cx, OpKind::Recompute, i, layer_forward_flops(cx.m, i, t), "recompute");
+      compute_op(cx, OpKind::Recompute, ev, layer_forward_flops(cx.m, i, t), "recompute");
       break;
     case s3::HookKind::Backward:
-      compute_op(cx, OpKind::Backward, i, 2 * layer_forward_flops(cx.m, i, t), "bwd");
-      if (cx.act_buf[i] != kNone) cx.e.free(cx.act_buf[i]);
+      compute_op(cx, OpKind::Backward, ev, 2 * layer_forward_flops(cx.m, i, t), "bwd");
+      if (ev.last && cx.act_buf[i] != kNone) cx.e.free(cx.act_buf[i]);
       break;
     case s3::HookKind::GradReady: {
       cx.e.alloc(cx.grad_buf[i]);

@@ -72,6 +72,12 @@ struct HookEvent {
   HookKind kind = HookKind::Fetch;
   bool backward = false;        ///< the event belongs to the backward pass
   std::uint32_t index = kNone;  ///< module (Fetch/Release), layer (compute) or param (GradReady)
+  // Compute events (Forward/Recompute/Backward) of the module-tree mapping run once per module that
+  // holds params, right after its FETCH, each with its share of the layer's FLOPs.
+  double share = 1.0;            ///< fraction of the layer's FLOPs this event runs
+  std::uint32_t module = kNone;  ///< the module whose FETCH it follows (kNone: the whole layer)
+  bool first = true;             ///< the layer's first piece of this pass (activations allocated)
+  bool last = true;              ///< the layer's last piece of this pass (backward frees them)
 };
 
 /// The modules of a model and the identical hook sequence every iteration replays.

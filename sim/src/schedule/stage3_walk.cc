@@ -15,7 +15,11 @@ namespace {
 constexpr const char* kSource = "model";
 
 void push(Walk& w, HookKind k, bool bwd, std::uint32_t index) {
-  w.events.push_back({k, bwd, index});
+  HookEvent e;
+  e.kind = k;
+  e.backward = bwd;
+  e.index = index;
+  w.events.push_back(e);
 }
 
 // Backward over layers, driven by grad_order the way emit_forward_backward drives it: before a
@@ -129,8 +133,8 @@ class ModuleWalk {
         w_.leftover.push_back(i);
     w_.mapping =
         "hooked modules: the model's nn.Module tree (" + std::to_string(m_.modules.size()) +
-        " modules), each fetching its direct params; compute is charged per layer at its first "
-        "module's fetch (timing only: collectives are per module)";
+        " modules), each fetching its direct params; a layer's compute runs in pieces, one after "
+        "the fetch of each of its modules holding params, in proportion to their param elements";
     return std::move(w_);
   }
 
@@ -153,58 +157,114 @@ class ModuleWalk {
       const auto l = m_.modules[c.module].layer;
       if (l < m_.layers.size()) calls_of_layer_[l].push_back(c);
     }
+    // Compute weights: a module's direct param elements (a Linear's FLOPs are 2 x tokens x its
+    // params; attention scores and activations are spread the same way, an approximation). A
+    // layer's forward total counts every forward call, its backward total every call whose
+    // backward FETCH fires, so each pass's pieces add up to the whole layer.
+    weight_.assign(w_.modules.size(), 0.0);
+    for (std::uint32_t i = 0; i < m_.modules.size(); ++i)
+      if (m_.modules[i].layer < m_.layers.size())
+        for (auto p : w_.modules[i].params) weight_[i] += static_cast<double>(m_.params[p].numel);
+    fwd_total_.assign(m_.layers.size(), 0.0);
+    bwd_total_.assign(m_.layers.size(), 0.0);
+    for (const auto& c : m_.module_calls) {
+      const auto l = m_.modules[c.module].layer;
+      if (!c.begin || l >= m_.layers.size()) continue;
+      fwd_total_[l] += weight_[c.module];
+      if (w_.modules[c.module].bwd_fetch_fires) bwd_total_[l] += weight_[c.module];
+    }
   }
 
-  // Replays the pre-/post-forward hooks; a Layer's Forward op follows its first module's FETCH.
+  // Appends the compute piece of `module` (layer l) to `out` if it has one: its share of the pass's
+  // total, or the whole layer at the layer's first module when no module of it holds params.
+  // `started` tells whether the layer already had a piece in this pass.
+  void piece(std::vector<HookEvent>& out, HookKind k, bool bwd, std::uint32_t l,
+             std::uint32_t module, double total, bool& started) {
+    const bool whole = total <= 0;
+    if (whole ? started : weight_[module] <= 0) return;
+    HookEvent e;
+    e.kind = k;
+    e.backward = bwd;
+    e.index = l;
+    e.share = whole ? 1.0 : weight_[module] / total;
+    e.module = whole ? kNone : module;
+    e.first = !started;
+    e.last = whole;
+    out.push_back(e);
+    started = true;
+  }
+
+  // Replays the pre-/post-forward hooks; each Forward piece follows its module's FETCH.
   void forward() {
     std::vector<bool> started(m_.layers.size(), false);
     for (const auto& c : m_.module_calls) {
       push(w_, c.begin ? HookKind::Fetch : HookKind::Release, false, c.module);
       const auto l = m_.modules[c.module].layer;
-      if (c.begin && l < started.size() && !started[l]) {
-        started[l] = true;
-        push(w_, HookKind::Forward, false, l);
+      if (c.begin && l < started.size()) {
+        bool st = started[l];
+        piece(w_.events, HookKind::Forward, false, l, c.module, fwd_total_[l], st);
+        started[l] = st;
       }
     }
     for (std::uint32_t l = 0; l < started.size(); ++l)  // layers no module belongs to
       if (!started[l]) push(w_, HookKind::Forward, false, l);
+    mark_last(w_.events, 0, HookKind::Forward);
+  }
+
+  // Sets `last` on the final piece of each layer among events [from, end) of kind k.
+  void mark_last(std::vector<HookEvent>& ev, std::size_t from, HookKind k) const {
+    std::vector<bool> seen(m_.layers.size(), false);
+    for (std::size_t i = ev.size(); i-- > from;) {
+      HookEvent& e = ev[i];
+      if (e.kind != k || e.index >= seen.size()) continue;
+      e.last = !seen[e.index];
+      seen[e.index] = true;
+    }
   }
 
   // Backward hooks without gradients: reverse forward order, a post-forward becoming a FETCH and a
   // pre-forward a RELEASE. slot_[m] is the position right after module m's backward FETCH.
   void backward_sequence() {
-    std::vector<bool> started(m_.layers.size(), false);
+    std::vector<bool> started(m_.layers.size(), false), recomputed(m_.layers.size(), false);
     slot_.assign(m_.modules.size(), kNone);
     for (auto it = m_.module_calls.rbegin(); it != m_.module_calls.rend(); ++it) {
       const Module& mod = w_.modules[it->module];
       if (it->begin) {
-        if (mod.bwd_release_fires) seq_.push_back({HookKind::Release, true, it->module});
+        if (mod.bwd_release_fires) seq_.push_back(event(HookKind::Release, it->module));
         continue;
       }
       if (!mod.bwd_fetch_fires) continue;
       const auto l = mod.layer;
-      const bool first = l < started.size() && !started[l];
+      const bool first = l < started.size() && !recomputed[l];
+      if (first) recomputed[l] = true;
       if (first && ckpt_ && m_.layers[l].kind == LayerKind::Block) recompute(l);
-      seq_.push_back({HookKind::Fetch, true, it->module});
-      if (first) {
-        started[l] = true;
-        seq_.push_back({HookKind::Backward, true, l});
+      seq_.push_back(event(HookKind::Fetch, it->module));
+      if (l < started.size()) {
+        bool st = started[l];
+        piece(seq_, HookKind::Backward, true, l, it->module, bwd_total_[l], st);
+        started[l] = st;
       }
       slot_[it->module] = static_cast<std::uint32_t>(seq_.size());
     }
     for (std::uint32_t l = static_cast<std::uint32_t>(started.size()); l-- > 0;)
-      if (!started[l]) seq_.push_back({HookKind::Backward, true, l});
+      if (!started[l]) seq_.push_back(event(HookKind::Backward, l));
+    mark_last(seq_, 0, HookKind::Backward);
+  }
+
+  static HookEvent event(HookKind k, std::uint32_t index) {
+    HookEvent e;
+    e.kind = k;
+    e.backward = true;
+    e.index = index;
+    return e;
   }
 
   // The checkpointed block's forward runs again inside backward, hooks included.
   void recompute(std::uint32_t layer) {
-    bool first = true;
+    bool started = false;
     for (const auto& c : calls_of_layer_[layer]) {
-      seq_.push_back({c.begin ? HookKind::Fetch : HookKind::Release, true, c.module});
-      if (c.begin && first) {
-        first = false;
-        seq_.push_back({HookKind::Recompute, true, layer});
-      }
+      seq_.push_back(event(c.begin ? HookKind::Fetch : HookKind::Release, c.module));
+      if (c.begin) piece(seq_, HookKind::Recompute, true, layer, c.module, fwd_total_[layer], started);
     }
   }
 
@@ -232,6 +292,8 @@ class ModuleWalk {
   std::vector<std::vector<ModuleCall>> calls_of_layer_;  ///< forward calls of each Layer's modules
   std::vector<HookEvent> seq_;                           ///< backward events without GradReady
   std::vector<std::uint32_t> slot_;
+  std::vector<double> weight_;                ///< per module: direct param elements (layer modules)
+  std::vector<double> fwd_total_, bwd_total_;  ///< per layer: weights of its forward/backward calls
 };
 
 // A param list: one module per param. Backward visits the params of grad_order first (each one's
