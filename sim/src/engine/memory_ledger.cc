@@ -205,15 +205,27 @@ struct Interval {
 
 struct PoolScan {
   std::vector<Interval> intervals;      // intervals[j + 1] starts with role_events[j]
+  std::vector<Interval> steady;         // the same runs, only points from event `from - 1` on
   std::vector<std::size_t> role_events; // event indices
-  std::vector<Bytes> c_at, run_max;     // per event: C, and the max of C since the interval began
 };
 
-// Walks the events of one pool class; points before event `from - 1` are not candidates.
+// Keeps the first point reaching the interval's maximum (points before `from - 1` skipped).
+void consider(Interval& iv, std::size_t i, std::size_t from, Bytes c, const CategoryBytes& cat) {
+  if (i + 1 >= from && (!iv.any || c > iv.max_c)) {
+    iv.any = true;
+    iv.max_c = c;
+    iv.argmax = i;
+    iv.cat_at_max = cat;
+  }
+}
+
+// Walks the events of one pool class once, for the whole run and for the steady window that
+// starts at event `from - 1` (with_steady; otherwise `steady` stays empty).
 PoolScan scan_pool(const std::vector<MemoryLedger::Event>& events, const std::vector<LedgerBuffer>& bufs,
-                   bool device, std::size_t from, bool keep_curve) {
+                   bool device, std::size_t from, bool with_steady) {
   PoolScan s;
   s.intervals.emplace_back();
+  if (with_steady) s.steady.emplace_back();
   Bytes c = 0;
   CategoryBytes cat{};
   for (std::size_t i = 0; i < events.size(); ++i) {
@@ -221,22 +233,14 @@ PoolScan scan_pool(const std::vector<MemoryLedger::Event>& events, const std::ve
     if (is_device(b.pool) == device && b.per_role) {
       s.role_events.push_back(i);
       s.intervals.emplace_back().first = i;
+      if (with_steady) s.steady.emplace_back().first = i;
     } else if (is_device(b.pool) == device) {
       c = apply(c, b.bytes, events[i].alloc);
       Bytes& slot = cat[cat_index(b.category)];
       slot = apply(slot, b.bytes, events[i].alloc);
     }
-    Interval& iv = s.intervals.back();
-    if (i + 1 >= from && (!iv.any || c > iv.max_c)) {
-      iv.any = true;
-      iv.max_c = c;
-      iv.argmax = i;
-      iv.cat_at_max = cat;
-    }
-    if (keep_curve) {
-      s.c_at.push_back(c);
-      s.run_max.push_back(iv.max_c);
-    }
+    consider(s.intervals.back(), i, 0, c, cat);
+    if (with_steady) consider(s.steady.back(), i, from, c, cat);
   }
   return s;
 }
@@ -309,21 +313,22 @@ void for_each_run(const PoolScan& s, const std::vector<MemoryLedger::Event>& eve
   f(start, s.intervals.size() - 1, r);
 }
 
-MemoryPeak role_peak(const PoolScan& s, const RangeMax& rm, const RoleChanges& rc,
-                     const std::vector<MemoryLedger::Event>& events, const std::vector<LedgerBuffer>& bufs,
-                     std::uint32_t k) {
+// Role k's peak over `ivs` (s.intervals or s.steady), with rm built over the same intervals.
+MemoryPeak role_peak(const PoolScan& s, const std::vector<Interval>& ivs, const RangeMax& rm,
+                     const RoleChanges& rc, const std::vector<MemoryLedger::Event>& events,
+                     const std::vector<LedgerBuffer>& bufs, std::uint32_t k) {
   MemoryPeak p;
-  std::size_t best = s.intervals.size();
+  std::size_t best = ivs.size();
   for_each_run(s, events, rc, k, [&](std::size_t a, std::size_t b, Bytes r) {
     const std::uint32_t q = rm.query(a, b);
-    if (s.intervals[q].any && (best == s.intervals.size() || s.intervals[q].max_c + r > p.bytes)) {
+    if (ivs[q].any && (best == ivs.size() || ivs[q].max_c + r > p.bytes)) {
       best = q;
-      p.bytes = s.intervals[q].max_c + r;
+      p.bytes = ivs[q].max_c + r;
     }
     return false;
   });
-  if (best == s.intervals.size()) return MemoryPeak{};
-  const Interval& iv = s.intervals[best];
+  if (best == ivs.size()) return MemoryPeak{};
+  const Interval& iv = ivs[best];
   p.event = iv.argmax;
   p.t = events[iv.argmax].t;
   p.by_category = iv.cat_at_max;
@@ -363,22 +368,21 @@ std::vector<RoleMemory> MemoryLedger::analyze(Bytes device_capacity, SimTime ste
       std::upper_bound(events_.begin(), events_.end(), steady_from,
                        [](SimTime t, const Event& e) { return t < e.t; }) -
       events_.begin());
-  const PoolScan dev = scan_pool(events_, buffers_, true, 0, device_capacity != 0);
+  const PoolScan dev = scan_pool(events_, buffers_, true, from, true);
   const RangeMax dev_rm(dev.intervals);
+  const RangeMax steady_rm(dev.steady);
   const RoleChanges dev_rc = role_changes(dev, events_, buffers_, roles_);
-  const PoolScan steady = scan_pool(events_, buffers_, true, from, false);
-  const RangeMax steady_rm(steady.intervals);
   const bool any_host = std::any_of(buffers_.begin(), buffers_.end(),
                                     [](const LedgerBuffer& b) { return !is_device(b.pool); });
-  const PoolScan host = any_host ? scan_pool(events_, buffers_, false, 0, false) : PoolScan{{Interval{}}, {}, {}, {}};
+  const PoolScan host = any_host ? scan_pool(events_, buffers_, false, 0, false) : PoolScan{{Interval{}}, {}, {}};
   const RangeMax host_rm(host.intervals);
   const RoleChanges host_rc = role_changes(host, events_, buffers_, roles_);
   std::vector<RoleMemory> out(roles_);
   for (std::uint32_t k = 0; k < roles_; ++k) {
     RoleMemory& m = out[k];
-    m.device = role_peak(dev, dev_rm, dev_rc, events_, buffers_, k);
-    m.steady = role_peak(steady, steady_rm, dev_rc, events_, buffers_, k);
-    if (any_host) m.host = role_peak(host, host_rm, host_rc, events_, buffers_, k);
+    m.device = role_peak(dev, dev.intervals, dev_rm, dev_rc, events_, buffers_, k);
+    m.steady = role_peak(dev, dev.steady, steady_rm, dev_rc, events_, buffers_, k);
+    if (any_host) m.host = role_peak(host, host.intervals, host_rm, host_rc, events_, buffers_, k);
     if (device_capacity != 0 && m.device.bytes > device_capacity)
       m.oom = role_oom(events_, buffers_, k, device_capacity);
   }
