@@ -46,10 +46,22 @@ bool op_ok(const Schedule& s, const Op& op, std::size_t i) {
 
 using CallKey = std::tuple<CollectiveKind, Elements, Elements, DType, std::uint32_t>;
 
+using SeenCalls = std::map<CallKey, std::size_t>;
+
 // Costs op i into p (collectives are costed once per distinct call: one all-gather per layer
 // repeats the same sizes).
 void cost_op(const Op& op, std::uint32_t i, Elements elements, const CostModel& cost,
-             std::map<CallKey, std::size_t>& seen, Program& p, Diagnostics& d) {
+             SeenCalls& seen, Program& p, Diagnostics& d) {
+  switch (op.kind) {  // no cost: the compiled op's zero duration and bytes stand
+    case OpKind::Alloc:
+    case OpKind::Free:
+    case OpKind::GradReady:
+    case OpKind::Sync:
+    case OpKind::Marker:
+      return;
+    default:
+      break;
+  }
   if (op.kind == OpKind::Collective) {
     const CallKey key{op.collective, op.numel, op.out_numel, op.dtype, op.group_size};
     if (auto it = seen.find(key); it != seen.end()) {
@@ -83,18 +95,20 @@ Result<Program> compile(const Schedule& s, const CostModel& cost, const std::vec
   Program p;
   Diagnostics d;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
-  p.ops.resize(n);
+  p.ops.reserve(n);
   p.bytes.assign(n, 0);
-  std::map<CallKey, std::size_t> seen;
+  p.deps.reserve(n);
+  p.memory_ops.reserve(n / 2);
+  SeenCalls seen;
   std::map<std::uint32_t, std::uint32_t> last_call;  // communicator (group size) -> latest collective
   std::uint32_t last_sync = kNone;
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
+    CompiledOp& c = p.ops.emplace_back();
     if (!op_ok(s, op, i)) {
       check_op(s, op, i, d);
       continue;
     }
-    CompiledOp& c = p.ops[i];
     c.kind = op.kind;
     c.stream = op.stream;
     c.phase = op.phase;
@@ -109,7 +123,7 @@ Result<Program> compile(const Schedule& s, const CostModel& cost, const std::vec
       // NCCL serialises the kernels of one communicator in launch order, whatever their streams:
       // each launch makes its stream wait on the communicator's internal device stream
       // (src/enqueue.cc, ncclStrongStreamWaitStream on comm->sharedRes->deviceStream).
-      auto [it, fresh] = last_call.emplace(op.group_size, i);
+      auto [it, fresh] = last_call.try_emplace(op.group_size, i);  // no node built on a hit
       if (!fresh) c.prev_call = std::exchange(it->second, i);
     }
     if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) p.memory_ops.push_back(i);
