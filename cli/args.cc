@@ -102,6 +102,22 @@ Result<std::uint64_t> parse_uint(const std::string& flag, const std::string& tex
   return static_cast<std::uint64_t>(v);
 }
 
+Result<std::vector<std::uint32_t>> parse_uint_list(const std::string& flag, const std::string& text,
+                                                   std::uint32_t lo, std::uint32_t hi) {
+  std::vector<std::uint32_t> out;
+  std::size_t at = 0;
+  while (!text.empty() && at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    auto v = parse_uint(flag, text.substr(at, comma - at), lo, hi);
+    if (!v.ok()) return Result<std::vector<std::uint32_t>>(v.diagnostics());
+    out.push_back(static_cast<std::uint32_t>(v.value()));
+    at = comma + 1;
+  }
+  if (out.empty())
+    return fail<std::vector<std::uint32_t>>(flag, "", "expected a comma-separated list of integers, got \"\"");
+  return out;
+}
+
 Result<double> parse_number(const std::string& flag, const std::string& text, double lo, double hi) {
   errno = 0;
   char* end = nullptr;

@@ -38,6 +38,9 @@ std::string format_help(const std::string& command, const std::string& summary,
 /// An integer in [lo, hi]; accepts "8", "1e3"-style integral values; errors name the flag.
 Result<std::uint64_t> parse_uint(const std::string& flag, const std::string& text, std::uint64_t lo,
                                  std::uint64_t hi);
+/// A comma-separated list of integers in [lo, hi] ("0,3,7"); at least one.
+Result<std::vector<std::uint32_t>> parse_uint_list(const std::string& flag, const std::string& text,
+                                                   std::uint32_t lo, std::uint32_t hi);
 /// A finite number in [lo, hi].
 Result<double> parse_number(const std::string& flag, const std::string& text, double lo, double hi);
 /// One of `allowed`.

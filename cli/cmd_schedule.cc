@@ -1,7 +1,5 @@
 // `zerosim schedule`: builds the schedule DeepSpeed would run and writes it as JSON (-o) and/or as
 // the collective log (--collectives-out), one JSON object per collective per rank.
-#include <sstream>
-
 #include "args.h"
 #include "commands.h"
 #include "output_file.h"
@@ -23,18 +21,6 @@ constexpr const char* kSummary =
     "DeepSpeed issues it, and writes it as JSON and/or as the collective log. Without output flags it\n"
     "prints a count of ops and collectives.";
 
-Result<std::vector<std::uint32_t>> parse_ranks(const std::string& text) {
-  std::vector<std::uint32_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    auto r = parse_uint("--ranks", item, 0, 16777215);
-    if (!r.ok()) return Result<std::vector<std::uint32_t>>(r.diagnostics());
-    out.push_back(static_cast<std::uint32_t>(r.value()));
-  }
-  if (out.empty()) return fail<std::vector<std::uint32_t>>("--ranks", "", "expected a comma-separated list of ranks, got \"\"");
-  return out;
-}
 }  // namespace
 
 int run_schedule(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
@@ -50,7 +36,7 @@ int run_schedule(const std::vector<std::string>& argv, std::ostream& out, std::o
   }
   CollectiveLogOptions log_opts;
   if (auto r = args->get("--ranks")) {
-    auto ranks = parse_ranks(*r);
+    auto ranks = parse_uint_list("--ranks", *r, 0, 16777215);
     if (report(ranks.diagnostics(), err)) return kExitInvalidInput;
     log_opts.ranks = ranks.value();
   }

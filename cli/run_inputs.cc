@@ -15,6 +15,7 @@ std::vector<FlagSpec> run_flags() {
   f.push_back({"--deepspeed-version", "V", "DeepSpeed behaviour: edaa722 (default) or 0.14.4"});
   f.push_back({"--mode", "MODE", "deepspeed|paper schedule; default deepspeed"});
   f.push_back({"--zero-init", "", "stage 3: the model is built under deepspeed.zero.Init (HF Trainer does this)"});
+  f.push_back({"--overflow-steps", "LIST", "steps whose fp16/bf16 overflow check fails, e.g. 0,1 (step() skips the update)"});
   return f;
 }
 
@@ -88,6 +89,20 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
                                                                  quote(*a.get("--deepspeed-version")));
     s.version = *v;
   }
+  if (a.has("--overflow-steps")) {
+    auto list = parse_uint_list("--overflow-steps", *a.get("--overflow-steps"), 0, 9999);
+    if (!list.ok()) return Result<BuiltRun>(list.diagnostics());
+    s.overflow_steps = list.value();
+    for (std::size_t k = 0; k < s.overflow_steps.size(); ++k) {
+      if (s.overflow_steps[k] >= s.steps)
+        return fail<BuiltRun>("--overflow-steps", "", "expected steps below --steps (" + std::to_string(s.steps) +
+                                                          "), got " + std::to_string(s.overflow_steps[k]));
+      if (k > 0 && s.overflow_steps[k] <= s.overflow_steps[k - 1])
+        return fail<BuiltRun>("--overflow-steps", "", "expected ascending steps without repeats, got " +
+                                                          std::to_string(s.overflow_steps[k]) + " after " +
+                                                          std::to_string(s.overflow_steps[k - 1]));
+    }
+  }
   if (a.has("--zero-init")) {
     if (s.ds.zero.stage != 3)
       return fail<BuiltRun>("--zero-init", "", "expected ZeRO stage 3 (zero.Init partitions params as they are built), got stage " +
@@ -117,6 +132,7 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
   in.cluster = s.cluster;
   in.training = s.training;
   in.steps = s.steps;
+  in.overflow_steps = s.overflow_steps;
   in.mode = s.mode;
   in.version = s.version;
   auto sched = build_schedule(in);

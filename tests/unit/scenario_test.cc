@@ -329,6 +329,20 @@ TEST(ScenarioBadInput, ZeroInitOnlyWithStage3) {
             "s.json: /training/zero_init: expected true or false, got 1\n");
 }
 
+TEST(ScenarioBadInput, OverflowStepsAscendingAndSimulated) {
+  auto r = load_scenario_text("{" + kHead + kGood + R"(, "training": {"steps": 3, "overflow_steps": [0, 2]}})",
+                              "s.json", "");
+  ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
+  EXPECT_EQ(r.value().overflow_steps, (std::vector<std::uint32_t>{0, 2}));
+  EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"steps": 2, "overflow_steps": [1, 0]})"),
+            "s.json: /training/overflow_steps: expected ascending step indices without repeats, got 0 "
+            "after 1\n");
+  EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"steps": 2, "overflow_steps": [2]})"),
+            "s.json: /training/overflow_steps: expected step indices below training.steps (2), got 2\n");
+  EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"overflow_steps": [-1]})"),
+            "s.json: /training/overflow_steps/0: expected an integer 0..9999, got -1\n");
+}
+
 TEST(ScenarioBadInput, ModeAndVersionNames) {
   EXPECT_EQ(errors_of(kHead + kGood + R"(, "mode": "papr", "deepspeed_version": "0.15")"),
             "s.json: /mode: expected one of \"deepspeed\", \"paper\", got \"papr\" (did you mean "

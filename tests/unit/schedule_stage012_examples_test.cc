@@ -106,6 +106,66 @@ TEST(ScheduleStage012Examples, G12StepSequencesByPrecision) {
   EXPECT_EQ(step_only(a.s()), (std::vector<Coll>{OVERFLOW_AR(), NORM_AR(), AG(16, 4)}));
 }
 
+// G12, overflow step: only the u8 all-reduce, nothing else; the next step is a normal one, and the
+// Adam states are created by the first step that updates.
+TEST(ScheduleStage012Examples, G12OverflowStepIssuesOnlyTheCheck) {
+  BuildOptions o = with_steps(2);
+  o.overflow_steps = {0};
+  auto b = build(make_model(kG1), zero_config(2, 8, false), 4, o);
+  ASSERT_TRUE(b.schedule.ok());
+  const Schedule& s = b.s();
+  auto step_only = [&](std::uint32_t step) {
+    return collectives(s, [step](const Op& op) {
+      return op.step == step && (op.phase == Phase::Step || op.phase == Phase::PostStep);
+    });
+  };
+  EXPECT_EQ(step_only(0), (std::vector<Coll>{OVERFLOW_AR()}));
+  EXPECT_EQ(step_only(1), (std::vector<Coll>{OVERFLOW_AR(), NORM_AR(), AG(16, 4)}));
+  std::uint32_t adam_alloc_step = kNone, updates = 0;
+  for (const Op& op : s.ops) {
+    if (op.kind == OpKind::OptimizerStep) ++updates;
+    if (op.kind == OpKind::Alloc && s.buffers[op.buffer].category == BufferCategory::OptimState)
+      adam_alloc_step = op.step;
+  }
+  EXPECT_EQ(updates, 1u);
+  EXPECT_EQ(adam_alloc_step, 1u);
+  bool noted = false;
+  for (const std::string& n : s.meta.notes) noted = noted || n.rfind("overflow steps 0:", 0) == 0;
+  EXPECT_TRUE(noted);
+}
+
+// Overflow steps need a step() that checks for overflow, and steps that exist.
+TEST(ScheduleStage012Examples, OverflowStepsAreChecked) {
+  const auto errors = [](DsConfig ds, std::vector<std::uint32_t> steps) {
+    BuildOptions o = with_steps(2);
+    o.overflow_steps = std::move(steps);
+    ModelDesc m = make_model(kG1);
+    PartitionOptions po;
+    po.stage = ds.zero.stage;
+    po.world = 4;
+    auto plan = plan_partition(m, po);
+    ScheduleInput in;
+    in.model = &m;
+    in.plan = &plan.value();
+    in.ds = &ds;
+    in.cluster.nodes = 1;
+    in.cluster.gpus_per_node = 4;
+    in.steps = o.steps;
+    in.overflow_steps = o.overflow_steps;
+    auto r = build_schedule(in);
+    return r.ok() ? std::string() : r.diagnostics().to_string();
+  };
+  EXPECT_EQ(errors(zero_config(2, 8, false), {1}), "");
+  EXPECT_NE(errors(zero_config(2, 8, false), {2}).find("/overflow_steps/0: expected a step below the 2"),
+            std::string::npos);
+  EXPECT_NE(errors(zero_config(2, 8, false), {1, 1}).find("expected ascending steps without repeats"),
+            std::string::npos);
+  DsConfig fp32 = zero_config(2, 8, false);
+  fp32.fp16 = false;
+  EXPECT_NE(errors(fp32, {0}).find("got float32 in stage 2"), std::string::npos);
+  EXPECT_NE(errors(zero_config(0, 8, false), {0}).find("got stage 0"), std::string::npos);
+}
+
 TEST(ScheduleStage012Examples, G13RealisticStage2SizingWithoutMaterialising) {
   std::vector<Elements> sizes(1000, 1000000);
   auto b = build(make_model(sizes), zero_config(2, 500000000, false), 8, with_steps(2));

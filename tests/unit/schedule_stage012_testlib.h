@@ -55,6 +55,7 @@ struct BuildOptions {
   DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
   Accounting mode = Accounting::DeepSpeed;
   std::vector<std::vector<std::uint32_t>> groups;
+  std::vector<std::uint32_t> overflow_steps;
 };
 
 inline BuildOptions with_steps(std::uint32_t steps) {
@@ -99,6 +100,7 @@ inline Built build(ModelDesc model, DsConfig ds, std::uint32_t world, BuildOptio
   in.cluster.nodes = 1;
   in.cluster.gpus_per_node = world;
   in.steps = o.steps;
+  in.overflow_steps = o.overflow_steps;
   in.mode = o.mode;
   in.version = o.version;
   b.schedule = build_schedule(in);

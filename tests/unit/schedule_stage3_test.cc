@@ -287,5 +287,45 @@ TEST(ScheduleStage3, ZeroInitNeedsStage3) {
   EXPECT_NE(r.diagnostics().to_string().find("got stage 2"), std::string::npos);
 }
 
+// §7.7 overflow (fp16): step() releases every gathered param, runs the check and returns: no norm,
+// no update, no POST_STEP gather, so the next forward gathers the persistent params again.
+TEST(ScheduleStage3, OverflowStepSkipsNormUpdateAndPersistentGather) {
+  const DsConfig ds = stage3_config();
+  const ModelDesc m = param_model({10, 7, 2}, {2, 1, 0});
+  const Schedule plain = build(m, ds, 4, 2);
+  const PartitionPlan plan = stage3_plan(m, ds, 4);
+  ScheduleInput in;
+  in.model = &m;
+  in.plan = &plan;
+  in.ds = &ds;
+  in.cluster.nodes = 1;
+  in.cluster.gpus_per_node = 4;
+  in.steps = 2;
+  in.overflow_steps = {0};
+  auto r = build_schedule(in);
+  ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
+  const Schedule& s = r.value();
+  const auto step_phase = [](std::uint32_t step) {
+    return [step](const Op& o) { return o.step == step && (o.phase == kS || o.phase == kP); };
+  };
+  EXPECT_EQ(colls(s, step_phase(0)), (std::vector<Coll>{ar(1, kU8, kS)}));
+  EXPECT_EQ(colls(s, step_phase(1)), colls(plain, step_phase(1)));
+  // Output elements of step 1's forward all-gathers (fetches and prefetches).
+  const auto fwd_gathered = [](const Schedule& x) {
+    Elements out = 0;
+    for (const Coll& c : colls(x, [](const Op& o) {
+           return o.step == 1 && o.phase == kF && o.collective == CollectiveKind::AllGather;
+         }))
+      out += c.out;
+    return out;
+  };
+  EXPECT_EQ(fwd_gathered(plain), 0u);  // persistent params stay gathered after a normal step
+  EXPECT_EQ(fwd_gathered(s), 4u * (3 + 2 + 1));  // after the overflow: every param, W x c each
+  std::uint32_t updates = 0, plain_updates = 0;
+  for (const Op& o : s.ops) updates += o.kind == OpKind::OptimizerStep ? 1 : 0;
+  for (const Op& o : plain.ops) plain_updates += o.kind == OpKind::OptimizerStep ? 1 : 0;
+  EXPECT_EQ(2 * updates, plain_updates);  // step 1 updates, step 0 does not
+}
+
 }  // namespace
 }  // namespace zerosim

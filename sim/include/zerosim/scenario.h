@@ -52,6 +52,7 @@ struct Scenario {
   Cluster cluster;
   TrainingSettings training;  ///< micro_batch = ds.micro_batch (train_micro_batch_size_per_gpu)
   std::uint32_t steps = 1;    ///< training.steps: optimizer steps to simulate, >= 1
+  std::vector<std::uint32_t> overflow_steps;  ///< training.overflow_steps: steps whose check fails
   DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
   Accounting mode = Accounting::DeepSpeed;
 };

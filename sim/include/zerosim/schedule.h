@@ -179,6 +179,9 @@ struct ScheduleInput {
   Cluster cluster;
   TrainingSettings training;
   std::uint32_t steps = 1;              ///< consecutive optimizer steps to emit (step 0 first)
+  /// Steps whose fp16/bf16 overflow check finds an inf/nan (ascending, each < steps): step() issues
+  /// the check and returns (§5, §7.7); no norm, update or gather. Stages 1-3 only.
+  std::vector<std::uint32_t> overflow_steps;
   Accounting mode = Accounting::DeepSpeed;
   DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
 };

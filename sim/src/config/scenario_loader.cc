@@ -217,7 +217,25 @@ void ScenarioLoader::read_training(JsonReader& root, Scenario& s) {
     s.training.flash_attention = *v == "flash";
   if (auto v = t->get_uint("steps", 1, kMaxSteps)) s.steps = static_cast<std::uint32_t>(*v);
   if (auto v = t->get_bool("zero_init")) s.training.zero_init = *v;
-  t->reject_unknown({"seq_len", "activation_checkpointing", "attention", "steps", "zero_init"});
+  if (auto list = t->child("overflow_steps")) {
+    if (auto items = list->elements()) {
+      for (auto& item : *items)
+        if (auto k = item.as_uint(0, kMaxSteps - 1)) s.overflow_steps.push_back(static_cast<std::uint32_t>(*k));
+      for (std::size_t k = 1; k < s.overflow_steps.size(); ++k)
+        if (s.overflow_steps[k] <= s.overflow_steps[k - 1]) {
+          list->error("expected ascending step indices without repeats, got " +
+                      std::to_string(s.overflow_steps[k]) + " after " + std::to_string(s.overflow_steps[k - 1]));
+          break;
+        }
+      for (std::uint32_t k : s.overflow_steps)
+        if (k >= s.steps) {
+          list->error("expected step indices below training.steps (" + std::to_string(s.steps) + "), got " +
+                      std::to_string(k));
+          break;
+        }
+    }
+  }
+  t->reject_unknown({"seq_len", "activation_checkpointing", "attention", "steps", "zero_init", "overflow_steps"});
 }
 
 bool ScenarioLoader::read_deepspeed(JsonReader& root, Scenario& s) {

@@ -19,6 +19,9 @@ Result<Schedule> build_stage3(const ScheduleInput& in);
 /// Paper mode: the textbook ZeRO schedule (reduce-scatter of gradients, all-gather of parameters).
 Result<Schedule> build_paper(const ScheduleInput& in);
 
+/// The schedule note on fp16/bf16 overflow: which steps skip their update, or that none does.
+std::string overflow_note(const std::vector<std::uint32_t>& overflow_steps);
+
 /// Appends buffers and ops, keeping the phase/step/micro-step context so builders stay short.
 class Emitter {
  public:

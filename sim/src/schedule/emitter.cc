@@ -49,4 +49,14 @@ std::vector<std::uint32_t> grad_ready_layer(const ModelDesc& m) {
   return ready;
 }
 
+std::string overflow_note(const std::vector<std::uint32_t>& overflow_steps) {
+  if (overflow_steps.empty())
+    return "no overflow assumed: every step updates (--overflow-steps marks steps whose overflow "
+           "check fails)";
+  std::string list;
+  for (std::uint32_t s : overflow_steps) list += (list.empty() ? "" : ", ") + std::to_string(s);
+  return "overflow steps " + list + ": the check finds inf/nan, step() returns (no norm, update or "
+         "parameter all-gather)";
+}
+
 }  // namespace zerosim::schedule

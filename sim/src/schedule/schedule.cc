@@ -285,6 +285,32 @@ Diagnostics check_input(const ScheduleInput& in) {
             "expected ZeRO stage 3 with zero.Init (it partitions params as they are built; stage " +
                 std::to_string(in.ds->zero.stage) + " keeps every param whole), got stage " +
                 std::to_string(in.ds->zero.stage));
+  for (std::size_t k = 0; k < in.overflow_steps.size(); ++k) {
+    const std::uint32_t st = in.overflow_steps[k];
+    const std::string ptr = "/overflow_steps/" + std::to_string(k);
+    if (st >= in.steps)
+      d.error(kSource, ptr, "expected a step below the " + std::to_string(in.steps) + " simulated, got " + std::to_string(st));
+    else if (k > 0 && st <= in.overflow_steps[k - 1])
+      d.error(kSource, ptr, "expected ascending steps without repeats, got " + std::to_string(st) + " after " +
+                                std::to_string(in.overflow_steps[k - 1]));
+  }
+  if (!in.overflow_steps.empty()) {
+    const DType lp = in.ds->lp_dtype();
+    const int stage = in.ds->zero.stage;
+    const bool checked = lp == DType::Float16 || (stage != 3 && lp == DType::BFloat16 && in.ds->bf16_check_grad_overflow);
+    const OptimizerPath path = in.ds->optimizer_path();
+    const bool zero = path == OptimizerPath::ZeroStage1And2 || path == OptimizerPath::ZeroStage3;
+    if (in.mode != Accounting::DeepSpeed || !zero)
+      d.error(kSource, "/overflow_steps",
+              "expected DeepSpeedZeroOptimizer (stage 1/2) or stage 3 in deepspeed mode for overflow steps, got " +
+                  std::string(in.mode == Accounting::DeepSpeed ? "stage " + std::to_string(stage) + " (" +
+                                                                      (path == OptimizerPath::Bf16Optimizer ? "BF16_Optimizer" : "no ZeRO optimizer") + ")"
+                                                                : "paper mode"));
+    else if (!checked)
+      d.error(kSource, "/overflow_steps",
+              "expected a precision whose step() checks for overflow (fp16; bf16 with check_grad_overflow in stage "
+              "1/2), got " + std::string(dtype_name(lp)) + " in stage " + std::to_string(stage));
+  }
   if ((plan.stage == 3) != (in.ds->zero.stage == 3))
     d.error(kSource, "/plan/stage",
             "expected a partition plan for stage " + std::to_string(in.ds->zero.stage) + "'s layout, got one for stage " +

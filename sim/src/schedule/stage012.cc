@@ -306,7 +306,7 @@ void fill_meta(Ctx& c, Schedule& s) {
   if (!c.managed)
     meta.notes.push_back("managed_gradient_accumulation=false: no backward is a boundary; stage 0/1 reduce in step()");
   meta.notes.push_back("optimizer states modelled as Adam (2 x master elements), created at the first step");
-  meta.notes.push_back("steps are modelled without fp16 overflow (an overflow step skips the update and all-gather)");
+  meta.notes.push_back(overflow_note(c.in.overflow_steps));
 }
 
 }  // namespace

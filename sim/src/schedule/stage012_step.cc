@@ -3,6 +3,7 @@
 // rank's S_g master elements (Adam states created by the first call) and the write-back, then
 // ALL_GATHER_DP_GROUPS and zero_grad. With CPU optimizer offload the update runs on the host and the
 // new LP slice is copied back to the GPU before the same all-gather.
+#include <algorithm>
 #include <string>
 
 #include "schedule/stage012_internal.h"
@@ -52,7 +53,7 @@ void alloc_adam(Ctx& c, std::uint32_t g, MemoryPool pool) {
   c.e.alloc(c.b3[g]);  // lazily, by the first optimizer.step()
 }
 
-void group_update_gpu(Ctx& c, std::uint32_t step, std::uint32_t g, bool last) {
+void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
   const Elements s = c.plan.groups[g].partition;
   const DType flat_dt = c.ga_attr ? c.ga : c.lp;
   if (c.t6[g] == kNone)
@@ -75,15 +76,15 @@ void group_update_gpu(Ctx& c, std::uint32_t step, std::uint32_t g, bool last) {
     for (std::uint32_t b : c.step_frees) c.e.free(b);
     c.step_frees.clear();
   }
-  if (step == 0) alloc_adam(c, g, MemoryPool::Device);
+  if (g >= c.b3.size() || c.b3[g] == kNone) alloc_adam(c, g, MemoryPool::Device);  // first update
   optimizer_op(c, s, Stream::Compute, g);
   c.e.free(grad_mw);
   write_back(c, s, g);
 }
 
-void group_update_host(Ctx& c, std::uint32_t step, std::uint32_t g) {
+void group_update_host(Ctx& c, std::uint32_t g) {
   const Elements s = c.plan.groups[g].partition;
-  if (step == 0) alloc_adam(c, g, MemoryPool::Host);
+  if (g >= c.b3.size() || c.b3[g] == kNone) alloc_adam(c, g, MemoryPool::Host);  // first update
   optimizer_op(c, s, Stream::Host, g);
   c.copy(s, kNone, c.lp, Stream::Host, c.b5[g], "master -> LP staging (B5)");
   const std::uint32_t h2d = c.transfer(OpKind::HostToDevice, s, kNone, c.lp, c.b1[g], "updated LP slice to the GPU");
@@ -113,6 +114,17 @@ void emit_zero_step(Ctx& c, std::uint32_t step) {
   const bool check = c.lp == DType::Float16 || (c.lp == DType::BFloat16 && c.ds.bf16_check_grad_overflow);
   if (check)
     c.collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Stream::Compute, "overflow check");
+  if (std::binary_search(c.in.overflow_steps.begin(), c.in.overflow_steps.end(), step)) {
+    // Overflow: drop the grads and averaged lists and return: no norm, no update, no all-gather
+    // (§5). Adam states are created by the first step that does update.
+    c.e.marker("overflow: step skipped, loss scale lowered");
+    for (std::uint32_t b : c.step_frees) c.e.free(b);
+    c.step_frees.clear();
+    c.e.set_phase(Phase::PostStep);
+    c.e.marker("zero_grad");
+    for (std::uint32_t p = 0; p < c.m.params.size(); ++p) c.free_grad(p);
+    return;
+  }
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g)
     c.collective(CollectiveKind::AllReduce, 1, 1, DType::Float32, ReduceOp::Sum, Stream::Compute,
                  "grad norm group " + std::to_string(g));
@@ -123,9 +135,9 @@ void emit_zero_step(Ctx& c, std::uint32_t step) {
     if (c.plan.groups[g].partition == 0) continue;
     const auto gi = static_cast<std::uint32_t>(g);
     if (c.offload) {
-      group_update_host(c, step, gi);
+      group_update_host(c, gi);
     } else {
-      group_update_gpu(c, step, gi, g == last);
+      group_update_gpu(c, gi, g == last);
     }
   }
   for (std::uint32_t b : c.step_frees) c.e.free(b);  // no group had elements

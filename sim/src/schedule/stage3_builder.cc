@@ -228,9 +228,8 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
   notes.push_back(
       "iteration 1 records the module trace (no prefetch, every param released after use); "
       "prefetching starts in iteration 2");
-  notes.push_back(
-      "no fp16 overflow assumed: every step updates; optimizer states counted as Adam (2 per "
-      "element)");
+  notes.push_back(overflow_note(in.overflow_steps) +
+                  "; optimizer states counted as Adam (2 per element)");
   if (w.modules.empty()) notes.push_back("the model has no params: nothing is gathered or reduced");
   notes.push_back(
       "not modelled: external-parameter discovery, z3 leaf modules, ZeRO++ and MiCS, NVMe "
@@ -322,7 +321,9 @@ Result<Schedule> build_stage3(const ScheduleInput& in) {
       cx.boundary = j + 1 == gas;
       cx.e.set_step(k, j);
       s3::run_iteration(cx, co, red, in.training);
-      if (cx.boundary) s3::emit_step(cx, co, k == 0);
+      if (cx.boundary)
+        s3::emit_step(cx, co,
+                      std::binary_search(in.overflow_steps.begin(), in.overflow_steps.end(), k));
     }
   }
   if (cx.internal.has_errors()) return cx.internal;

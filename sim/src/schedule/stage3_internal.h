@@ -124,6 +124,7 @@ struct Context {
   DType lp, mw, ga, cd;
   bool overlap, offload_opt, offload_param;
   bool zero_init;        ///< the model was built under deepspeed.zero.Init (§7.1 step 1)
+  bool updated = false;  ///< a step() has updated the master weights (Adam states exist)
   MemoryPool host_pool;  ///< Pinned with offload pin_memory, else Host
   Stream gather_stream, reduce_stream;
   std::uint32_t micro = 0;  ///< micro-step inside the current optimizer step
@@ -245,6 +246,6 @@ class Reducer {
 /// §7.1: model broadcasts, conversion, persistent buffers, hook-registration all-gathers.
 void emit_init(Context& cx);
 /// §7.7: RELEASE_ALL, overflow check (fp16 only), per-sub-group norms and updates, POST_STEP.
-void emit_step(Context& cx, Coordinator& co, bool first_step);
+void emit_step(Context& cx, Coordinator& co, bool overflow);
 
 }  // namespace zerosim::schedule::s3

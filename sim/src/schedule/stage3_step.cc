@@ -3,7 +3,8 @@
 // the per-param norms with optimizer offload), then per sub-group the flatten/cast temporaries, the
 // lazily created Adam states at the first step, the update and the write-back to the LP partitions,
 // and finally POST_STEP: the synchronous gather of every persistent param (ds_id order).
-// The schedule assumes no overflow (a skipped step issues no norm all-reduce and no update).
+// An overflow step (ScheduleInput::overflow_steps) issues the check and returns: no norm, no update
+// and no POST_STEP gather, so persistent params stay released until a module fetches them.
 #include <string>
 
 #include "schedule/stage3_internal.h"
@@ -52,13 +53,19 @@ void cpu_update(Context& cx, std::size_t sg, bool first_step) {
 
 }  // namespace
 
-void emit_step(Context& cx, Coordinator& co, bool first_step) {
+void emit_step(Context& cx, Coordinator& co, bool overflow) {
   cx.e.set_phase(Phase::Step);
   cx.e.marker("step");
   co.release_all();
   if (cx.lp == DType::Float16)  // bf16 and fp32 training run no overflow check in stage 3
     cx.collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Stream::Compute,
                   "overflow check");
+  if (overflow) {  // zero grads, drop the averaged lists, return (fp16 only: checked by the input)
+    cx.e.marker("overflow: step skipped, loss scale lowered");
+    return;
+  }
+  const bool first_step = !cx.updated;  // Adam states come with the first update
+  cx.updated = true;
   const auto n_sg = cx.plan.sub_groups.size();
   for (std::size_t i = 0; i < n_sg; ++i)
     cx.collective(CollectiveKind::AllReduce, 1, 1,
