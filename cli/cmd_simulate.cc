@@ -78,7 +78,7 @@ void print_summary(const Summary& s, const Schedule& sched, bool zero_init, std:
     out << "\nOUT OF MEMORY at " << ms(s.oom->t) << " on rank " << s.oom_rank << " (" << s.oom_ranks
         << " ranks): allocating " << s.oom->buffer_name << " (" << format_gib(s.oom->bytes) << ") with "
         << format_gib(s.oom->live_bytes) << " live of " << format_gib(s.oom->capacity) << "\n";
-  if (s.oom && s.oom->t <= s.init_ns && sched.meta.stage == 3 && sched.meta.mode == "deepspeed" && !zero_init)
+  if (s.oom && s.oom->buffer_name == kStage3WholeModelBuffer && !zero_init)
     out << "hint: the OOM is at initialization: without zero.Init every GPU holds the whole model before "
            "partitioning. If the model is built under deepspeed.zero.Init (HF Trainer does so for stage 3), "
            "pass --zero-init or set \"training\": {\"zero_init\": true}\n";

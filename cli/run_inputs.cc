@@ -94,25 +94,26 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
     if (!list.ok()) return Result<BuiltRun>(list.diagnostics());
     s.overflow_steps = list.value();
     for (std::size_t k = 0; k < s.overflow_steps.size(); ++k) {
-      if (s.overflow_steps[k] >= s.steps)
-        return fail<BuiltRun>("--overflow-steps", "", "expected steps below --steps (" + std::to_string(s.steps) +
-                                                          "), got " + std::to_string(s.overflow_steps[k]));
+      if (s.overflow_steps[k] + 1 >= s.steps)
+        return fail<BuiltRun>("--overflow-steps", "", "expected steps before the last one (" + std::to_string(s.steps - 1) +
+                                                          ", the steady state the summary reports), got " +
+                                                          std::to_string(s.overflow_steps[k]));
       if (k > 0 && s.overflow_steps[k] <= s.overflow_steps[k - 1])
         return fail<BuiltRun>("--overflow-steps", "", "expected ascending steps without repeats, got " +
                                                           std::to_string(s.overflow_steps[k]) + " after " +
                                                           std::to_string(s.overflow_steps[k - 1]));
     }
   }
-  if (a.has("--zero-init")) {
-    if (s.ds.zero.stage != 3)
-      return fail<BuiltRun>("--zero-init", "", "expected ZeRO stage 3 (zero.Init partitions params as they are built), got stage " +
-                                                  std::to_string(s.ds.zero.stage));
-    s.training.zero_init = true;
-  }
   if (a.has("--mode")) {
     auto m = parse_choice("--mode", *a.get("--mode"), {"deepspeed", "paper"});
     if (!m.ok()) return Result<BuiltRun>(m.diagnostics());
     s.mode = m.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
+  }
+  if (a.has("--zero-init")) {
+    if (s.ds.zero.stage != 3 && s.mode == Accounting::DeepSpeed)
+      return fail<BuiltRun>("--zero-init", "", "expected ZeRO stage 3 (zero.Init partitions params as they are built), got stage " +
+                                                  std::to_string(s.ds.zero.stage));
+    s.training.zero_init = true;
   }
   PartitionOptions o;
   o.stage = s.ds.zero.stage;

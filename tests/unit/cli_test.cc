@@ -195,11 +195,12 @@ TEST(CliRun, BadFlagsOfScheduleAndSimulate) {
   expect_one_line_error("simulate --scenario " + std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/tiny_zero2_4gpu.json --model gpt2-small",
                         "--model: cannot be combined with --scenario");
   expect_one_line_error("simulate --scenario /nonexistent/s.json", "/nonexistent/s.json: cannot read file");
-  expect_one_line_error("simulate --model gpt2-small --stage 2 --steps 2 --overflow-steps 2",
-                        "--overflow-steps: expected steps below --steps (2), got 2");
+  expect_one_line_error("simulate --model gpt2-small --stage 2 --steps 2 --overflow-steps 1",
+                        "--overflow-steps: expected steps before the last one (1, the steady state the summary "
+                        "reports), got 1");
   expect_one_line_error("schedule --model gpt2-small --stage 2 --overflow-steps 0,x",
                         "--overflow-steps: expected an integer 0..9999, got \"x\"");
-  expect_one_line_error("simulate --model gpt2-small --stage 2 --precision fp32 --overflow-steps 0",
+  expect_one_line_error("simulate --model gpt2-small --stage 2 --precision fp32 --steps 2 --overflow-steps 0",
                         "/overflow_steps: expected a precision whose step() checks for overflow");
   expect_one_line_error("simulate --model gpt2-small --stage 2 --zero-init",
                         "--zero-init: expected ZeRO stage 3 (zero.Init partitions params as they are built), got stage 2");

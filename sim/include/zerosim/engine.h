@@ -136,7 +136,9 @@ struct OpTiming {
 struct SimulationResult {
   std::vector<OpTiming> ops;            ///< indexed like schedule.ops
   std::vector<Elements> timing_slots;   ///< the timing role's slot values (max over roles)
-  MemoryLedger ledger;                  ///< one ledger buffer per schedule buffer (same index)
+  /// One ledger buffer per schedule buffer (same index). Its buffers are unnamed (names live in the
+  /// schedule; copying them cost a heap allocation per buffer per simulation).
+  MemoryLedger ledger;
   std::vector<RoleMemory> memory;       ///< per role: peaks and first OOM
   Summary summary;
   Trace trace;                          ///< empty unless options.record_trace

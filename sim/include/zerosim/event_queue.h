@@ -13,9 +13,10 @@
 // digit; every event of a lower-numbered bucket is earlier than every event of a higher one, and
 // the events at exactly base_ share one "equal" bucket. schedule() is an O(1) append; pop() takes
 // the front of the equal bucket, or, when it is consumed, moves base_ to the earliest entry of the
-// lowest non-empty bucket and redistributes that bucket into lower ones (each event moves at most
-// 16 times in its life, typically two or three). On the hold benchmark at 1024 events a binary heap
-// measured 11 M events/s on the development machine; figures for this one are in the README.
+// lowest non-empty bucket and redistributes that bucket into lower ones (each move goes to a lower
+// digit position, so an event moves at most 15 times in its life, typically two or three). On the
+// hold benchmark at 1024 events a binary heap measured 11 M events/s on the development machine;
+// figures for this one are in the README.
 //
 // Why ties still come out in insertion order: every bucket's vector is sorted by seq. schedule()
 // appends the largest seq so far; a redistribution moves a bucket, in order, into buckets that are
@@ -31,7 +32,7 @@
 //
 // Costs (n = entries held: live events plus cancelled ones not yet dropped):
 //   schedule        O(1)
-//   pop             O(1) amortised per event moved; each event is moved at most 64 times
+//   pop             O(1) amortised per event moved; each event is moved at most 15 times
 //   cancel          O(1) average (a hash-set insert); the entry stays until pop() reaches it
 //   next_time       O(size of the lowest bucket holding a live event); the engine never peeks
 //   size/empty/now  O(1)

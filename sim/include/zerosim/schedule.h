@@ -179,12 +179,17 @@ struct ScheduleInput {
   Cluster cluster;
   TrainingSettings training;
   std::uint32_t steps = 1;              ///< consecutive optimizer steps to emit (step 0 first)
-  /// Steps whose fp16/bf16 overflow check finds an inf/nan (ascending, each < steps): step() issues
-  /// the check and returns (§5, §7.7); no norm, update or gather. Stages 1-3 only.
+  /// Steps whose fp16/bf16 overflow check finds an inf/nan (ascending, each before the last step,
+  /// which is the steady state a simulation reports): step() issues the check and returns (§5,
+  /// §7.7); no norm, update or gather. Stages 1-3 only.
   std::vector<std::uint32_t> overflow_steps;
   Accounting mode = Accounting::DeepSpeed;
   DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
 };
+
+/// Stage 3 without zero.Init: the init buffer holding every whole param before partitioning (an
+/// out-of-memory there is what building the model under zero.Init avoids).
+inline constexpr const char* kStage3WholeModelBuffer = "model params before partitioning";
 
 /// Builds the schedule (pure function). Dispatches on mode and ds->optimizer_path().
 Result<Schedule> build_schedule(const ScheduleInput& in);

@@ -22,7 +22,7 @@ inline constexpr double kGB = 1e9;            ///< 10^9 bytes (nccl-tests' GB)
 /// Tensor element types, spelled as torch.distributed logs spell them (dtype_name).
 enum class DType : std::uint8_t { Float16, BFloat16, Float32, Float64, UInt8, Int64 };
 /// Number of DType values (for tables indexed by DType).
-inline constexpr std::size_t kDTypeCount = 6;
+inline constexpr std::size_t kDTypeCount = static_cast<std::size_t>(DType::Int64) + 1;
 
 /// Bytes per element.
 constexpr Bytes dtype_size(DType t) {

@@ -228,9 +228,9 @@ void ScenarioLoader::read_training(JsonReader& root, Scenario& s) {
           break;
         }
       for (std::uint32_t k : s.overflow_steps)
-        if (k >= s.steps) {
-          list->error("expected step indices below training.steps (" + std::to_string(s.steps) + "), got " +
-                      std::to_string(k));
+        if (k + 1 >= s.steps) {
+          list->error("expected steps before the last one (" + std::to_string(s.steps - 1) +
+                      ", the steady state the summary reports), got " + std::to_string(k));
           break;
         }
     }

@@ -288,8 +288,9 @@ Diagnostics check_input(const ScheduleInput& in) {
   for (std::size_t k = 0; k < in.overflow_steps.size(); ++k) {
     const std::uint32_t st = in.overflow_steps[k];
     const std::string ptr = "/overflow_steps/" + std::to_string(k);
-    if (st >= in.steps)
-      d.error(kSource, ptr, "expected a step below the " + std::to_string(in.steps) + " simulated, got " + std::to_string(st));
+    if (st + 1 >= in.steps)  // the last step is the steady state the simulator reports: it updates
+      d.error(kSource, ptr, "expected a step before the last one (" + std::to_string(in.steps - 1) +
+                                "), got " + std::to_string(st));
     else if (k > 0 && st <= in.overflow_steps[k - 1])
       d.error(kSource, ptr, "expected ascending steps without repeats, got " + std::to_string(st) + " after " +
                                 std::to_string(in.overflow_steps[k - 1]));

@@ -79,7 +79,7 @@ void convert_params(Context& cx) {
     Elements total = 0;
     for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) total += cx.n(p);
     const auto whole =
-        temp_buffer(cx, "model params before partitioning", BufferCategory::Param16, cx.lp, total);
+        temp_buffer(cx, kStage3WholeModelBuffer, BufferCategory::Param16, cx.lp, total);
     cx.e.alloc(whole);
     broadcasts(cx, "engine broadcast");
     broadcasts(cx, "zero conversion broadcast");
