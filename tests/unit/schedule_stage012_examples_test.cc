@@ -139,21 +139,9 @@ TEST(ScheduleStage012Examples, OverflowStepsAreChecked) {
   const auto errors = [](DsConfig ds, std::vector<std::uint32_t> steps) {
     BuildOptions o = with_steps(3);
     o.overflow_steps = std::move(steps);
-    ModelDesc m = make_model(kG1);
-    PartitionOptions po;
-    po.stage = ds.zero.stage;
-    po.world = 4;
-    auto plan = plan_partition(m, po);
-    ScheduleInput in;
-    in.model = &m;
-    in.plan = &plan.value();
-    in.ds = &ds;
-    in.cluster.nodes = 1;
-    in.cluster.gpus_per_node = 4;
-    in.steps = o.steps;
-    in.overflow_steps = o.overflow_steps;
-    auto r = build_schedule(in);
-    return r.ok() ? std::string() : r.diagnostics().to_string();
+    o.expect_ok = false;
+    const Built b = build(make_model(kG1), std::move(ds), 4, o);
+    return b.schedule.ok() ? std::string() : b.schedule.diagnostics().to_string();
   };
   EXPECT_EQ(errors(zero_config(2, 8, false), {0, 1}), "");
   // The last step is the steady state a simulation reports: it must update.
