@@ -18,12 +18,12 @@
 //        F(post_ln) R(post_ln) F(self_attn) F(o) R(o) F(v) .. R(q) R(self_attn) F(input_ln) ..
 // which is what autograd's order (latest-created node first) gives for these modeling files.
 // GradReady events follow model.grad_order; a param's gradient is placed right after the
-// backward FETCH of the last module (in backward order) holding it. Compute stays per Layer, a
-// simplification of timing only (collectives are exact): a Layer's Forward (Backward, Recompute)
-// op is emitted right after the forward (backward, recompute) FETCH of its first module, so the
-// whole layer's compute is charged there and its later module fetches follow on the compute
-// stream. With activation checkpointing a Block layer's modules replay their forward hooks
-// (FETCH, RELEASE) right before the layer's first backward FETCH.
+// backward FETCH of the last module (in backward order) holding it. A Layer's compute (its FLOPs
+// per pass) runs in pieces: one Forward (Backward, Recompute) op right after the FETCH of each of
+// its modules that holds params, weighted by the module's param elements (an approximation for
+// attention scores and activations, which have no params; a layer whose modules hold none runs
+// whole after its first module's FETCH). With activation checkpointing a Block layer's modules
+// replay their forward hooks (FETCH, RELEASE) right before the layer's first backward FETCH.
 //
 // Module mapping without a module tree (hand-built models, param lists):
 //   * every ModelDesc Layer is one hooked module whose direct params are its param_ids
