@@ -93,16 +93,8 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
     auto list = parse_uint_list("--overflow-steps", *a.get("--overflow-steps"), 0, 9999);
     if (!list.ok()) return Result<BuiltRun>(list.diagnostics());
     s.overflow_steps = list.value();
-    for (std::size_t k = 0; k < s.overflow_steps.size(); ++k) {
-      if (s.overflow_steps[k] + 1 >= s.steps)
-        return fail<BuiltRun>("--overflow-steps", "", "expected steps before the last one (" + std::to_string(s.steps - 1) +
-                                                          ", the steady state the summary reports), got " +
-                                                          std::to_string(s.overflow_steps[k]));
-      if (k > 0 && s.overflow_steps[k] <= s.overflow_steps[k - 1])
-        return fail<BuiltRun>("--overflow-steps", "", "expected ascending steps without repeats, got " +
-                                                          std::to_string(s.overflow_steps[k]) + " after " +
-                                                          std::to_string(s.overflow_steps[k - 1]));
-    }
+    if (const std::string why = overflow_steps_problem(s.overflow_steps, s.steps); !why.empty())
+      return fail<BuiltRun>("--overflow-steps", "", why);
   }
   if (a.has("--mode")) {
     auto m = parse_choice("--mode", *a.get("--mode"), {"deepspeed", "paper"});

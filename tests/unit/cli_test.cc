@@ -196,7 +196,7 @@ TEST(CliRun, BadFlagsOfScheduleAndSimulate) {
                         "--model: cannot be combined with --scenario");
   expect_one_line_error("simulate --scenario /nonexistent/s.json", "/nonexistent/s.json: cannot read file");
   expect_one_line_error("simulate --model gpt2-small --stage 2 --steps 2 --overflow-steps 1",
-                        "--overflow-steps: expected steps before the last one (1, the steady state the summary "
+                        "--overflow-steps: expected steps before the last one (1, the steady state a simulation "
                         "reports), got 1");
   expect_one_line_error("schedule --model gpt2-small --stage 2 --overflow-steps 0,x",
                         "--overflow-steps: expected an integer 0..9999, got \"x\"");

@@ -335,11 +335,10 @@ TEST(ScenarioBadInput, OverflowStepsAscendingAndSimulated) {
   ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
   EXPECT_EQ(r.value().overflow_steps, (std::vector<std::uint32_t>{0, 2}));
   EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"steps": 3, "overflow_steps": [1, 0]})"),
-            "s.json: /training/overflow_steps: expected ascending step indices without repeats, got 0 "
-            "after 1\n");
+            "s.json: /training/overflow_steps: expected ascending steps without repeats, got 0 after 1\n");
   EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"steps": 2, "overflow_steps": [1]})"),
             "s.json: /training/overflow_steps: expected steps before the last one (1, the steady state "
-            "the summary reports), got 1\n");
+            "a simulation reports), got 1\n");
   EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"overflow_steps": [-1]})"),
             "s.json: /training/overflow_steps/0: expected an integer 0..9999, got -1\n");
 }

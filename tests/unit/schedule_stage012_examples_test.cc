@@ -145,7 +145,8 @@ TEST(ScheduleStage012Examples, OverflowStepsAreChecked) {
   };
   EXPECT_EQ(errors(zero_config(2, 8, false), {0, 1}), "");
   // The last step is the steady state a simulation reports: it must update.
-  EXPECT_NE(errors(zero_config(2, 8, false), {2}).find("/overflow_steps/0: expected a step before the last one (2), got 2"),
+  EXPECT_NE(errors(zero_config(2, 8, false), {2}).find("/overflow_steps: expected steps before the last one (2, the steady state a simulation "
+                  "reports), got 2"),
             std::string::npos);
   EXPECT_NE(errors(zero_config(2, 8, false), {1, 1}).find("expected ascending steps without repeats"),
             std::string::npos);

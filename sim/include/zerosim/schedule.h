@@ -191,6 +191,13 @@ struct ScheduleInput {
 /// out-of-memory there is what building the model under zero.Init avoids).
 inline constexpr const char* kStage3WholeModelBuffer = "model params before partitioning";
 
+/// The first problem of an overflow-step list for `steps` simulated steps (the steps must ascend
+/// without repeats and come before the last step, the steady state a simulation reports), as an
+/// "expected ..., got ..." message; empty when the list is fine. One rule for the CLI, scenario
+/// files and build_schedule.
+std::string overflow_steps_problem(const std::vector<std::uint32_t>& overflow_steps,
+                                   std::uint32_t steps);
+
 /// Builds the schedule (pure function). Dispatches on mode and ds->optimizer_path().
 Result<Schedule> build_schedule(const ScheduleInput& in);
 

@@ -221,18 +221,8 @@ void ScenarioLoader::read_training(JsonReader& root, Scenario& s) {
     if (auto items = list->elements()) {
       for (auto& item : *items)
         if (auto k = item.as_uint(0, kMaxSteps - 1)) s.overflow_steps.push_back(static_cast<std::uint32_t>(*k));
-      for (std::size_t k = 1; k < s.overflow_steps.size(); ++k)
-        if (s.overflow_steps[k] <= s.overflow_steps[k - 1]) {
-          list->error("expected ascending step indices without repeats, got " +
-                      std::to_string(s.overflow_steps[k]) + " after " + std::to_string(s.overflow_steps[k - 1]));
-          break;
-        }
-      for (std::uint32_t k : s.overflow_steps)
-        if (k + 1 >= s.steps) {
-          list->error("expected steps before the last one (" + std::to_string(s.steps - 1) +
-                      ", the steady state the summary reports), got " + std::to_string(k));
-          break;
-        }
+      if (const std::string why = overflow_steps_problem(s.overflow_steps, s.steps); !why.empty())
+        list->error(why);
     }
   }
   t->reject_unknown({"seq_len", "activation_checkpointing", "attention", "steps", "zero_init", "overflow_steps"});

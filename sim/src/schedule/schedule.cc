@@ -285,16 +285,8 @@ Diagnostics check_input(const ScheduleInput& in) {
             "expected ZeRO stage 3 with zero.Init (it partitions params as they are built; stage " +
                 std::to_string(in.ds->zero.stage) + " keeps every param whole), got stage " +
                 std::to_string(in.ds->zero.stage));
-  for (std::size_t k = 0; k < in.overflow_steps.size(); ++k) {
-    const std::uint32_t st = in.overflow_steps[k];
-    const std::string ptr = "/overflow_steps/" + std::to_string(k);
-    if (st + 1 >= in.steps)  // the last step is the steady state the simulator reports: it updates
-      d.error(kSource, ptr, "expected a step before the last one (" + std::to_string(in.steps - 1) +
-                                "), got " + std::to_string(st));
-    else if (k > 0 && st <= in.overflow_steps[k - 1])
-      d.error(kSource, ptr, "expected ascending steps without repeats, got " + std::to_string(st) + " after " +
-                                std::to_string(in.overflow_steps[k - 1]));
-  }
+  if (const std::string why = overflow_steps_problem(in.overflow_steps, in.steps); !why.empty())
+    d.error(kSource, "/overflow_steps", why);
   if (!in.overflow_steps.empty()) {
     const DType lp = in.ds->lp_dtype();
     const int stage = in.ds->zero.stage;
@@ -340,6 +332,20 @@ Diagnostics check_input(const ScheduleInput& in) {
 }
 
 }  // namespace
+
+std::string overflow_steps_problem(const std::vector<std::uint32_t>& overflow_steps,
+                                   std::uint32_t steps) {
+  for (std::size_t k = 0; k < overflow_steps.size(); ++k) {
+    const std::uint32_t st = overflow_steps[k];
+    if (k > 0 && st <= overflow_steps[k - 1])
+      return "expected ascending steps without repeats, got " + std::to_string(st) + " after " +
+             std::to_string(overflow_steps[k - 1]);
+    if (st + 1 >= steps)  // the last step is the steady state a simulation reports: it updates
+      return "expected steps before the last one (" + std::to_string(steps == 0 ? 0 : steps - 1) +
+             ", the steady state a simulation reports), got " + std::to_string(st);
+  }
+  return {};
+}
 
 Result<Schedule> build_schedule(const ScheduleInput& in) {
   Diagnostics d = check_input(in);
