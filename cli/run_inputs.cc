@@ -102,9 +102,8 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
     s.mode = m.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
   }
   if (a.has("--zero-init")) {
-    if (s.ds.zero.stage != 3 && s.mode == Accounting::DeepSpeed)
-      return fail<BuiltRun>("--zero-init", "", "expected ZeRO stage 3 (zero.Init partitions params as they are built), got stage " +
-                                                  std::to_string(s.ds.zero.stage));
+    if (const std::string why = zero_init_problem(s.ds.zero.stage, s.mode); !why.empty())
+      return fail<BuiltRun>("--zero-init", "", why);
     s.training.zero_init = true;
   }
   PartitionOptions o;

@@ -323,8 +323,8 @@ TEST(ScenarioBadInput, ZeroInitOnlyWithStage3) {
   ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
   EXPECT_TRUE(r.value().training.zero_init);
   EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"zero_init": true})"),
-            "s.json: /training/zero_init: expected ZeRO stage 3 with zero.Init (it partitions "
-            "params as they are built), got stage 0\n");
+            "s.json: /training/zero_init: expected ZeRO stage 3 (zero.Init partitions params as "
+            "they are built), got stage 0\n");
   EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"zero_init": 1})"),
             "s.json: /training/zero_init: expected true or false, got 1\n");
 }

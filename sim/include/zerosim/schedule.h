@@ -198,6 +198,11 @@ inline constexpr const char* kStage3WholeModelBuffer = "model params before part
 std::string overflow_steps_problem(const std::vector<std::uint32_t>& overflow_steps,
                                    std::uint32_t steps);
 
+/// Why zero.Init cannot apply to this stage in this mode ("expected ..., got ..."), or empty:
+/// zero.Init is stage 3's (paper mode models no init). One rule for the CLI, scenario files and
+/// build_schedule.
+std::string zero_init_problem(int stage, Accounting mode);
+
 /// Builds the schedule (pure function). Dispatches on mode and ds->optimizer_path().
 Result<Schedule> build_schedule(const ScheduleInput& in);
 

@@ -301,10 +301,9 @@ std::optional<Scenario> ScenarioLoader::load(JsonReader& root) {
     root.mark_used("deepspeed_config");
   }
   root.reject_unknown(kTopKeys);
-  if (world_known && s.training.zero_init && s.mode == Accounting::DeepSpeed && s.ds.zero.stage != 3)
-    d_.error(source_, "/training/zero_init",
-             "expected ZeRO stage 3 with zero.Init (it partitions params as they are built), got stage " +
-                 std::to_string(s.ds.zero.stage));
+  if (world_known && s.training.zero_init)
+    if (const std::string why = zero_init_problem(s.ds.zero.stage, s.mode); !why.empty())
+      d_.error(source_, "/training/zero_init", why);
   if (d_.has_errors()) return std::nullopt;
   return s;
 }

@@ -280,11 +280,9 @@ Diagnostics check_input(const ScheduleInput& in) {
             "expected 1..4294967295 micro-steps per step, got " + str(in.ds->grad_accum_steps));
   if (in.ds->zero.stage < 0 || in.ds->zero.stage > 3)
     d.error(kSource, "/zero_optimization/stage", "expected a ZeRO stage 0..3, got " + std::to_string(in.ds->zero.stage));
-  if (in.training.zero_init && in.mode == Accounting::DeepSpeed && in.ds->zero.stage != 3)
-    d.error(kSource, "/training/zero_init",
-            "expected ZeRO stage 3 with zero.Init (it partitions params as they are built; stage " +
-                std::to_string(in.ds->zero.stage) + " keeps every param whole), got stage " +
-                std::to_string(in.ds->zero.stage));
+  if (in.training.zero_init)
+    if (const std::string why = zero_init_problem(in.ds->zero.stage, in.mode); !why.empty())
+      d.error(kSource, "/training/zero_init", why);
   if (const std::string why = overflow_steps_problem(in.overflow_steps, in.steps); !why.empty())
     d.error(kSource, "/overflow_steps", why);
   if (!in.overflow_steps.empty()) {
@@ -332,6 +330,12 @@ Diagnostics check_input(const ScheduleInput& in) {
 }
 
 }  // namespace
+
+std::string zero_init_problem(int stage, Accounting mode) {
+  if (stage == 3 || mode != Accounting::DeepSpeed) return {};
+  return "expected ZeRO stage 3 (zero.Init partitions params as they are built), got stage " +
+         std::to_string(stage);
+}
 
 std::string overflow_steps_problem(const std::vector<std::uint32_t>& overflow_steps,
                                    std::uint32_t steps) {

@@ -177,11 +177,11 @@ class ModuleWalk {
 
   // Appends the compute piece of `module` (layer l) to `out` if it has one: its share of the pass's
   // total, or the whole layer at the layer's first module when no module of it holds params.
-  // `started` tells whether the layer already had a piece in this pass.
-  void piece(std::vector<HookEvent>& out, HookKind k, bool bwd, std::uint32_t l,
-             std::uint32_t module, double total, bool& started) {
+  // `started` tells whether the layer already had a piece in this pass; returns whether it has now.
+  bool piece(std::vector<HookEvent>& out, HookKind k, bool bwd, std::uint32_t l,
+             std::uint32_t module, double total, bool started) {
     const bool whole = total <= 0;
-    if (whole ? started : weight_[module] <= 0) return;
+    if (whole ? started : weight_[module] <= 0) return started;
     HookEvent e;
     e.kind = k;
     e.backward = bwd;
@@ -191,7 +191,7 @@ class ModuleWalk {
     e.first = !started;
     e.last = whole;
     out.push_back(e);
-    started = true;
+    return true;
   }
 
   // Replays the pre-/post-forward hooks; each Forward piece follows its module's FETCH.
@@ -201,9 +201,7 @@ class ModuleWalk {
       push(w_, c.begin ? HookKind::Fetch : HookKind::Release, false, c.module);
       const auto l = m_.modules[c.module].layer;
       if (c.begin && l < started.size()) {
-        bool st = started[l];
-        piece(w_.events, HookKind::Forward, false, l, c.module, fwd_total_[l], st);
-        started[l] = st;
+        started[l] = piece(w_.events, HookKind::Forward, false, l, c.module, fwd_total_[l], started[l]);
       }
     }
     for (std::uint32_t l = 0; l < started.size(); ++l)  // layers no module belongs to
@@ -240,9 +238,7 @@ class ModuleWalk {
       if (first && ckpt_ && m_.layers[l].kind == LayerKind::Block) recompute(l);
       seq_.push_back(event(HookKind::Fetch, it->module));
       if (l < started.size()) {
-        bool st = started[l];
-        piece(seq_, HookKind::Backward, true, l, it->module, bwd_total_[l], st);
-        started[l] = st;
+        started[l] = piece(seq_, HookKind::Backward, true, l, it->module, bwd_total_[l], started[l]);
       }
       slot_[it->module] = static_cast<std::uint32_t>(seq_.size());
     }
@@ -264,7 +260,8 @@ class ModuleWalk {
     bool started = false;
     for (const auto& c : calls_of_layer_[layer]) {
       seq_.push_back(event(c.begin ? HookKind::Fetch : HookKind::Release, c.module));
-      if (c.begin) piece(seq_, HookKind::Recompute, true, layer, c.module, fwd_total_[layer], started);
+      if (c.begin)
+        started = piece(seq_, HookKind::Recompute, true, layer, c.module, fwd_total_[layer], started);
     }
   }
 
