@@ -1,7 +1,7 @@
-// Benchmarks for `zerosim plan`. The target (issue #2): the whole process for Llama-3.1-405B with the
-// full sweep (8 stage/offload variants x every power-of-two GPU count up to 4096 x micro-batch search)
-// finishes in under 50 ms. BM_PlanProcess spawns the real binary (posix_spawn, no shell) and waits;
-// BM_MakePlan times the library call alone.
+// Benchmarks for `zerosim plan`. The target (issue #2): the whole process for Llama-3.1-405B with
+// the full sweep (8 stage/offload variants x every power-of-two GPU count up to 4096 x micro-batch
+// search) finishes in under 50 ms. BM_PlanProcess spawns the real binary (posix_spawn, no shell)
+// and waits; BM_MakePlan times the library call alone.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -37,8 +37,9 @@ int spawn_and_wait(const std::vector<std::string>& args) {
 }
 
 void BM_PlanProcess405BFullSweep(benchmark::State& state) {
-  const std::vector<std::string> cmd = {ZEROSIM_CLI_PATH, "plan", "--model", "llama3.1-405b", "--gpus",
-                                        "1024", "--sweep", "--max-gpus", "4096", "--format", "json"};
+  const std::vector<std::string> cmd = {ZEROSIM_CLI_PATH, "plan",     "--model", "llama3.1-405b",
+                                        "--gpus",         "1024",     "--sweep", "--max-gpus",
+                                        "4096",           "--format", "json"};
   for (auto _ : state) {
     if (spawn_and_wait(cmd) != 0) {
       state.SkipWithError("zerosim plan failed");

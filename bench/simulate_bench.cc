@@ -108,7 +108,10 @@ BENCHMARK(BM_SimulateLlama70B)
     ->Args({2, 65536})
     ->Args({3, 65536})
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SimulateLlama70BTrace)->Args({2, 1024})->Args({3, 1024})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimulateLlama70BTrace)
+    ->Args({2, 1024})
+    ->Args({3, 1024})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -15,8 +15,8 @@ std::optional<std::string> ParsedArgs::get(const std::string& flag) const {
   return it->second;
 }
 
-Result<ParsedArgs> parse_args(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs,
-                              const std::string& command) {
+Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
+                              const std::vector<FlagSpec>& specs, const std::string& command) {
   ParsedArgs out;
   Diagnostics d;
   const std::string src = "zerosim " + command;
@@ -114,11 +114,13 @@ Result<std::vector<std::uint32_t>> parse_uint_list(const std::string& flag, cons
     at = comma + 1;
   }
   if (out.empty())
-    return fail<std::vector<std::uint32_t>>(flag, "", "expected a comma-separated list of integers, got \"\"");
+    return fail<std::vector<std::uint32_t>>(
+        flag, "", "expected a comma-separated list of integers, got \"\"");
   return out;
 }
 
-Result<double> parse_number(const std::string& flag, const std::string& text, double lo, double hi) {
+Result<double> parse_number(const std::string& flag, const std::string& text, double lo,
+                            double hi) {
   errno = 0;
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);

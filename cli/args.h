@@ -28,8 +28,8 @@ struct ParsedArgs {
 
 /// Parses `--flag value`, `--flag=value` and switches. Unknown flags get a "did you mean" hint;
 /// a flag given twice, a missing value and positional arguments are errors.
-Result<ParsedArgs> parse_args(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs,
-                              const std::string& command);
+Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
+                              const std::vector<FlagSpec>& specs, const std::string& command);
 
 /// "usage: zerosim <command> [flags]" followed by one aligned line per flag.
 std::string format_help(const std::string& command, const std::string& summary,

@@ -1,7 +1,6 @@
 // `zerosim models`: the model zoo and the GPU catalog.
 #include <cstdio>
 #include <iostream>
-
 #include <string>
 
 #include "args.h"
@@ -30,16 +29,18 @@ std::string json_escape(const std::string& s) {
 void write_table(std::ostream& out) {
   char line[512];
   out << "model zoo (exact parameter counts, as Hugging Face model.num_parameters() reports):\n";
-  std::snprintf(line, sizeof line, "  %-18s %-20s %19s  %s\n", "name", "model", "parameters", "source");
+  std::snprintf(line, sizeof line, "  %-18s %-20s %19s  %s\n", "name", "model", "parameters",
+                "source");
   out << line;
   for (const auto& z : list_zoo()) {
-    std::snprintf(line, sizeof line, "  %-18s %-20s %19llu  %s\n", z.name.c_str(), z.display_name.c_str(),
-                  static_cast<unsigned long long>(z.parameters), z.source.c_str());
+    std::snprintf(line, sizeof line, "  %-18s %-20s %19llu  %s\n", z.name.c_str(),
+                  z.display_name.c_str(), static_cast<unsigned long long>(z.parameters),
+                  z.source.c_str());
     out << line;
   }
   out << "\nGPU catalog (memory in GiB; rates dense, no sparsity):\n";
-  std::snprintf(line, sizeof line, "  %-16s %10s %11s %9s %12s %12s\n", "name", "memory", "bf16 TFLOPS",
-                "HBM GB/s", "intra GB/s", "network GB/s");
+  std::snprintf(line, sizeof line, "  %-16s %10s %11s %9s %12s %12s\n", "name", "memory",
+                "bf16 TFLOPS", "HBM GB/s", "intra GB/s", "network GB/s");
   out << line;
   for (const auto& g : gpu_catalog()) {
     std::snprintf(line, sizeof line, "  %-16s %10s %11.0f %9.0f %12.0f %12.1f\n", g.name.c_str(),
@@ -53,9 +54,10 @@ void write_json(std::ostream& out) {
   out << "{\n  \"format\": \"zerosim-models\",\n  \"version\": 1,\n  \"models\": [";
   bool first = true;
   for (const auto& z : list_zoo()) {
-    out << (first ? "\n" : ",\n") << "    {\"name\": \"" << json_escape(z.name) << "\", \"display_name\": \""
-        << json_escape(z.display_name) << "\", \"parameters\": " << z.parameters << ", \"source\": \""
-        << json_escape(z.source) << "\"}";
+    out << (first ? "\n" : ",\n") << "    {\"name\": \"" << json_escape(z.name)
+        << "\", \"display_name\": \"" << json_escape(z.display_name)
+        << "\", \"parameters\": " << z.parameters << ", \"source\": \"" << json_escape(z.source)
+        << "\"}";
     first = false;
   }
   out << "\n  ],\n  \"gpus\": [";
@@ -84,8 +86,10 @@ int run_models(const std::vector<std::string>& argv, std::ostream& out, std::ost
   }
   auto fmt = parse_choice("--format", args->get("--format").value_or("table"), {"table", "json"});
   if (report(fmt.diagnostics(), err)) return kExitInvalidInput;
-  if (fmt.value() == "json") write_json(out);
-  else write_table(out);
+  if (fmt.value() == "json")
+    write_json(out);
+  else
+    write_table(out);
   return kExitOk;
 }
 

@@ -17,7 +17,8 @@ std::vector<FlagSpec> plan_flags() {
   f.push_back({"--format", "FMT", "table|json|csv|markdown; default table"});
   f.push_back({"--output", "FILE", "write the report to FILE instead of stdout"});
   f.push_back({"--sweep", "", "also list every stage x offload x power-of-two GPU count"});
-  f.push_back({"--max-gpus", "N", "largest GPU count searched for 'min GPUs' and --sweep; default 4096"});
+  f.push_back(
+      {"--max-gpus", "N", "largest GPU count searched for 'min GPUs' and --sweep; default 4096"});
   f.push_back({"--verbose", "", "itemised memory breakdown and ds_config keys not modelled"});
   return f;
 }
@@ -25,7 +26,8 @@ constexpr const char* kSummary =
     "What one training step needs per GPU under ZeRO stage 0-3 (and CPU offload variants):\n"
     "model states, runtime buffers, activations and overhead; whether it fits, the largest\n"
     "micro-batch, the smallest GPU count, the traffic per step, DeepSpeed's own estimate and a\n"
-    "recommendation. Without a model flag it plans the default scenario: Llama-2-7B on 8 x H100-SXM-80GB.";
+    "recommendation. Without a model flag it plans the default scenario: Llama-2-7B on 8 x "
+    "H100-SXM-80GB.";
 }  // namespace
 
 int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
@@ -40,14 +42,17 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     return kExitOk;
   }
   Diagnostics d;
-  auto mode = parse_choice("--mode", args->get("--mode").value_or("deepspeed"), {"deepspeed", "paper"});
+  auto mode =
+      parse_choice("--mode", args->get("--mode").value_or("deepspeed"), {"deepspeed", "paper"});
   auto fmt_name = parse_choice("--format", args->get("--format").value_or("table"),
                                {"table", "json", "csv", "markdown", "md"});
   std::uint64_t max_gpus = 4096;
   if (args->has("--max-gpus")) {
     auto m = parse_uint("--max-gpus", *args->get("--max-gpus"), 1, kMaxGpus);
-    if (m.ok()) max_gpus = m.value();
-    else d.append(m.diagnostics());
+    if (m.ok())
+      max_gpus = m.value();
+    else
+      d.append(m.diagnostics());
   }
   d.append(mode.diagnostics());
   d.append(fmt_name.diagnostics());

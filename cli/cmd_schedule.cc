@@ -17,8 +17,10 @@ std::vector<FlagSpec> schedule_flags() {
   return f;
 }
 constexpr const char* kSummary =
-    "Builds the schedule of one or more training steps (every op of every rank, no times) exactly as\n"
-    "DeepSpeed issues it, and writes it as JSON and/or as the collective log. Without output flags it\n"
+    "Builds the schedule of one or more training steps (every op of every rank, no times) exactly "
+    "as\n"
+    "DeepSpeed issues it, and writes it as JSON and/or as the collective log. Without output flags "
+    "it\n"
     "prints a count of ops and collectives.";
 
 }  // namespace
@@ -58,11 +60,12 @@ int run_schedule(const std::vector<std::string>& argv, std::ostream& out, std::o
   }
   std::uint64_t collectives = 0;
   for (const auto& op : s.ops) collectives += op.kind == OpKind::Collective;
-  out << "schedule: " << s.meta.model << ", stage " << s.meta.stage << " (" << s.meta.optimizer << "), "
-      << s.meta.world << " ranks in " << s.roles.size() << " role" << (s.roles.size() == 1 ? "" : "s")
-      << ", " << s.meta.steps << " step" << (s.meta.steps == 1 ? "" : "s") << " x " << s.meta.grad_accum
-      << " micro-step" << (s.meta.grad_accum == 1 ? "" : "s") << ": " << s.ops.size() << " ops, "
-      << collectives << " collectives per rank; DeepSpeed " << deepspeed_version_name(s.meta.deepspeed_version)
+  out << "schedule: " << s.meta.model << ", stage " << s.meta.stage << " (" << s.meta.optimizer
+      << "), " << s.meta.world << " ranks in " << s.roles.size() << " role"
+      << (s.roles.size() == 1 ? "" : "s") << ", " << s.meta.steps << " step"
+      << (s.meta.steps == 1 ? "" : "s") << " x " << s.meta.grad_accum << " micro-step"
+      << (s.meta.grad_accum == 1 ? "" : "s") << ": " << s.ops.size() << " ops, " << collectives
+      << " collectives per rank; DeepSpeed " << deepspeed_version_name(s.meta.deepspeed_version)
       << ", " << s.meta.mode << " mode\n";
   for (const auto& n : s.meta.notes) out << "note: " << n << "\n";
   return kExitOk;

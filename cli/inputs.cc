@@ -1,6 +1,6 @@
 // Resolving model, cluster, ds_config and training settings from flags. Precedence: the ds_config's
-// explicit values win; flags resolve its "auto" entries; a flag that contradicts an explicit value is
-// an error rather than a silent override.
+// explicit values win; flags resolve its "auto" entries; a flag that contradicts an explicit value
+// is an error rather than a silent override.
 #include "inputs.h"
 
 #include "zerosim/model_loader.h"
@@ -12,7 +12,8 @@ std::vector<FlagSpec> model_cluster_flags() {
       {"--model", "NAME", "zoo model (see `zerosim models`); default: llama2-7b"},
       {"--hf-config", "FILE", "Hugging Face config.json"},
       {"--params", "N", "raw parameter count, e.g. 13e9 (synthetic GPT-style model)"},
-      {"--param-list", "FILE", "param list JSON {\"params\": [[name, [shape]]...], \"grad_order\": [...]}"},
+      {"--param-list", "FILE",
+       "param list JSON {\"params\": [[name, [shape]]...], \"grad_order\": [...]}"},
       {"--gpus", "N", "total GPUs (data-parallel ranks); default 8"},
       {"--nodes", "N", "nodes (with --gpus-per-node)"},
       {"--gpus-per-node", "N", "GPUs per node; default 8"},
@@ -35,8 +36,9 @@ Result<ModelDesc> load_model(const ParsedArgs& a, bool& used_default) {
   for (const char* f : {"--model", "--hf-config", "--params", "--param-list"})
     if (a.has(f)) given.push_back(f);
   if (given.size() > 1)
-    return fail<ModelDesc>("zerosim", "", "give one of --model, --hf-config, --params, --param-list (got " +
-                                              given[0] + " and " + given[1] + ")");
+    return fail<ModelDesc>("zerosim", "",
+                           "give one of --model, --hf-config, --params, --param-list (got " +
+                               given[0] + " and " + given[1] + ")");
   if (a.has("--hf-config")) return load_hf_config_file(*a.get("--hf-config"));
   if (a.has("--param-list")) return load_param_list_file(*a.get("--param-list"));
   if (a.has("--params")) {
@@ -68,13 +70,15 @@ bool resolve_cluster(const ParsedArgs& a, Cluster& c, Diagnostics& d) {
   if (nodes) {
     c.nodes = *nodes;
     if (c.nodes * c.gpus_per_node > kMaxGpus) {
-      d.error("--nodes", "", "expected at most " + std::to_string(kMaxGpus) + " GPUs in total, got " +
-                                 std::to_string(c.nodes) + " x " + std::to_string(c.gpus_per_node));
+      d.error("--nodes", "",
+              "expected at most " + std::to_string(kMaxGpus) + " GPUs in total, got " +
+                  std::to_string(c.nodes) + " x " + std::to_string(c.gpus_per_node));
       return false;
     }
     if (gpus && *gpus != c.world_size()) {
-      d.error("--gpus", "", "expected " + std::to_string(c.world_size()) + " (--nodes x --gpus-per-node), got " +
-                                std::to_string(*gpus));
+      d.error("--gpus", "",
+              "expected " + std::to_string(c.world_size()) + " (--nodes x --gpus-per-node), got " +
+                  std::to_string(*gpus));
       return false;
     }
     return true;
@@ -86,12 +90,14 @@ bool resolve_cluster(const ParsedArgs& a, Cluster& c, Diagnostics& d) {
   } else if (n % c.gpus_per_node == 0) {
     c.nodes = n / c.gpus_per_node;
   } else if (n < c.gpus_per_node) {
-    d.error("--gpus", "", "expected at least --gpus-per-node (" + std::to_string(c.gpus_per_node) +
-                              ") GPUs or a single node, got " + std::to_string(n));
+    d.error("--gpus", "",
+            "expected at least --gpus-per-node (" + std::to_string(c.gpus_per_node) +
+                ") GPUs or a single node, got " + std::to_string(n));
     return false;
   } else {
-    d.error("--gpus", "", "expected a multiple of --gpus-per-node (" + std::to_string(c.gpus_per_node) +
-                              "), got " + std::to_string(n));
+    d.error("--gpus", "",
+            "expected a multiple of --gpus-per-node (" + std::to_string(c.gpus_per_node) +
+                "), got " + std::to_string(n));
     return false;
   }
   return true;
@@ -102,8 +108,9 @@ void check_conflict(const ParsedArgs& a, const std::string& flag, std::uint64_t 
   if (!a.has(flag)) return;
   auto v = parse_uint(flag, *a.get(flag), 1, UINT64_MAX);
   if (v.ok() && v.value() != resolved)
-    d.error(flag, "", "conflicts with " + file + " " + key + " = " + std::to_string(resolved) +
-                          " (got " + *a.get(flag) + "); change one of them");
+    d.error(flag, "",
+            "conflicts with " + file + " " + key + " = " + std::to_string(resolved) + " (got " +
+                *a.get(flag) + "); change one of them");
 }
 
 }  // namespace
@@ -122,20 +129,26 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   std::optional<DType> precision;
   if (a.has("--precision")) {
     auto p = parse_choice("--precision", *a.get("--precision"), {"fp16", "bf16", "fp32"});
-    if (p.ok()) precision = parse_dtype(p.value());
-    else d.append(p.diagnostics());
+    if (p.ok())
+      precision = parse_dtype(p.value());
+    else
+      d.append(p.diagnostics());
   }
   std::optional<double> clip;
   if (a.has("--gradient-clipping")) {
     auto c = parse_number("--gradient-clipping", *a.get("--gradient-clipping"), 0, 1e9);
-    if (c.ok()) clip = c.value();
-    else d.append(c.diagnostics());
+    if (c.ok())
+      clip = c.value();
+    else
+      d.append(c.diagnostics());
   }
   std::string attention = "flash";
   if (a.has("--attention")) {
     auto c = parse_choice("--attention", *a.get("--attention"), {"flash", "eager"});
-    if (c.ok()) attention = c.value();
-    else d.append(c.diagnostics());
+    if (c.ok())
+      attention = c.value();
+    else
+      d.append(c.diagnostics());
   }
   if (d.has_errors()) return Result<Inputs>(d);
   in.model = std::move(model.value());
@@ -155,8 +168,10 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
     if (!ds.ok()) return Result<Inputs>(d);
     in.ds = std::move(ds.value());
     in.ds_config_given = true;
-    check_conflict(a, "--micro-batch", in.ds.micro_batch, "/train_micro_batch_size_per_gpu", file, d);
-    check_conflict(a, "--grad-accum", in.ds.grad_accum_steps, "/gradient_accumulation_steps", file, d);
+    check_conflict(a, "--micro-batch", in.ds.micro_batch, "/train_micro_batch_size_per_gpu", file,
+                   d);
+    check_conflict(a, "--grad-accum", in.ds.grad_accum_steps, "/gradient_accumulation_steps", file,
+                   d);
   } else {
     in.ds = default_ds_config(0, precision.value_or(DType::BFloat16));
     in.ds.micro_batch = micro.value_or(1);

@@ -23,11 +23,13 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  plan      memory per GPU for every ZeRO stage, what fits, largest micro-batch, traffic\n"
-    "  schedule  the exact collectives and buffers of a training step, as JSON or a collective log\n"
+    "  schedule  the exact collectives and buffers of a training step, as JSON or a collective "
+    "log\n"
     "  simulate  replay a training step event by event: time, traffic, memory over time, traces\n"
     "  models    list the model zoo and the GPU catalog\n"
     "\n"
-    "Run `zerosim <command> --help` for the flags of a command. `zerosim --version` prints the version.\n";
+    "Run `zerosim <command> --help` for the flags of a command. `zerosim --version` prints the "
+    "version.\n";
 
 int dispatch(const std::vector<std::string>& all) {
   if (all.empty() || all[0] == "--help" || all[0] == "-h" || all[0] == "help") {

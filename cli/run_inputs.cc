@@ -1,5 +1,5 @@
-// Scenario resolution for the commands that build a schedule. Flags mirror `zerosim plan`; a scenario
-// file replaces them (mixing the two is an error, so nothing is silently overridden).
+// Scenario resolution for the commands that build a schedule. Flags mirror `zerosim plan`; a
+// scenario file replaces them (mixing the two is an error, so nothing is silently overridden).
 #include "run_inputs.h"
 
 #include "inputs.h"
@@ -7,30 +7,49 @@
 namespace zerosim::cli {
 
 std::vector<FlagSpec> run_flags() {
-  std::vector<FlagSpec> f = {{"--scenario", "FILE", "a scenario file (scenarios/*.json); replaces the model/cluster flags"}};
+  std::vector<FlagSpec> f = {
+      {"--scenario", "FILE",
+       "a scenario file (scenarios/*.json); replaces the model/cluster flags"}};
   for (auto& m : model_cluster_flags()) f.push_back(m);
   f.push_back({"--world-size", "N", "data-parallel ranks (same as --gpus)"});
   f.push_back({"--stage", "S", "ZeRO stage 0..3 when no --ds-config gives one"});
-  f.push_back({"--steps", "K", "optimizer steps to run, step 0 first; default 1 (or the scenario's)"});
+  f.push_back(
+      {"--steps", "K", "optimizer steps to run, step 0 first; default 1 (or the scenario's)"});
   f.push_back({"--deepspeed-version", "V", "DeepSpeed behaviour: edaa722 (default) or 0.14.4"});
   f.push_back({"--mode", "MODE", "deepspeed|paper schedule; default deepspeed"});
-  f.push_back({"--zero-init", "", "stage 3: the model is built under deepspeed.zero.Init (HF Trainer does this)"});
-  f.push_back({"--overflow-steps", "LIST", "steps whose fp16/bf16 overflow check fails, e.g. 0,1 (step() skips the update)"});
+  f.push_back({"--zero-init", "",
+               "stage 3: the model is built under deepspeed.zero.Init (HF Trainer does this)"});
+  f.push_back({"--overflow-steps", "LIST",
+               "steps whose fp16/bf16 overflow check fails, e.g. 0,1 (step() skips the update)"});
   return f;
 }
 
 namespace {
 
-const char* const kModelFlags[] = {"--model", "--hf-config", "--params", "--param-list", "--gpus",
-                                   "--nodes", "--gpus-per-node", "--gpu", "--ds-config",
-                                   "--micro-batch", "--grad-accum", "--seq-len", "--precision",
-                                   "--gradient-clipping", "--activation-checkpointing", "--attention",
-                                   "--world-size", "--stage"};
+const char* const kModelFlags[] = {"--model",
+                                   "--hf-config",
+                                   "--params",
+                                   "--param-list",
+                                   "--gpus",
+                                   "--nodes",
+                                   "--gpus-per-node",
+                                   "--gpu",
+                                   "--ds-config",
+                                   "--micro-batch",
+                                   "--grad-accum",
+                                   "--seq-len",
+                                   "--precision",
+                                   "--gradient-clipping",
+                                   "--activation-checkpointing",
+                                   "--attention",
+                                   "--world-size",
+                                   "--stage"};
 
 Result<Scenario> scenario_from_flags(const ParsedArgs& a) {
   ParsedArgs plan_args = a;
   if (a.has("--world-size")) {
-    if (a.has("--gpus")) return fail<Scenario>("--world-size", "", "give --world-size or --gpus, not both");
+    if (a.has("--gpus"))
+      return fail<Scenario>("--world-size", "", "give --world-size or --gpus, not both");
     plan_args.values["--gpus"] = *a.get("--world-size");
   }
   auto in = load_inputs(plan_args);
@@ -47,8 +66,10 @@ Result<Scenario> scenario_from_flags(const ParsedArgs& a) {
     auto st = parse_uint("--stage", *a.get("--stage"), 0, 3);
     if (!st.ok()) return Result<Scenario>(st.diagnostics());
     if (in->ds_config_given && static_cast<int>(st.value()) != s.ds.zero.stage)
-      return fail<Scenario>("--stage", "", "conflicts with the ds_config's zero_optimization.stage = " +
-                                               std::to_string(s.ds.zero.stage) + " (got " + *a.get("--stage") + ")");
+      return fail<Scenario>("--stage", "",
+                            "conflicts with the ds_config's zero_optimization.stage = " +
+                                std::to_string(s.ds.zero.stage) + " (got " + *a.get("--stage") +
+                                ")");
     if (!in->ds_config_given) {
       s.ds = default_ds_config(static_cast<int>(st.value()), s.ds.lp_dtype());
       s.ds.micro_batch = in->ds.micro_batch;
@@ -56,7 +77,8 @@ Result<Scenario> scenario_from_flags(const ParsedArgs& a) {
       s.ds.train_batch_size = in->ds.train_batch_size;
     }
   } else if (!in->ds_config_given) {
-    return fail<Scenario>("zerosim", "", "which ZeRO stage? give --stage 0..3, --ds-config FILE or --scenario FILE");
+    return fail<Scenario>(
+        "zerosim", "", "which ZeRO stage? give --stage 0..3, --ds-config FILE or --scenario FILE");
   }
   return Result<Scenario>(std::move(s), d);
 }
@@ -68,7 +90,9 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
   Result<Scenario> sc = Scenario{};
   if (a.has("--scenario")) {
     for (const char* f : kModelFlags)
-      if (a.has(f)) return fail<BuiltRun>(f, "", "cannot be combined with --scenario (edit the scenario instead)");
+      if (a.has(f))
+        return fail<BuiltRun>(f, "",
+                              "cannot be combined with --scenario (edit the scenario instead)");
     sc = load_scenario_file(*a.get("--scenario"));
   } else {
     sc = scenario_from_flags(a);
@@ -85,8 +109,10 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
   }
   if (a.has("--deepspeed-version")) {
     auto v = parse_deepspeed_version(*a.get("--deepspeed-version"));
-    if (!v) return fail<BuiltRun>("--deepspeed-version", "", "expected one of edaa722, 0.14.4, got " +
-                                                                 quote(*a.get("--deepspeed-version")));
+    if (!v)
+      return fail<BuiltRun>(
+          "--deepspeed-version", "",
+          "expected one of edaa722, 0.14.4, got " + quote(*a.get("--deepspeed-version")));
     s.version = *v;
   }
   if (a.has("--overflow-steps")) {

@@ -11,7 +11,8 @@
 
 namespace zerosim::cli {
 
-/// --scenario, the model/cluster flags, --stage, --world-size, --steps, --deepspeed-version, --mode.
+/// --scenario, the model/cluster flags, --stage, --world-size, --steps, --deepspeed-version,
+/// --mode.
 std::vector<FlagSpec> run_flags();
 
 /// A scenario with its partition plan and schedule (the plan outlives the schedule's build).

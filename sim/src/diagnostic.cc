@@ -17,13 +17,18 @@ std::string Diagnostic::to_string() const {
   return s;
 }
 
-void Diagnostics::error(std::string source, std::string pointer, std::string message, std::string hint) {
-  add({Severity::Error, std::move(source), std::move(pointer), std::move(message), std::move(hint)});
+void Diagnostics::error(std::string source, std::string pointer, std::string message,
+                        std::string hint) {
+  add({Severity::Error, std::move(source), std::move(pointer), std::move(message),
+       std::move(hint)});
 }
-void Diagnostics::warning(std::string source, std::string pointer, std::string message, std::string hint) {
-  add({Severity::Warning, std::move(source), std::move(pointer), std::move(message), std::move(hint)});
+void Diagnostics::warning(std::string source, std::string pointer, std::string message,
+                          std::string hint) {
+  add({Severity::Warning, std::move(source), std::move(pointer), std::move(message),
+       std::move(hint)});
 }
-void Diagnostics::note(std::string source, std::string pointer, std::string message, std::string hint) {
+void Diagnostics::note(std::string source, std::string pointer, std::string message,
+                       std::string hint) {
   add({Severity::Note, std::move(source), std::move(pointer), std::move(message), std::move(hint)});
 }
 void Diagnostics::append(const Diagnostics& other) {
@@ -65,7 +70,8 @@ std::string closest_match(const std::string& word, const std::vector<std::string
       best = c;
     }
   }
-  // Close enough: at most a third of the word changed (at least 2 edits allowed), or a prefix match.
+  // Close enough: at most a third of the word changed (at least 2 edits allowed), or a prefix
+  // match.
   std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
   if (best_d <= limit) return best;
   for (const auto& c : candidates)

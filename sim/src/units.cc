@@ -10,12 +10,18 @@ namespace zerosim {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::Float16: return "float16";
-    case DType::BFloat16: return "bfloat16";
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::UInt8: return "uint8";
-    case DType::Int64: return "int64";
+    case DType::Float16:
+      return "float16";
+    case DType::BFloat16:
+      return "bfloat16";
+    case DType::Float32:
+      return "float32";
+    case DType::Float64:
+      return "float64";
+    case DType::UInt8:
+      return "uint8";
+    case DType::Int64:
+      return "int64";
   }
   return "?";
 }
@@ -25,12 +31,22 @@ std::optional<DType> parse_dtype(std::string_view s) {
   for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (low.rfind("torch.", 0) == 0) low = low.substr(6);
   static const std::array<std::pair<std::string_view, DType>, 16> kNames = {{
-      {"float16", DType::Float16}, {"fp16", DType::Float16}, {"half", DType::Float16},
-      {"bfloat16", DType::BFloat16}, {"bf16", DType::BFloat16},
-      {"float32", DType::Float32}, {"fp32", DType::Float32}, {"float", DType::Float32},
-      {"float64", DType::Float64}, {"fp64", DType::Float64}, {"double", DType::Float64},
-      {"uint8", DType::UInt8}, {"u8", DType::UInt8}, {"byte", DType::UInt8},
-      {"int64", DType::Int64}, {"long", DType::Int64},
+      {"float16", DType::Float16},
+      {"fp16", DType::Float16},
+      {"half", DType::Float16},
+      {"bfloat16", DType::BFloat16},
+      {"bf16", DType::BFloat16},
+      {"float32", DType::Float32},
+      {"fp32", DType::Float32},
+      {"float", DType::Float32},
+      {"float64", DType::Float64},
+      {"fp64", DType::Float64},
+      {"double", DType::Float64},
+      {"uint8", DType::UInt8},
+      {"u8", DType::UInt8},
+      {"byte", DType::UInt8},
+      {"int64", DType::Int64},
+      {"long", DType::Int64},
   }};
   for (const auto& [name, t] : kNames)
     if (low == name) return t;

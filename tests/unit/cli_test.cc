@@ -1,17 +1,16 @@
 // End-to-end tests of the zerosim executable: help, exit codes, one-line errors for bad input,
 // JSON output contract and determinism. Runs the binary built next to the tests (ZEROSIM_CLI_PATH).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -31,8 +30,8 @@ std::string read_all(const std::string& path) {
 CliRun run_cli(const std::string& args) {
   static int counter = 0;
   // The pid keeps parallel test processes (ctest -j) from sharing a file.
-  std::string err_path = ::testing::TempDir() + "zerosim_cli_err_" + std::to_string(getpid()) + "_" +
-                         std::to_string(counter++);
+  std::string err_path = ::testing::TempDir() + "zerosim_cli_err_" + std::to_string(getpid()) +
+                         "_" + std::to_string(counter++);
   std::string cmd = std::string(ZEROSIM_CLI_PATH) + " " + args + " 2>" + err_path;
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -85,25 +84,39 @@ TEST(Cli, BadNumbers) {
   expect_one_line_error("plan --gpus -3", "--gpus: expected an integer 1..16777216, got \"-3\"");
   expect_one_line_error("plan --gpus 0", "--gpus: expected an integer 1..16777216, got \"0\"");
   expect_one_line_error("plan --gpus 1e9", "--gpus: expected an integer 1..16777216, got \"1e9\"");
-  expect_one_line_error("plan --gpus eight", "--gpus: expected an integer 1..16777216, got \"eight\"");
-  expect_one_line_error("plan --micro-batch 0", "--micro-batch: expected an integer 1..1048576, got \"0\"");
-  expect_one_line_error("plan --seq-len 1.5", "--seq-len: expected an integer 1..16777216, got \"1.5\"");
-  expect_one_line_error("plan --gpus 12 --gpus-per-node 8", "--gpus: expected a multiple of --gpus-per-node (8), got 12");
-  expect_one_line_error("plan --max-gpus 0", "--max-gpus: expected an integer 1..16777216, got \"0\"");
+  expect_one_line_error("plan --gpus eight",
+                        "--gpus: expected an integer 1..16777216, got \"eight\"");
+  expect_one_line_error("plan --micro-batch 0",
+                        "--micro-batch: expected an integer 1..1048576, got \"0\"");
+  expect_one_line_error("plan --seq-len 1.5",
+                        "--seq-len: expected an integer 1..16777216, got \"1.5\"");
+  expect_one_line_error("plan --gpus 12 --gpus-per-node 8",
+                        "--gpus: expected a multiple of --gpus-per-node (8), got 12");
+  expect_one_line_error("plan --max-gpus 0",
+                        "--max-gpus: expected an integer 1..16777216, got \"0\"");
 }
 
 TEST(Cli, BadChoicesAndNames) {
-  expect_one_line_error("plan --format xml", "--format: expected one of table, json, csv, markdown, md, got \"xml\"");
-  expect_one_line_error("plan --mode papr", "--mode: expected one of deepspeed, paper, got \"papr\" (did you mean paper?)");
-  expect_one_line_error("plan --precision fp8", "--precision: expected one of fp16, bf16, fp32, got \"fp8\"");
-  expect_one_line_error("plan --model llama2-7b --params 1e9", "give one of --model, --hf-config, --params, --param-list (got --model and --params)");
+  expect_one_line_error("plan --format xml",
+                        "--format: expected one of table, json, csv, markdown, md, got \"xml\"");
+  expect_one_line_error(
+      "plan --mode papr",
+      "--mode: expected one of deepspeed, paper, got \"papr\" (did you mean paper?)");
+  expect_one_line_error("plan --precision fp8",
+                        "--precision: expected one of fp16, bf16, fp32, got \"fp8\"");
+  expect_one_line_error(
+      "plan --model llama2-7b --params 1e9",
+      "give one of --model, --hf-config, --params, --param-list (got --model and --params)");
 }
 
 TEST(Cli, BadFiles) {
-  expect_one_line_error("plan --ds-config /nonexistent/ds.json", "/nonexistent/ds.json: cannot read file");
-  expect_one_line_error("plan --ds-config " + data("cli/stage_three.json"),
-                        "stage_three.json: /zero_optimization/stage: expected an integer 0..3, got \"three\"");
-  expect_one_line_error("plan --output /nonexistent/dir/plan.txt", "--output: cannot write /nonexistent/dir/plan.txt");
+  expect_one_line_error("plan --ds-config /nonexistent/ds.json",
+                        "/nonexistent/ds.json: cannot read file");
+  expect_one_line_error(
+      "plan --ds-config " + data("cli/stage_three.json"),
+      "stage_three.json: /zero_optimization/stage: expected an integer 0..3, got \"three\"");
+  expect_one_line_error("plan --output /nonexistent/dir/plan.txt",
+                        "--output: cannot write /nonexistent/dir/plan.txt");
 }
 
 TEST(Cli, AbsurdSizesDoNotOverflow) {
@@ -126,13 +139,16 @@ TEST(Cli, JsonContract) {
   EXPECT_EQ(j["version"], 1);
   EXPECT_EQ(j["model"]["parameters"].get<std::uint64_t>(), 6738415616ULL);
   ASSERT_EQ(j["rows"].size(), 8u);
-  for (const char* k : {"stage", "offload", "model_states_bytes", "buffers_bytes", "activations_bytes",
-                        "overhead_bytes", "total_bytes", "fits", "max_micro_batch", "comm_bytes_per_step"})
+  for (const char* k :
+       {"stage", "offload", "model_states_bytes", "buffers_bytes", "activations_bytes",
+        "overhead_bytes", "total_bytes", "fits", "max_micro_batch", "comm_bytes_per_step"})
     EXPECT_TRUE(j["rows"][0].contains(k)) << k;
   for (const auto& row : j["rows"])
     EXPECT_EQ(row["total_bytes"].get<std::uint64_t>(),
-              row["model_states_bytes"].get<std::uint64_t>() + row["buffers_bytes"].get<std::uint64_t>() +
-                  row["activations_bytes"].get<std::uint64_t>() + row["overhead_bytes"].get<std::uint64_t>());
+              row["model_states_bytes"].get<std::uint64_t>() +
+                  row["buffers_bytes"].get<std::uint64_t>() +
+                  row["activations_bytes"].get<std::uint64_t>() +
+                  row["overhead_bytes"].get<std::uint64_t>());
   EXPECT_TRUE(j["recommendation"].contains("reason"));
 }
 
@@ -155,7 +171,8 @@ TEST(Cli, DefaultScenarioIsSaid) {
 }
 
 TEST(Cli, DsConfigRowIsMarkedAndFlagsMustAgree) {
-  CliRun r = run_cli("plan --model gpt2-xl --ds-config " + data("cli/zero2_bf16.json") + " --format json");
+  CliRun r =
+      run_cli("plan --model gpt2-xl --ds-config " + data("cli/zero2_bf16.json") + " --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   int marked = 0;
@@ -168,8 +185,9 @@ TEST(Cli, DsConfigRowIsMarkedAndFlagsMustAgree) {
   EXPECT_EQ(marked, 1);
   EXPECT_EQ(j["training"]["micro_batch"], 2);
   EXPECT_EQ(j["training"]["gradient_accumulation_steps"], 4);
-  expect_one_line_error("plan --model gpt2-xl --micro-batch 3 --ds-config " + data("cli/zero2_bf16.json"),
-                        "--micro-batch: conflicts with");
+  expect_one_line_error(
+      "plan --model gpt2-xl --micro-batch 3 --ds-config " + data("cli/zero2_bf16.json"),
+      "--micro-batch: conflicts with");
 }
 
 TEST(Cli, ModelsListsZooAndCatalog) {
@@ -185,25 +203,35 @@ TEST(Cli, ModelsListsZooAndCatalog) {
 namespace {
 
 TEST(CliRun, BadFlagsOfScheduleAndSimulate) {
-  expect_one_line_error("simulate --model gpt2-small --stage 5", "--stage: expected an integer 0..3, got \"5\"");
-  expect_one_line_error("schedule --model gpt2-small --stage 2 --steps 0", "--steps: expected an integer 1..10000, got \"0\"");
+  expect_one_line_error("simulate --model gpt2-small --stage 5",
+                        "--stage: expected an integer 0..3, got \"5\"");
+  expect_one_line_error("schedule --model gpt2-small --stage 2 --steps 0",
+                        "--steps: expected an integer 1..10000, got \"0\"");
   expect_one_line_error("simulate --model gpt2-small --stage 2 --deepspeed-version 0.9",
                         "--deepspeed-version: expected one of edaa722, 0.14.4, got \"0.9\"");
-  expect_one_line_error("schedule --model gpt2-small --stage 2 --ranks 1,x", "--ranks: expected an integer 0..16777215, got \"x\"");
-  expect_one_line_error("simulate --model gpt2-small --stage 2 --efficiency 0", "--efficiency: expected a number in");
-  expect_one_line_error("simulate --model gpt2-small", "which ZeRO stage? give --stage 0..3, --ds-config FILE or --scenario FILE");
-  expect_one_line_error("simulate --scenario " + std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/tiny_zero2_4gpu.json --model gpt2-small",
+  expect_one_line_error("schedule --model gpt2-small --stage 2 --ranks 1,x",
+                        "--ranks: expected an integer 0..16777215, got \"x\"");
+  expect_one_line_error("simulate --model gpt2-small --stage 2 --efficiency 0",
+                        "--efficiency: expected a number in");
+  expect_one_line_error("simulate --model gpt2-small",
+                        "which ZeRO stage? give --stage 0..3, --ds-config FILE or --scenario FILE");
+  expect_one_line_error("simulate --scenario " + std::string(ZEROSIM_SOURCE_DIR) +
+                            "/scenarios/tiny_zero2_4gpu.json --model gpt2-small",
                         "--model: cannot be combined with --scenario");
-  expect_one_line_error("simulate --scenario /nonexistent/s.json", "/nonexistent/s.json: cannot read file");
-  expect_one_line_error("simulate --model gpt2-small --stage 2 --steps 2 --overflow-steps 1",
-                        "--overflow-steps: expected steps before the last one (1, the steady state a simulation "
-                        "reports), got 1");
+  expect_one_line_error("simulate --scenario /nonexistent/s.json",
+                        "/nonexistent/s.json: cannot read file");
+  expect_one_line_error(
+      "simulate --model gpt2-small --stage 2 --steps 2 --overflow-steps 1",
+      "--overflow-steps: expected steps before the last one (1, the steady state a simulation "
+      "reports), got 1");
   expect_one_line_error("schedule --model gpt2-small --stage 2 --overflow-steps 0,x",
                         "--overflow-steps: expected an integer 0..9999, got \"x\"");
-  expect_one_line_error("simulate --model gpt2-small --stage 2 --precision fp32 --steps 2 --overflow-steps 0",
-                        "/overflow_steps: expected a precision whose step() checks for overflow");
+  expect_one_line_error(
+      "simulate --model gpt2-small --stage 2 --precision fp32 --steps 2 --overflow-steps 0",
+      "/overflow_steps: expected a precision whose step() checks for overflow");
   expect_one_line_error("simulate --model gpt2-small --stage 2 --zero-init",
-                        "--zero-init: expected ZeRO stage 3 (zero.Init partitions params as they are built), got stage 2");
+                        "--zero-init: expected ZeRO stage 3 (zero.Init partitions params as they "
+                        "are built), got stage 2");
 }
 
 // Llama-2-70B stage 3 does not fit at init without zero.Init (the whole bf16 model on every GPU):
@@ -222,15 +250,18 @@ TEST(CliRun, InitOomHintsAtZeroInit) {
 
 // --zero-init removes the engine and conversion broadcasts: one broadcast per param instead of two.
 TEST(CliRun, ZeroInitHalvesTheInitBroadcasts) {
-  const std::string log = ::testing::TempDir() + "zerosim_cli_zinit_" + std::to_string(getpid()) + ".jsonl";
+  const std::string log =
+      ::testing::TempDir() + "zerosim_cli_zinit_" + std::to_string(getpid()) + ".jsonl";
   const auto broadcasts = [&](const std::string& flags) -> std::size_t {
-    CliRun r = run_cli("schedule --model gpt2-small --gpus 4 --stage 3 " + flags + "--collectives-out " + log);
+    CliRun r = run_cli("schedule --model gpt2-small --gpus 4 --stage 3 " + flags +
+                       "--collectives-out " + log);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const std::string text = read_all(log);
     std::remove(log.c_str());
     std::size_t n = 0;
     const std::string init_broadcast = "\"phase\":\"init\",\"op\":\"broadcast\"";
-    for (auto at = text.find(init_broadcast); at != std::string::npos; at = text.find(init_broadcast, at + 1))
+    for (auto at = text.find(init_broadcast); at != std::string::npos;
+         at = text.find(init_broadcast, at + 1))
       ++n;
     return n;
   };
@@ -241,7 +272,8 @@ TEST(CliRun, ZeroInitHalvesTheInitBroadcasts) {
 
 TEST(CliRun, ScheduleWritesTheCollectiveLogAndSimulateIsDeterministic) {
   const std::string scenario = std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/tiny_zero2_4gpu.json";
-  const std::string log = ::testing::TempDir() + "zerosim_cli_log_" + std::to_string(getpid()) + ".jsonl";
+  const std::string log =
+      ::testing::TempDir() + "zerosim_cli_log_" + std::to_string(getpid()) + ".jsonl";
   CliRun s = run_cli("schedule --scenario " + scenario + " --collectives-out " + log);
   ASSERT_EQ(s.exit_code, 0) << s.err;
   std::string text = read_all(log);

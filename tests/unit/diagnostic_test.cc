@@ -11,11 +11,13 @@ namespace {
 TEST(Diagnostic, OneLineWithSourcePointerAndHint) {
   Diagnostic d{Severity::Error, "ds.json", "/zero_optimization/stage",
                "expected an integer 0..3, got \"three\"", ""};
-  EXPECT_EQ(d.to_string(), "ds.json: /zero_optimization/stage: expected an integer 0..3, got \"three\"");
-  d.hint = "did you mean \"stage\"?";
   EXPECT_EQ(d.to_string(),
-            "ds.json: /zero_optimization/stage: expected an integer 0..3, got \"three\" (did you mean "
-            "\"stage\"?)");
+            "ds.json: /zero_optimization/stage: expected an integer 0..3, got \"three\"");
+  d.hint = "did you mean \"stage\"?";
+  EXPECT_EQ(
+      d.to_string(),
+      "ds.json: /zero_optimization/stage: expected an integer 0..3, got \"three\" (did you mean "
+      "\"stage\"?)");
 }
 
 TEST(Diagnostic, ClosestMatch) {
@@ -45,7 +47,8 @@ TEST(JsonReader, SyntaxErrorHasLineAndColumn) {
 TEST(JsonReader, TypedGettersReportPointerExpectedAndFound) {
   Diagnostics d;
   auto j = json::parse(R"({"zero_optimization": {"stage": "three", "reduce_bucket_size": 5e8,
-                           "overlap_comm": 1, "stgae": 2}})", "ds.json", d);
+                           "overlap_comm": 1, "stgae": 2}})",
+                       "ds.json", d);
   ASSERT_TRUE(j.has_value());
   json::JsonReader root(*j, "ds.json", "", d);
   auto zero = root.child("zero_optimization");
@@ -56,11 +59,16 @@ TEST(JsonReader, TypedGettersReportPointerExpectedAndFound) {
   zero->reject_unknown({"stage", "reduce_bucket_size", "overlap_comm"});
   auto text = d.to_string();
   EXPECT_NE(text.find("ds.json: /zero_optimization/stage: expected an integer 0..3, got \"three\""),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("ds.json: /zero_optimization/overlap_comm: expected true or false, got 1"),
-            std::string::npos) << text;
-  EXPECT_NE(text.find("ds.json: /zero_optimization/stgae: unknown key \"stgae\" (did you mean \"stage\"?)"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find(
+          "ds.json: /zero_optimization/stgae: unknown key \"stgae\" (did you mean \"stage\"?)"),
+      std::string::npos)
+      << text;
 }
 
 TEST(JsonReader, RejectsFractionalIntegers) {
@@ -80,15 +88,18 @@ TEST(JsonReader, DuplicateKeysAreRefusedWithTheirPointer) {
   Diagnostics d;
   auto j = json::parse(R"({"zero_optimization": {"stage": 2, "stage": 3}})", "ds.json", d);
   EXPECT_FALSE(j.has_value());
-  EXPECT_EQ(d.to_string(),
-            "ds.json: /zero_optimization/stage: duplicate key: a JSON object names it twice (keep one; "
-            "DeepSpeed refuses duplicate keys too)\n");
+  EXPECT_EQ(
+      d.to_string(),
+      "ds.json: /zero_optimization/stage: duplicate key: a JSON object names it twice (keep one; "
+      "DeepSpeed refuses duplicate keys too)\n");
   Diagnostics d2;
   auto k = json::parse(R"({"params": [["a", [2]], {"x": 1, "x": 2}]})", "p.json", d2);
   EXPECT_FALSE(k.has_value());
-  EXPECT_NE(d2.to_string().find("p.json: /params/1/x: duplicate key"), std::string::npos) << d2.to_string();
+  EXPECT_NE(d2.to_string().find("p.json: /params/1/x: duplicate key"), std::string::npos)
+      << d2.to_string();
   Diagnostics d3;
-  EXPECT_TRUE(json::parse(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}]})", "ok.json", d3));
+  EXPECT_TRUE(
+      json::parse(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}]})", "ok.json", d3));
   EXPECT_TRUE(d3.empty());
 }
 }  // namespace

@@ -1,13 +1,17 @@
 // Real ds_config files load unchanged and resolve to the values DeepSpeed (and the Hugging Face
-// Trainer, for "auto") would use; plus file handling, syntax errors, defaults and default_ds_config.
+// Trainer, for "auto") would use; plus file handling, syntax errors, defaults and
+// default_ds_config.
 //
 // Fixtures in tests/data/ds/ are verbatim copies (JSON has no comments, so sources are here):
-//   hf_ds_config_zero2.json       huggingface/transformers tests/deepspeed/ds_config_zero2.json @00e12e7
-//   hf_ds_config_zero3.json       huggingface/transformers tests/deepspeed/ds_config_zero3.json @e7a1419
-//   hf_ds_config_zero3_bf16.json  huggingface/transformers tests/deepspeed/ds_config_zero3_bf16.json @a9c1721
-//   dse_zenflow_zf_config.json    deepspeedai/DeepSpeedExamples training/DeepSpeed-ZenFlow/finetuning/zf_config.json @ccee2ba
-//   dse_zero3_leaf_qwen3_5.json   deepspeedai/DeepSpeedExamples training/expert_parallel/configs/ds_zero3_leaf_qwen3_5.json @44e04e2
-//   dse_tp_hf_ds_config.json      deepspeedai/DeepSpeedExamples training/tensor_parallel/hf_integration/configs/ds_config.json @ff01ee0
+//   hf_ds_config_zero2.json       huggingface/transformers tests/deepspeed/ds_config_zero2.json
+//   @00e12e7 hf_ds_config_zero3.json       huggingface/transformers
+//   tests/deepspeed/ds_config_zero3.json @e7a1419 hf_ds_config_zero3_bf16.json
+//   huggingface/transformers tests/deepspeed/ds_config_zero3_bf16.json @a9c1721
+//   dse_zenflow_zf_config.json    deepspeedai/DeepSpeedExamples
+//   training/DeepSpeed-ZenFlow/finetuning/zf_config.json @ccee2ba dse_zero3_leaf_qwen3_5.json
+//   deepspeedai/DeepSpeedExamples training/expert_parallel/configs/ds_zero3_leaf_qwen3_5.json
+//   @44e04e2 dse_tp_hf_ds_config.json      deepspeedai/DeepSpeedExamples
+//   training/tensor_parallel/hf_integration/configs/ds_config.json @ff01ee0
 #include <gtest/gtest.h>
 
 #include <string>
@@ -18,7 +22,9 @@
 namespace zerosim {
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(ZEROSIM_TEST_DATA_DIR) + "/ds/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(ZEROSIM_TEST_DATA_DIR) + "/ds/" + name;
+}
 
 using Strings = std::vector<std::string>;
 
@@ -53,26 +59,31 @@ TEST(DsConfigLoad, HfZero2WithAutoValues) {
   EXPECT_EQ(c.optimizer_path(), OptimizerPath::ZeroStage1And2);
   EXPECT_EQ(c.comm_dtype(), DType::BFloat16);
   EXPECT_EQ(c.master_dtype(), DType::Float32);
-  EXPECT_EQ(c.not_modelled, (Strings{"optimizer", "scheduler", "steps_per_print", "wall_clock_breakdown"}));
-  EXPECT_EQ(c.notes,
-            (Strings{"ZeRO-2 never issues a reduce-scatter: each gradient bucket is all-reduced (or reduced per "
-                     "owner) and every rank keeps its own slice",
-                     "allgather_bucket_size has no effect on modern PyTorch: DeepSpeed issues one "
-                     "all_gather_into_tensor per parameter group",
-                     "allgather_partitions is read but never used by DeepSpeed: parameters are always "
-                     "all-gathered"}));
+  EXPECT_EQ(c.not_modelled,
+            (Strings{"optimizer", "scheduler", "steps_per_print", "wall_clock_breakdown"}));
+  EXPECT_EQ(
+      c.notes,
+      (Strings{"ZeRO-2 never issues a reduce-scatter: each gradient bucket is all-reduced (or "
+               "reduced per "
+               "owner) and every rank keeps its own slice",
+               "allgather_bucket_size has no effect on modern PyTorch: DeepSpeed issues one "
+               "all_gather_into_tensor per parameter group",
+               "allgather_partitions is read but never used by DeepSpeed: parameters are always "
+               "all-gathered"}));
 }
 
 TEST(DsConfigLoad, HfZero2WithoutAutoValuesNamesEveryFlag) {
   auto r = load_ds_config_file(fixture("hf_ds_config_zero2.json"), AutoValues{});
   const std::string src = fixture("hf_ds_config_zero2.json");
   EXPECT_FALSE(r.ok());
-  EXPECT_EQ(r.diagnostics().to_string(),
-            src + ": /fp16/enabled: is \"auto\" and needs a value: pass --precision\n" + src +
-                ": /bf16/enabled: is \"auto\" and needs a value: pass --precision\n" + src +
-                ": /gradient_clipping: is \"auto\" and needs a value: pass --gradient-clipping\n" + src +
-                ": /train_micro_batch_size_per_gpu: is \"auto\" and needs a value: pass --micro-batch\n" + src +
-                ": /gradient_accumulation_steps: is \"auto\" and needs a value: pass --grad-accum\n");
+  EXPECT_EQ(
+      r.diagnostics().to_string(),
+      src + ": /fp16/enabled: is \"auto\" and needs a value: pass --precision\n" + src +
+          ": /bf16/enabled: is \"auto\" and needs a value: pass --precision\n" + src +
+          ": /gradient_clipping: is \"auto\" and needs a value: pass --gradient-clipping\n" + src +
+          ": /train_micro_batch_size_per_gpu: is \"auto\" and needs a value: pass --micro-batch\n" +
+          src +
+          ": /gradient_accumulation_steps: is \"auto\" and needs a value: pass --grad-accum\n");
 }
 
 TEST(DsConfigLoad, HfZero3ResolvesHiddenSizeRules) {
@@ -97,24 +108,27 @@ TEST(DsConfigLoad, HfZero3ResolvesHiddenSizeRules) {
   EXPECT_EQ(c.zero.offload_param.device, OffloadDevice::Cpu);
   EXPECT_TRUE(c.zero.offload_param.pin_memory);
   EXPECT_EQ(c.zero.sub_group_size, 100000000000000u);
-  EXPECT_EQ(c.zero.reduce_bucket_size, 16777216u);     // 4096^2
-  EXPECT_EQ(c.zero.prefetch_bucket_size, 15099494u);   // int(0.9 * 4096^2) = int(15099494.4)
+  EXPECT_EQ(c.zero.reduce_bucket_size, 16777216u);    // 4096^2
+  EXPECT_EQ(c.zero.prefetch_bucket_size, 15099494u);  // int(0.9 * 4096^2) = int(15099494.4)
   EXPECT_EQ(c.zero.param_persistence_threshold, 40960u);
   EXPECT_EQ(c.zero.max_live_parameters, 1000000000u);
   EXPECT_EQ(c.zero.max_reuse_distance, 1000000000u);
   EXPECT_TRUE(c.zero.gather_16bit_weights_on_model_save);
   EXPECT_EQ(c.train_batch_size, 32u);
   EXPECT_EQ(c.optimizer_path(), OptimizerPath::ZeroStage3);
-  EXPECT_EQ(c.notes,
-            (Strings{"/zero_optimization/reduce_bucket_size \"auto\" = hidden_size^2 = 16777216 (Hugging Face "
-                     "Trainer rule, hidden size 4096)",
-                     "/zero_optimization/stage3_prefetch_bucket_size \"auto\" = int(0.9 * hidden_size^2) = "
-                     "15099494 (Hugging Face Trainer rule, hidden size 4096)",
-                     "/zero_optimization/stage3_param_persistence_threshold \"auto\" = 10 * hidden_size = 40960 "
-                     "(Hugging Face Trainer rule, hidden size 4096)",
-                     "stage3_gather_fp16_weights_on_model_save is deprecated: DeepSpeed reads it as "
-                     "gather_16bit_weights_on_model_save",
-                     "stage3_max_live_parameters is not a hard cap: it only limits how much is prefetched"}));
+  EXPECT_EQ(
+      c.notes,
+      (Strings{
+          "/zero_optimization/reduce_bucket_size \"auto\" = hidden_size^2 = 16777216 (Hugging Face "
+          "Trainer rule, hidden size 4096)",
+          "/zero_optimization/stage3_prefetch_bucket_size \"auto\" = int(0.9 * hidden_size^2) = "
+          "15099494 (Hugging Face Trainer rule, hidden size 4096)",
+          "/zero_optimization/stage3_param_persistence_threshold \"auto\" = 10 * hidden_size = "
+          "40960 "
+          "(Hugging Face Trainer rule, hidden size 4096)",
+          "stage3_gather_fp16_weights_on_model_save is deprecated: DeepSpeed reads it as "
+          "gather_16bit_weights_on_model_save",
+          "stage3_max_live_parameters is not a hard cap: it only limits how much is prefetched"}));
 }
 
 TEST(DsConfigLoad, HfZero3WithoutHiddenSizeNeedsAModel) {
@@ -129,11 +143,14 @@ TEST(DsConfigLoad, HfZero3WithoutHiddenSizeNeedsAModel) {
           "train_micro_batch_size_per_gpu": 1})",
       "ds.json", a);
   EXPECT_EQ(r.diagnostics().to_string(),
-            "ds.json: /zero_optimization/reduce_bucket_size: is \"auto\" and needs a value: pass a model with a "
+            "ds.json: /zero_optimization/reduce_bucket_size: is \"auto\" and needs a value: pass a "
+            "model with a "
             "known hidden size\n"
-            "ds.json: /zero_optimization/stage3_prefetch_bucket_size: is \"auto\" and needs a value: pass a "
+            "ds.json: /zero_optimization/stage3_prefetch_bucket_size: is \"auto\" and needs a "
+            "value: pass a "
             "model with a known hidden size\n"
-            "ds.json: /zero_optimization/stage3_param_persistence_threshold: is \"auto\" and needs a value: "
+            "ds.json: /zero_optimization/stage3_param_persistence_threshold: is \"auto\" and needs "
+            "a value: "
             "pass a model with a known hidden size\n");
 }
 
@@ -155,7 +172,8 @@ TEST(DsConfigLoad, HfZero3Bf16ReadsTheOldBfloat16Block) {
   EXPECT_EQ(c.zero.prefetch_bucket_size, 943718u);  // int(943718.4)
   EXPECT_EQ(c.zero.param_persistence_threshold, 10240u);
   EXPECT_EQ(c.train_batch_size, 12u);
-  EXPECT_EQ(c.not_modelled, (Strings{"optimizer", "scheduler", "steps_per_print", "wall_clock_breakdown"}));
+  EXPECT_EQ(c.not_modelled,
+            (Strings{"optimizer", "scheduler", "steps_per_print", "wall_clock_breakdown"}));
 }
 
 TEST(DsConfigLoad, ZenFlowExampleDerivesMicroBatch) {
@@ -172,9 +190,11 @@ TEST(DsConfigLoad, ZenFlowExampleDerivesMicroBatch) {
   EXPECT_EQ(c.zero.offload_optimizer.device, OffloadDevice::Cpu);
   EXPECT_DOUBLE_EQ(c.gradient_clipping, 1.0);
   EXPECT_EQ(c.not_modelled, (Strings{"optimizer", "zero_allow_untested_optimizer"}));
-  EXPECT_EQ(c.notes, (Strings{"ZeRO-2 never issues a reduce-scatter: each gradient bucket is all-reduced (or "
-                              "reduced per owner) and every rank keeps its own slice",
-                              "zero_optimization.zenflow (ZenFlow) is accepted but not modelled"}));
+  EXPECT_EQ(
+      c.notes,
+      (Strings{"ZeRO-2 never issues a reduce-scatter: each gradient bucket is all-reduced (or "
+               "reduced per owner) and every rank keeps its own slice",
+               "zero_optimization.zenflow (ZenFlow) is accepted but not modelled"}));
 }
 
 TEST(DsConfigLoad, ZenFlowExampleOnThreeRanksFailsDeepSpeedsBatchAssertion) {
@@ -182,10 +202,12 @@ TEST(DsConfigLoad, ZenFlowExampleOnThreeRanksFailsDeepSpeedsBatchAssertion) {
   a.world_size = 3;
   const std::string src = fixture("dse_zenflow_zf_config.json");
   auto r = load_ds_config_file(src, a);
-  EXPECT_EQ(r.diagnostics().to_string(),
-            src + ": /train_batch_size: DeepSpeed refuses this config: Check batch related parameters. "
-                  "train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size "
-                  "32 != 10 * 1 * 3 (deepspeed/runtime/config.py)\n");
+  EXPECT_EQ(
+      r.diagnostics().to_string(),
+      src +
+          ": /train_batch_size: DeepSpeed refuses this config: Check batch related parameters. "
+          "train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size "
+          "32 != 10 * 1 * 3 (deepspeed/runtime/config.py)\n");
 }
 
 TEST(DsConfigLoad, Zero3LeafModuleExample) {
@@ -201,8 +223,9 @@ TEST(DsConfigLoad, Zero3LeafModuleExample) {
   EXPECT_EQ(c.micro_batch, 2u);
   EXPECT_EQ(c.train_batch_size, 4u);
   EXPECT_EQ(c.not_modelled, (Strings{"optimizer", "scheduler", "steps_per_print"}));
-  EXPECT_EQ(c.notes, (Strings{"overlap_comm is unset: DeepSpeed turns it on for stage 3 (the documentation "
-                              "says the default is false)"}));
+  EXPECT_EQ(c.notes,
+            (Strings{"overlap_comm is unset: DeepSpeed turns it on for stage 3 (the documentation "
+                     "says the default is false)"}));
 }
 
 TEST(DsConfigLoad, TensorParallelHfExample) {
@@ -218,8 +241,8 @@ TEST(DsConfigLoad, TensorParallelHfExample) {
   EXPECT_EQ(c.zero.stage, 2);
   EXPECT_TRUE(c.zero.gather_16bit_weights_on_model_save);
   EXPECT_EQ(c.train_batch_size, 8u);
-  EXPECT_EQ(c.not_modelled,
-            (Strings{"optimizer", "scheduler", "steps_per_print", "tensor_parallel", "wall_clock_breakdown"}));
+  EXPECT_EQ(c.not_modelled, (Strings{"optimizer", "scheduler", "steps_per_print", "tensor_parallel",
+                                     "wall_clock_breakdown"}));
 }
 
 TEST(DsConfigLoad, DefaultsOfAMinimalConfig) {
@@ -270,10 +293,12 @@ TEST(DsConfigLoad, DefaultsOfAMinimalConfig) {
 
 TEST(DsConfigLoad, MissingFileAndBadSyntaxAndNonObject) {
   auto missing = load_ds_config_file("/nonexistent/ds.json", AutoValues{});
-  EXPECT_EQ(missing.diagnostics().to_string(), "/nonexistent/ds.json: cannot read file: No such file or directory\n");
+  EXPECT_EQ(missing.diagnostics().to_string(),
+            "/nonexistent/ds.json: cannot read file: No such file or directory\n");
   auto syntax = load_ds_config_text("{\"fp16\": }", "ds.json", AutoValues{});
   ASSERT_FALSE(syntax.ok());
-  EXPECT_EQ(syntax.diagnostics().to_string().rfind("ds.json: invalid JSON at line 1, column 10: ", 0), 0u)
+  EXPECT_EQ(
+      syntax.diagnostics().to_string().rfind("ds.json: invalid JSON at line 1, column 10: ", 0), 0u)
       << syntax.diagnostics().to_string();
   auto arr = load_ds_config_text("[1]", "ds.json", AutoValues{});
   EXPECT_EQ(arr.diagnostics().to_string(), "ds.json: /: expected an object, got an array\n");

@@ -15,8 +15,9 @@ using Strings = std::vector<std::string>;
 
 /// Loads `{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {<zero>}}`.
 Result<DsConfig> zero(const std::string& body, const AutoValues& a = AutoValues{}) {
-  return load_ds_config_text(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {)" + body + "}}",
-                             "ds.json", a);
+  return load_ds_config_text(
+      R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {)" + body + "}}", "ds.json",
+      a);
 }
 
 std::string diag(const Result<DsConfig>& r) { return r.diagnostics().to_string(); }
@@ -28,8 +29,10 @@ TEST(DsConfigZero, EveryAliasSetsTheSameField) {
   };
   const Case cases[] = {
       {"prefetch_bucket_size", "stage3_prefetch_bucket_size", &ZeroConfig::prefetch_bucket_size},
-      {"param_persistence_threshold", "stage3_param_persistence_threshold", &ZeroConfig::param_persistence_threshold},
-      {"model_persistence_threshold", "stage3_model_persistence_threshold", &ZeroConfig::model_persistence_threshold},
+      {"param_persistence_threshold", "stage3_param_persistence_threshold",
+       &ZeroConfig::param_persistence_threshold},
+      {"model_persistence_threshold", "stage3_model_persistence_threshold",
+       &ZeroConfig::model_persistence_threshold},
       {"max_live_parameters", "stage3_max_live_parameters", &ZeroConfig::max_live_parameters},
       {"max_reuse_distance", "stage3_max_reuse_distance", &ZeroConfig::max_reuse_distance},
       {"module_granularity_threshold", "stage3_module_granularity_threshold",
@@ -66,7 +69,8 @@ TEST(DsConfigZero, EveryAliasSetsTheSameField) {
 TEST(DsConfigZero, BothSpellingsOfOneFieldAreAnError) {
   auto r = zero(R"("stage": 3, "prefetch_bucket_size": 7, "stage3_prefetch_bucket_size": 8)");
   EXPECT_EQ(diag(r),
-            "ds.json: /zero_optimization/prefetch_bucket_size: duplicate of \"stage3_prefetch_bucket_size\" (the "
+            "ds.json: /zero_optimization/prefetch_bucket_size: duplicate of "
+            "\"stage3_prefetch_bucket_size\" (the "
             "same DeepSpeed field under its other name); pydantic rejects it as an extra input\n");
 }
 
@@ -135,42 +139,51 @@ TEST(DsConfigZero, OffloadParamIsIgnoredBelowStage3) {
   auto r = zero(R"("stage": 2, "offload_param": {"device": "cpu"})");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value().zero.offload_param.device, OffloadDevice::None);
-  EXPECT_EQ(r.value().notes.front(),
-            "offload_param is ignored below stage 3: the stage 1/2 optimizer never offloads parameters");
+  EXPECT_EQ(
+      r.value().notes.front(),
+      "offload_param is ignored below stage 3: the stage 1/2 optimizer never offloads parameters");
 }
 
 TEST(DsConfigZero, AllgatherSequentialForcesPrefetchOfOne) {
   auto r = zero(R"("stage": 3, "stage3_allgather_sequential": true, "overlap_comm": true)");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value().zero.prefetch_bucket_size, 1u);
-  EXPECT_EQ(r.value().notes, (Strings{"stage3_allgather_sequential: DeepSpeed sets stage3_prefetch_bucket_size "
-                                      "to 1 (one all-gather per parameter)"}));
+  EXPECT_EQ(r.value().notes,
+            (Strings{"stage3_allgather_sequential: DeepSpeed sets stage3_prefetch_bucket_size "
+                     "to 1 (one all-gather per parameter)"}));
 }
 
 TEST(DsConfigZero, DeprecatedFieldsMoveToTheirReplacement) {
-  auto r = zero(R"("stage": 3, "cpu_offload": true, "cpu_offload_param": true, "cpu_offload_use_pin_memory": true)");
+  auto r = zero(
+      R"("stage": 3, "cpu_offload": true, "cpu_offload_param": true, "cpu_offload_use_pin_memory": true)");
   ASSERT_TRUE(r.ok()) << diag(r);
   EXPECT_EQ(r.value().zero.offload_optimizer.device, OffloadDevice::Cpu);
   EXPECT_EQ(r.value().zero.offload_param.device, OffloadDevice::Cpu);
-  EXPECT_EQ(Strings(r.value().notes.begin(), r.value().notes.begin() + 3),
-            (Strings{"cpu_offload is deprecated: DeepSpeed reads it as offload_optimizer.device = \"cpu\"",
-                     "cpu_offload_param is deprecated: DeepSpeed reads it as offload_param.device = \"cpu\"",
-                     "cpu_offload_use_pin_memory is deprecated and has no effect: set pin_memory in "
-                     "offload_optimizer or offload_param"}));
+  EXPECT_EQ(
+      Strings(r.value().notes.begin(), r.value().notes.begin() + 3),
+      (Strings{
+          "cpu_offload is deprecated: DeepSpeed reads it as offload_optimizer.device = \"cpu\"",
+          "cpu_offload_param is deprecated: DeepSpeed reads it as offload_param.device = \"cpu\"",
+          "cpu_offload_use_pin_memory is deprecated and has no effect: set pin_memory in "
+          "offload_optimizer or offload_param"}));
 }
 
 TEST(DsConfigZero, DeprecatedAndReplacingParameterTogetherAreRefused) {
   auto r = zero(R"("stage": 2, "cpu_offload": false, "offload_optimizer": {"device": "cpu"})");
   EXPECT_EQ(diag(r),
-            "ds.json: /zero_optimization/cpu_offload: DeepSpeed refuses this config: Cannot provide deprecated "
+            "ds.json: /zero_optimization/cpu_offload: DeepSpeed refuses this config: Cannot "
+            "provide deprecated "
             "parameter 'cpu_offload' and replacing parameter 'offload_optimizer' together "
             "(deepspeed/runtime/config_utils.py)\n");
   auto g = zero(R"("stage": 3, "stage3_gather_fp16_weights_on_model_save": true,
                   "gather_16bit_weights_on_model_save": true)");
   EXPECT_EQ(diag(g),
-            "ds.json: /zero_optimization/stage3_gather_fp16_weights_on_model_save: DeepSpeed refuses this config: "
-            "Cannot provide deprecated parameter 'stage3_gather_fp16_weights_on_model_save' and replacing "
-            "parameter 'gather_16bit_weights_on_model_save' together (deepspeed/runtime/config_utils.py)\n");
+            "ds.json: /zero_optimization/stage3_gather_fp16_weights_on_model_save: DeepSpeed "
+            "refuses this config: "
+            "Cannot provide deprecated parameter 'stage3_gather_fp16_weights_on_model_save' and "
+            "replacing "
+            "parameter 'gather_16bit_weights_on_model_save' together "
+            "(deepspeed/runtime/config_utils.py)\n");
 }
 
 TEST(DsConfigZero, DeprecatedBooleanForm) {
@@ -181,7 +194,8 @@ TEST(DsConfigZero, DeprecatedBooleanForm) {
   EXPECT_EQ(r.value().zero.stage, 1);
   EXPECT_EQ(r.value().zero.allgather_bucket_size, 400000000u);
   EXPECT_EQ(r.value().notes.front(),
-            "\"zero_optimization\": true is DeepSpeed's deprecated form: stage 1, allgather_bucket_size from "
+            "\"zero_optimization\": true is DeepSpeed's deprecated form: stage 1, "
+            "allgather_bucket_size from "
             "top-level allgather_size");
 }
 
@@ -191,13 +205,17 @@ TEST(DsConfigZero, AutoInZeroKeepsDeepSpeedsDefault) {
   ASSERT_TRUE(r.ok()) << diag(r);
   EXPECT_EQ(r.value().zero.sub_group_size, 1000000000u);
   EXPECT_EQ(r.value().zero.prefetch_bucket_size, 50000000u);  // HF fills it only for stage 3
-  EXPECT_EQ(Strings(r.value().notes.begin(), r.value().notes.begin() + 3),
-            (Strings{"/zero_optimization/sub_group_size is \"auto\": DeepSpeed drops \"auto\" here and keeps "
-                     "the default 1000000000",
-                     "/zero_optimization/stage3_prefetch_bucket_size is \"auto\": DeepSpeed drops \"auto\" here "
-                     "and keeps the default 50000000",
-                     "/zero_optimization/stage3_max_live_parameters is \"auto\": DeepSpeed drops \"auto\" here "
-                     "and keeps the default 1000000000"}));
+  EXPECT_EQ(
+      Strings(r.value().notes.begin(), r.value().notes.begin() + 3),
+      (Strings{
+          "/zero_optimization/sub_group_size is \"auto\": DeepSpeed drops \"auto\" here and keeps "
+          "the default 1000000000",
+          "/zero_optimization/stage3_prefetch_bucket_size is \"auto\": DeepSpeed drops \"auto\" "
+          "here "
+          "and keeps the default 50000000",
+          "/zero_optimization/stage3_max_live_parameters is \"auto\": DeepSpeed drops \"auto\" "
+          "here "
+          "and keeps the default 1000000000"}));
 }
 
 TEST(DsConfigZero, ReduceBucketAutoUsesHiddenSizeAtAnyStage) {
@@ -212,11 +230,13 @@ TEST(DsConfigZero, UnknownKeysAreErrorsWithHints) {
   auto r = zero(R"("stage": 2, "reduce_bucket_sise": 5, "grad_hooks": true)");
   EXPECT_EQ(diag(r),
             "ds.json: /zero_optimization/grad_hooks: unknown key \"grad_hooks\"\n"
-            "ds.json: /zero_optimization/reduce_bucket_sise: unknown key \"reduce_bucket_sise\" (did you mean "
+            "ds.json: /zero_optimization/reduce_bucket_sise: unknown key \"reduce_bucket_sise\" "
+            "(did you mean "
             "\"reduce_bucket_size\"?)\n");
   auto o = zero(R"("stage": 2, "offload_optimizer": {"device": "cpu", "pin_memroy": true})");
   EXPECT_EQ(diag(o),
-            "ds.json: /zero_optimization/offload_optimizer/pin_memroy: unknown key \"pin_memroy\" (did you mean "
+            "ds.json: /zero_optimization/offload_optimizer/pin_memroy: unknown key \"pin_memroy\" "
+            "(did you mean "
             "\"pin_memory\"?)\n");
   auto p = zero(R"("stage": 3, "offload_param": {"device": "cpu", "ratio": 0.5})");
   EXPECT_EQ(diag(p), "ds.json: /zero_optimization/offload_param/ratio: unknown key \"ratio\"\n");
@@ -225,7 +245,8 @@ TEST(DsConfigZero, UnknownKeysAreErrorsWithHints) {
 TEST(DsConfigZero, StageMustBeAnInteger0To3) {
   EXPECT_EQ(diag(zero(R"("stage": "three")")),
             "ds.json: /zero_optimization/stage: expected an integer 0..3, got \"three\"\n");
-  EXPECT_EQ(diag(zero(R"("stage": 4)")), "ds.json: /zero_optimization/stage: expected an integer 0..3, got 4\n");
+  EXPECT_EQ(diag(zero(R"("stage": 4)")),
+            "ds.json: /zero_optimization/stage: expected an integer 0..3, got 4\n");
 }
 
 TEST(DsConfigZero, BucketSizesMustBePositive) {
@@ -238,55 +259,66 @@ TEST(DsConfigZero, BucketSizesMustBePositive) {
 }
 
 TEST(DsConfigZero, AbsurdValuesAreRejectedWithoutOverflow) {
-  EXPECT_EQ(diag(zero(R"("reduce_bucket_size": 1e30)")),
-            "ds.json: /zero_optimization/reduce_bucket_size: expected an integer >= 1, got 1e+30\n");
+  EXPECT_EQ(
+      diag(zero(R"("reduce_bucket_size": 1e30)")),
+      "ds.json: /zero_optimization/reduce_bucket_size: expected an integer >= 1, got 1e+30\n");
   EXPECT_EQ(diag(zero(R"("stage3_max_live_parameters": 1e30)")),
-            "ds.json: /zero_optimization/stage3_max_live_parameters: expected an integer >= 0, got 1e+30\n");
+            "ds.json: /zero_optimization/stage3_max_live_parameters: expected an integer >= 0, got "
+            "1e+30\n");
 }
 
 TEST(DsConfigZero, ThresholdsMustNotBeNegative) {
   EXPECT_EQ(diag(zero(R"("stage3_param_persistence_threshold": -1)")),
-            "ds.json: /zero_optimization/stage3_param_persistence_threshold: expected an integer >= 0, got -1\n");
+            "ds.json: /zero_optimization/stage3_param_persistence_threshold: expected an integer "
+            ">= 0, got -1\n");
   EXPECT_EQ(diag(zero(R"("sub_group_size": -5)")),
             "ds.json: /zero_optimization/sub_group_size: expected an integer >= 0, got -5\n");
 }
 
 TEST(DsConfigZero, OffloadValueChecks) {
   EXPECT_EQ(diag(zero(R"("stage": 3, "offload_optimizer": {"device": "gpu"})")),
-            "ds.json: /zero_optimization/offload_optimizer/device: expected one of \"none\", \"cpu\", \"nvme\", "
+            "ds.json: /zero_optimization/offload_optimizer/device: expected one of \"none\", "
+            "\"cpu\", \"nvme\", "
             "got \"gpu\" (did you mean \"cpu\"?)\n");
   EXPECT_EQ(diag(zero(R"("stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 1.5})")),
-            "ds.json: /zero_optimization/offload_optimizer/ratio: expected a number in [0, 1], got 1.5\n");
-  EXPECT_EQ(diag(zero(R"("stage": 3, "offload_param": {"device": "cpu", "buffer_count": -1})")),
-            "ds.json: /zero_optimization/offload_param/buffer_count: expected an integer >= 0, got -1\n");
+            "ds.json: /zero_optimization/offload_optimizer/ratio: expected a number in [0, 1], got "
+            "1.5\n");
+  EXPECT_EQ(
+      diag(zero(R"("stage": 3, "offload_param": {"device": "cpu", "buffer_count": -1})")),
+      "ds.json: /zero_optimization/offload_param/buffer_count: expected an integer >= 0, got -1\n");
 }
 
 TEST(DsConfigZero, TypeErrors) {
   EXPECT_EQ(diag(zero(R"("overlap_comm": "yes")")),
             "ds.json: /zero_optimization/overlap_comm: expected true or false, got \"yes\"\n");
-  auto r = load_ds_config_text(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": 3})", "ds.json",
-                               AutoValues{});
+  auto r = load_ds_config_text(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": 3})",
+                               "ds.json", AutoValues{});
   EXPECT_EQ(diag(r), "ds.json: /zero_optimization: expected an object, got 3\n");
 }
 
 TEST(DsConfigZero, ZeroPlusPlusKeysAreAcceptedAndNoted) {
-  auto r = zero(R"("stage": 3, "overlap_comm": true, "zero_quantized_weights": true, "zero_quantized_gradients": true,
+  auto r = zero(
+      R"("stage": 3, "overlap_comm": true, "zero_quantized_weights": true, "zero_quantized_gradients": true,
                   "zero_hpz_partition_size": 8, "mics_shard_size": 4)");
   ASSERT_TRUE(r.ok()) << diag(r);
   EXPECT_TRUE(r.value().zero.zero_quantized_weights);
   EXPECT_EQ(r.value().zero.zero_hpz_partition_size, 8u);
   EXPECT_TRUE(r.value().zero.mics);
-  EXPECT_EQ(r.value().notes,
-            (Strings{"mics_shard_size > 0 selects the MiCS optimizer, which zerosim does not model (it is computed "
-                     "as plain stage 3)",
-                     "zero_quantized_weights (ZeRO++/MiCS) is accepted but not modelled: memory and traffic are "
-                     "computed without it",
-                     "zero_quantized_gradients (ZeRO++/MiCS) is accepted but not modelled: memory and traffic are "
-                     "computed without it",
-                     "zero_hpz_partition_size (ZeRO++/MiCS) is accepted but not modelled: memory and traffic are "
-                     "computed without it",
-                     "mics_shard_size (ZeRO++/MiCS) is accepted but not modelled: memory and traffic are computed "
-                     "without it"}));
+  EXPECT_EQ(r.value().notes, (Strings{"mics_shard_size > 0 selects the MiCS optimizer, which "
+                                      "zerosim does not model (it is computed "
+                                      "as plain stage 3)",
+                                      "zero_quantized_weights (ZeRO++/MiCS) is accepted but not "
+                                      "modelled: memory and traffic are "
+                                      "computed without it",
+                                      "zero_quantized_gradients (ZeRO++/MiCS) is accepted but not "
+                                      "modelled: memory and traffic are "
+                                      "computed without it",
+                                      "zero_hpz_partition_size (ZeRO++/MiCS) is accepted but not "
+                                      "modelled: memory and traffic are "
+                                      "computed without it",
+                                      "mics_shard_size (ZeRO++/MiCS) is accepted but not modelled: "
+                                      "memory and traffic are computed "
+                                      "without it"}));
 }
 
 }  // namespace

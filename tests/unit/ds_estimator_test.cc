@@ -17,7 +17,7 @@ TEST(DsEstimatorZero2, G20EightGpusOneNode) {
   EXPECT_EQ(format_gib(off.gpu), "5.31 GiB");
   EXPECT_EQ(format_gib(off.cpu), "127.45 GiB");
   auto on = estimate_zero2_model_states_mem_needs(kP, 8, 1, /*cpu_offload=*/false);
-  EXPECT_EQ(on.gpu, 12116750000u);  // 2P + floor(18P/8)
+  EXPECT_EQ(on.gpu, 12116750000u);             // 2P + floor(18P/8)
   EXPECT_EQ(format_gib(on.gpu), "11.28 GiB");  // the docs' 15.93 is the pre-June-2024 formula
   EXPECT_EQ(on.cpu, 136848000000u);
   EXPECT_EQ(on.largest_layer_memory, 0u);
@@ -62,10 +62,12 @@ TEST(DsEstimatorZero2, G20TwoNodes) {
 }
 
 TEST(DsEstimatorZero3, G20TwoNodes) {
-  auto none = estimate_zero3_model_states_mem_needs(1000000000, 100000000, 8, 2, false, false, true);
+  auto none =
+      estimate_zero3_model_states_mem_needs(1000000000, 100000000, 8, 2, false, false, true);
   EXPECT_EQ(none.gpu, 1525000000u);
   EXPECT_EQ(none.cpu, 4800000000u);
-  auto full_cold = estimate_zero3_model_states_mem_needs(1000000000, 100000000, 8, 2, true, true, false);
+  auto full_cold =
+      estimate_zero3_model_states_mem_needs(1000000000, 100000000, 8, 2, true, true, false);
   EXPECT_EQ(full_cold.gpu, 400000000u);
   EXPECT_EQ(full_cold.cpu, 48000000000u);  // P·max(32, 18/2)·1.5
 }
@@ -99,12 +101,16 @@ TEST(DsEstimator, RationalNodeFactorIsExact) {
 TEST(DsEstimator, InvalidArgumentsExplainThemselves) {
   auto a = estimate_zero2_model_states_mem_needs(1000, 0, 1, false);
   EXPECT_FALSE(a.ok());
-  EXPECT_EQ(a.error, "estimate_zero2_model_states_mem_needs: num_gpus_per_node: expected an integer >= 1, got 0");
+  EXPECT_EQ(
+      a.error,
+      "estimate_zero2_model_states_mem_needs: num_gpus_per_node: expected an integer >= 1, got 0");
   EXPECT_EQ(a.gpu, 0u);
   auto b = estimate_zero3_model_states_mem_needs(1000, 10, 8, 0);
-  EXPECT_EQ(b.error, "estimate_zero3_model_states_mem_needs: num_nodes: expected an integer >= 1, got 0");
+  EXPECT_EQ(b.error,
+            "estimate_zero3_model_states_mem_needs: num_nodes: expected an integer >= 1, got 0");
   auto c = estimate_zero2_model_states_mem_needs(1000, 1, 1, true, -1.0);
-  EXPECT_NE(c.error.find("additional_buffer_factor: expected a finite number >= 0"), std::string::npos);
+  EXPECT_NE(c.error.find("additional_buffer_factor: expected a finite number >= 0"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -226,9 +226,8 @@ void check_against_reference_model(std::uint64_t seed, Delay delay) {
 }
 
 TEST(EventQueue, MatchesReferenceModelUnderRandomOperations) {
-  check_against_reference_model(7, [](std::mt19937_64& rng) {
-    return static_cast<SimTime>(rng() % 1000);
-  });
+  check_against_reference_model(
+      7, [](std::mt19937_64& rng) { return static_cast<SimTime>(rng() % 1000); });
 }
 
 // The radix heap's buckets are indexed by the highest bit in which t differs from the last popped

@@ -7,8 +7,8 @@ namespace zerosim {
 namespace {
 
 TEST(GpuCatalog, EveryRequiredGpuIsPresentWithASource) {
-  for (const char* name : {"A100-40GB", "A100-80GB", "H100-SXM-80GB", "H100-PCIe-80GB", "H200-141GB",
-                           "B200", "MI300X", "L40S", "RTX-4090", "V100-32GB"}) {
+  for (const char* name : {"A100-40GB", "A100-80GB", "H100-SXM-80GB", "H100-PCIe-80GB",
+                           "H200-141GB", "B200", "MI300X", "L40S", "RTX-4090", "V100-32GB"}) {
     auto g = find_gpu(name);
     ASSERT_TRUE(g.ok()) << name << ": " << g.diagnostics().to_string();
     EXPECT_EQ(g->name, name);
@@ -74,13 +74,15 @@ TEST(GpuCatalog, BadCatalogTextIsReportedWithPointers) {
      "source": "https://example.org"}]})";
   auto r = load_gpu_catalog_text(text, "cat.json");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.diagnostics().to_string(),
-            "cat.json: /gpus/0: missing required key \"memory_bytes\"\n"
-            "cat.json: /gpus/0/fp32_tflops: expected a number in [0, 1e+07], got \"fast\"\n"
-            "cat.json: /gpus/0: missing required key \"source\" (every entry names its data sheet)\n"
-            "cat.json: /gpus/0/memroy_bytes: unknown key \"memroy_bytes\" (did you mean \"memory_bytes\"?)\n"
-            "cat.json: /gpus/1/hbm_gbps: expected a number in [0, 1e+07], got -1\n"
-            "cat.json: /gpus/1: name or alias \"X\" is used by more than one GPU\n");
+  EXPECT_EQ(
+      r.diagnostics().to_string(),
+      "cat.json: /gpus/0: missing required key \"memory_bytes\"\n"
+      "cat.json: /gpus/0/fp32_tflops: expected a number in [0, 1e+07], got \"fast\"\n"
+      "cat.json: /gpus/0: missing required key \"source\" (every entry names its data sheet)\n"
+      "cat.json: /gpus/0/memroy_bytes: unknown key \"memroy_bytes\" (did you mean "
+      "\"memory_bytes\"?)\n"
+      "cat.json: /gpus/1/hbm_gbps: expected a number in [0, 1e+07], got -1\n"
+      "cat.json: /gpus/1: name or alias \"X\" is used by more than one GPU\n");
 }
 
 TEST(GpuCatalog, WrongFormatAndSyntax) {
@@ -91,7 +93,8 @@ TEST(GpuCatalog, WrongFormatAndSyntax) {
             "c.json: /version: expected an integer 1..1, got 2\n");
   auto syntax = load_gpu_catalog_text("{\"gpus\": [", "c.json");
   ASSERT_FALSE(syntax.ok());
-  EXPECT_NE(syntax.diagnostics().to_string().find("c.json: invalid JSON at line 1"), std::string::npos);
+  EXPECT_NE(syntax.diagnostics().to_string().find("c.json: invalid JSON at line 1"),
+            std::string::npos);
 }
 
 TEST(GpuCatalog, ClusterWorldSize) {

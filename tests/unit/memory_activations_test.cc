@@ -34,8 +34,8 @@ TrainingSettings eager(std::uint64_t b = 1, std::uint64_t s = 2048) {
 }
 
 constexpr Bytes kS = 2048, kH = 12288, kA = 96, kV = 50257;
-constexpr Bytes kSbh = kS * kH;                    // b = 1
-constexpr Bytes kPerLayer = 34 * kSbh + 5 * kA * kS * kS;  // Korthikanti et al. eq. (1)
+constexpr Bytes kSbh = kS * kH;                                // b = 1
+constexpr Bytes kPerLayer = 34 * kSbh + 5 * kA * kS * kS;      // Korthikanti et al. eq. (1)
 constexpr Bytes kOutside = 2 * 2 * kSbh + kSbh + 6 * kS * kV;  // norm + head inputs, mask, logits
 
 TEST(MemoryActivations, PaperFormulaPerLayer) {
@@ -69,17 +69,21 @@ TEST(MemoryActivations, LinearAndMonotonicInMicroBatch) {
 
 TEST(MemoryActivations, EachGeneralisedTerm) {
   const Bytes base = activation_bytes(gpt3(1), eager(), DType::Float16);
-  // No dropout: hidden masks 2sbh, the scores' mask as²b and dropout output 2as²b, embedding mask sbh.
+  // No dropout: hidden masks 2sbh, the scores' mask as²b and dropout output 2as²b, embedding mask
+  // sbh.
   ModelDesc nodrop = gpt3(1);
   nodrop.arch->dropout = false;
-  EXPECT_EQ(base - activation_bytes(nodrop, eager(), DType::Float16), 2 * kSbh + 3 * kA * kS * kS + kSbh);
+  EXPECT_EQ(base - activation_bytes(nodrop, eager(), DType::Float16),
+            2 * kSbh + 3 * kA * kS * kS + kSbh);
   // Flash attention (no dropout): the softmax output 2as²b becomes a fp32 log-sum-exp 4as.
   TrainingSettings flash = eager();
   flash.flash_attention = true;
-  EXPECT_EQ(activation_bytes(nodrop, eager(), DType::Float16) - activation_bytes(nodrop, flash, DType::Float16),
+  EXPECT_EQ(activation_bytes(nodrop, eager(), DType::Float16) -
+                activation_bytes(nodrop, flash, DType::Float16),
             2 * kA * kS * kS - 4 * kA * kS);
   // Flash attention with dropout: also no s² mask or dropout output.
-  EXPECT_EQ(base - activation_bytes(gpt3(1), flash, DType::Float16), 5 * kA * kS * kS - 4 * kA * kS);
+  EXPECT_EQ(base - activation_bytes(gpt3(1), flash, DType::Float16),
+            5 * kA * kS * kS - 4 * kA * kS);
   // GQA with 8 KV heads: K and V shrink from h to h/12 wide.
   ModelDesc gqa = gpt3(1);
   gqa.arch->kv_heads = 8;
@@ -100,11 +104,13 @@ TEST(MemoryActivations, EachGeneralisedTerm) {
 TEST(MemoryActivations, NoArchInfoMeansZeroWithANote) {
   ModelDesc m = memtest::sized_model({1000});
   EXPECT_EQ(activation_bytes(m, eager(), DType::Float16), 0u);
-  auto r = estimate_memory(m, memtest::plan_for(m, 2, 2), default_ds_config(2, DType::Float16),
-                           memtest::cluster_of(2), eager(), Accounting::DeepSpeed, memtest::kNoOverhead);
+  auto r =
+      estimate_memory(m, memtest::plan_for(m, 2, 2), default_ds_config(2, DType::Float16),
+                      memtest::cluster_of(2), eager(), Accounting::DeepSpeed, memtest::kNoOverhead);
   EXPECT_EQ(r.activations, 0u);
   bool noted = false;
-  for (const auto& n : r.notes) noted = noted || n.find("activations not counted") != std::string::npos;
+  for (const auto& n : r.notes)
+    noted = noted || n.find("activations not counted") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
@@ -116,12 +122,15 @@ TEST(MemoryActivations, AbsurdSizesSaturateInsteadOfWrapping) {
 TEST(MemoryActivations, CountedInTheBackwardPhase) {
   ModelDesc m = gpt3(2);
   m.params = memtest::sized_model({1000, 1000}).params;
-  auto r = estimate_memory(m, memtest::plan_for(m, 2, 2), default_ds_config(2, DType::Float16),
-                           memtest::cluster_of(2), eager(), Accounting::DeepSpeed, memtest::kNoOverhead);
+  auto r =
+      estimate_memory(m, memtest::plan_for(m, 2, 2), default_ds_config(2, DType::Float16),
+                      memtest::cluster_of(2), eager(), Accounting::DeepSpeed, memtest::kNoOverhead);
   EXPECT_EQ(r.peak_phase, "backward");
   EXPECT_EQ(r.activations, 2 * kPerLayer + kOutside);
-  EXPECT_EQ(memtest::item(r, "activations (Korthikanti et al. 2022): b = 1, s = 2048, L = 2, eager attention"),
-            2 * kPerLayer + kOutside);
+  EXPECT_EQ(
+      memtest::item(
+          r, "activations (Korthikanti et al. 2022): b = 1, s = 2048, L = 2, eager attention"),
+      2 * kPerLayer + kOutside);
 }
 
 }  // namespace

@@ -32,10 +32,10 @@ TEST(MemoryDeepSpeed, G1PersistentBuffers) {
   const ModelDesc m = sized_model({5, 3, 7});
   for (int stage : {1, 2}) {
     auto r = deepspeed(m, default_ds_config(stage, DType::Float16), 4);
-    EXPECT_EQ(item(r, "flat LP params (B1)"), 32u) << stage;       // Pal 16 x 2 B
+    EXPECT_EQ(item(r, "flat LP params (B1)"), 32u) << stage;         // Pal 16 x 2 B
     EXPECT_EQ(item(r, "fp32 master partition (B2)"), 16u) << stage;  // S 4 x 4 B
-    EXPECT_EQ(item(r, "optimizer states (B3)"), 32u) << stage;     // 2S x 4 B
-    EXPECT_EQ(item(r, "grads_in_partition (T3)", "step"), 16u);    // worst rank 1: 5 + 3 elements
+    EXPECT_EQ(item(r, "optimizer states (B3)"), 32u) << stage;       // 2S x 4 B
+    EXPECT_EQ(item(r, "grads_in_partition (T3)", "step"), 16u);      // worst rank 1: 5 + 3 elements
   }
 }
 
@@ -58,8 +58,9 @@ TEST(MemoryDeepSpeed, G13PersistentAndStepPeak) {
   EXPECT_EQ(item(r, "flat LP params (B1)"), 2000000000u);
   EXPECT_EQ(item(r, "fp32 master partition (B2)"), 500000000u);
   EXPECT_EQ(item(r, "optimizer states (B3)"), 1000000000u);
-  EXPECT_EQ(memtest::persistent_layer(r, "params") + memtest::persistent_layer(r, "optimizer_states"),
-            3500000000u);
+  EXPECT_EQ(
+      memtest::persistent_layer(r, "params") + memtest::persistent_layer(r, "optimizer_states"),
+      3500000000u);
   // step: T3 0.25e9 + T6 0.25e9 + T7 0.5e9 on top: 4.5e9 B.
   EXPECT_EQ(item(r, "flat gradient partition (T6)"), 250000000u);
   EXPECT_EQ(item(r, "MW gradient of the master partition (T7)"), 500000000u);
@@ -143,7 +144,7 @@ TEST(MemoryDeepSpeed, Bf16OptimizerKeepsAFullFp32GradientBuffer) {
 TEST(MemoryDeepSpeed, Stage0Fp16OptimizerAndFp32) {
   const ModelDesc m = sized_model({5, 3, 7});
   auto r = deepspeed(m, default_ds_config(0, DType::Float16), 4);
-  EXPECT_EQ(item(r, "flat LP params (stage 0"), 30u);    // P, no 2W padding
+  EXPECT_EQ(item(r, "flat LP params (stage 0"), 30u);  // P, no 2W padding
   EXPECT_EQ(item(r, "fp32 master params (stage 0)"), 60u);
   EXPECT_EQ(item(r, "optimizer states (stage 0"), 120u);  // 2P fp32, allocated at init
   EXPECT_EQ(item(r, "flat fp32 gradient copy at step"), 60u);
@@ -170,7 +171,8 @@ TEST(MemoryDeepSpeed, MismatchedPlanIsReplanned) {
   EXPECT_EQ(item(r, "flat LP params (B1)"), 32u);
   bool noted = false;
   for (const auto& n : r.notes)
-    noted = noted || n == "the partition plan passed in was for stage 3, world 2; re-planned for stage 2, world 4";
+    noted = noted || n == "the partition plan passed in was for stage 3, world 2; re-planned for "
+                          "stage 2, world 4";
   EXPECT_TRUE(noted);
 }
 

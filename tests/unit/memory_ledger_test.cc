@@ -2,12 +2,12 @@
 // window, OOM as a result, and misuse reported as diagnostics. Hand-computed cases first, then a
 // seeded random comparison of analyze() (interval maxima + range-max table) against replaying every
 // role's curve event by event.
+#include "zerosim/memory_ledger.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
-
-#include "zerosim/memory_ledger.h"
 
 namespace zerosim {
 namespace {
@@ -147,14 +147,16 @@ TEST(MemoryLedger, MisuseIsADiagnosticAndChangesNothing) {
   auto d = l.release(a, 0);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->to_string(),
-            "memory ledger: buffer \"A\" released at 0 ns but it is not live (double free, or never allocated)");
+            "memory ledger: buffer \"A\" released at 0 ns but it is not live (double free, or "
+            "never allocated)");
   EXPECT_FALSE(l.allocate(a, 5));
   d = l.allocate(a, 6);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->message, "buffer \"A\" allocated at 6 ns while live since 5 ns");
   d = l.release(a, 4);
   ASSERT_TRUE(d);
-  EXPECT_EQ(d->message, "expected events in time order, got release of \"A\" at 4 ns after an event at 5 ns");
+  EXPECT_EQ(d->message,
+            "expected events in time order, got release of \"A\" at 4 ns after an event at 5 ns");
   d = l.allocate(7, 9);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->message, "expected a buffer id below 1 to allocate, got 7");
@@ -162,8 +164,10 @@ TEST(MemoryLedger, MisuseIsADiagnosticAndChangesNothing) {
   EXPECT_TRUE(l.is_live(a));
   const auto bad = l.add_role_buffer("R", BufferCategory::Grad, kDev, {1, 2, 3});
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.diagnostics().items()[0].message, "expected 2 sizes for buffer \"R\" (one per role), got 3");
-  const auto unordered = l.add_sparse_role_buffer("S", BufferCategory::Grad, kDev, {{1, 4}, {0, 4}});
+  EXPECT_EQ(bad.diagnostics().items()[0].message,
+            "expected 2 sizes for buffer \"R\" (one per role), got 3");
+  const auto unordered =
+      l.add_sparse_role_buffer("S", BufferCategory::Grad, kDev, {{1, 4}, {0, 4}});
   ASSERT_FALSE(unordered.ok());
   EXPECT_EQ(unordered.diagnostics().items()[0].message,
             "expected ascending roles below 2 for buffer \"S\", got role 0 at position 1");

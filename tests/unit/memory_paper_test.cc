@@ -27,28 +27,31 @@ Bytes unit_of(const Cell& c) {
 
 struct TableColumn {
   Elements psi;
-  bool rounded;  // the 7.5B columns are rounded half-up; the larger ones are printed truncated
+  bool rounded;      // the 7.5B columns are rounded half-up; the larger ones are printed truncated
   Cell cells[6][3];  // DP 1, 4, 16, 64, 256, 1024 x (Pos, Pos+g, Pos+g+p) = stage 1, 2, 3
 };
 
 constexpr std::uint64_t kDp[6] = {1, 4, 16, 64, 256, 1024};
 
 const TableColumn kTable1[] = {
-    {7500000000, true,
+    {7500000000,
+     true,
      {{{120, 0}, {120, 0}, {120, 0}},
       {{525, 1}, {413, 1}, {30, 0}},
       {{356, 1}, {216, 1}, {75, 1}},
       {{314, 1}, {166, 1}, {188, 2}},
       {{304, 1}, {154, 1}, {47, 2}},
       {{301, 1}, {151, 1}, {12, 2}}}},
-    {128000000000, false,
+    {128000000000,
+     false,
      {{{2048, 0}, {2048, 0}, {2048, 0}},
       {{896, 0}, {704, 0}, {512, 0}},
       {{608, 0}, {368, 0}, {128, 0}},
       {{536, 0}, {284, 0}, {32, 0}},
       {{518, 0}, {263, 0}, {8, 0}},
       {{513, 0}, {257, 0}, {2, 0}}}},
-    {1000000000000, false,
+    {1000000000000,
+     false,
      {{{16000, 0}, {16000, 0}, {16000, 0}},
       {{7000, 0}, {5500, 0}, {4000, 0}},
       {{4750, 0}, {2875, 0}, {1000, 0}},
@@ -85,8 +88,8 @@ TEST(MemoryPaper, ExactValues) {
   EXPECT_EQ(paper_model_states(1, 7, 2), 4u);
   EXPECT_EQ(paper_model_states(1000, 8, 2, 8), 2000u + 1250u);  // K = 8: fp32 Adam without master
   EXPECT_EQ(paper_model_states(1000000000000000, 1, 0), 16000000000000000u);  // 1e15: no overflow
-  EXPECT_EQ(paper_model_states(1000, 0, 2), 0u);   // no answer for N = 0
-  EXPECT_EQ(paper_model_states(1000, 8, 4), 0u);   // no stage 4
+  EXPECT_EQ(paper_model_states(1000, 0, 2), 0u);                              // no answer for N = 0
+  EXPECT_EQ(paper_model_states(1000, 8, 4), 0u);                              // no stage 4
 }
 
 TEST(MemoryPaper, ThirteenBillionUnderPlainDataParallelism) {
@@ -105,8 +108,8 @@ TEST(MemoryPaper, ThirteenBillionUnderPlainDataParallelism) {
 TEST(MemoryPaper, EstimateMatchesTheFormulaPerStage) {
   const ModelDesc m = sized_model(std::vector<Elements>(1000, 1000000));
   for (int stage = 0; stage <= 3; ++stage) {
-    auto r = estimate_memory(m, PartitionPlan{}, default_ds_config(stage, DType::Float16), cluster_of(8),
-                             TrainingSettings{}, Accounting::Paper, kNoOverhead);
+    auto r = estimate_memory(m, PartitionPlan{}, default_ds_config(stage, DType::Float16),
+                             cluster_of(8), TrainingSettings{}, Accounting::Paper, kNoOverhead);
     EXPECT_EQ(r.model_states(), paper_model_states(1000000000, 8, stage)) << stage;
     EXPECT_EQ(r.buffers, 0u);
   }
@@ -132,8 +135,10 @@ TEST(MemoryPaper, ActivationsAndOverheadsEqualDeepSpeedMode) {
   const DsConfig ds = default_ds_config(2, DType::BFloat16);
   TrainingSettings t;
   t.seq_len = 1024;
-  auto paper = estimate_memory(m, memtest::plan_for(m, 2, 8), ds, cluster_of(8), t, Accounting::Paper);
-  auto real = estimate_memory(m, memtest::plan_for(m, 2, 8), ds, cluster_of(8), t, Accounting::DeepSpeed);
+  auto paper =
+      estimate_memory(m, memtest::plan_for(m, 2, 8), ds, cluster_of(8), t, Accounting::Paper);
+  auto real =
+      estimate_memory(m, memtest::plan_for(m, 2, 8), ds, cluster_of(8), t, Accounting::DeepSpeed);
   EXPECT_GT(paper.activations, 0u);
   EXPECT_EQ(paper.activations, real.activations);
   EXPECT_EQ(paper.activations, activation_bytes(m, t, DType::BFloat16));

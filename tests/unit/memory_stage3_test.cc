@@ -30,11 +30,11 @@ DsConfig g14_config() {
 TEST(MemoryStage3, G14Sizes) {
   // params [10, 7, 2], W = 4: c = 3, 2, 1, Σc = 6 per rank.
   auto r = stage3(sized_model({10, 7, 2}), g14_config(), 4);
-  EXPECT_EQ(item(r, "LP partitions (lp_param_buffer)"), 12u);          // 6 x 2 B
-  EXPECT_EQ(item(r, "fp32 master (sub-groups on GPU)"), 24u);          // 6 x 4 B
-  EXPECT_EQ(item(r, "optimizer states (sub-groups on GPU)"), 48u);     // 12 x 4 B
+  EXPECT_EQ(item(r, "LP partitions (lp_param_buffer)"), 12u);                // 6 x 2 B
+  EXPECT_EQ(item(r, "fp32 master (sub-groups on GPU)"), 24u);                // 6 x 4 B
+  EXPECT_EQ(item(r, "optimizer states (sub-groups on GPU)"), 48u);           // 12 x 4 B
   EXPECT_EQ(item(r, "grad partitions (grad_partitions_flat_buffer)"), 12u);  // 6 x GA (fp16)
-  EXPECT_EQ(item(r, "IPG buffer (stage 3"), 1000000000u);             // R x CD, from init
+  EXPECT_EQ(item(r, "IPG buffer (stage 3"), 1000000000u);                    // R x CD, from init
   // All three params are persistent (n <= 1e5): gathered copies of W·c = 12 + 8 + 4 elements.
   EXPECT_EQ(item(r, "persistent params, gathered"), 48u);
   EXPECT_FALSE(has_item(r, "gathered params (approx."));  // nothing non-persistent to gather
@@ -54,13 +54,13 @@ TEST(MemoryStage3, GatheredParamsFollowTheReuseWindow) {
   const ModelDesc m = sized_model({1000000, 1000000, 1000000, 1000000});
   DsConfig ds = default_ds_config(3, DType::Float16);
   auto r = stage3(m, ds, 4);
-  EXPECT_EQ(item(r, "gathered params (approx."), 8000000u);          // min(4e6, 1e9 + 1e6) capped at 4e6
-  EXPECT_EQ(item(r, "prefetch all-gather staging"), 8000000u);       // min(4e6, 5e7)
+  EXPECT_EQ(item(r, "gathered params (approx."), 8000000u);     // min(4e6, 1e9 + 1e6) capped at 4e6
+  EXPECT_EQ(item(r, "prefetch all-gather staging"), 8000000u);  // min(4e6, 5e7)
   ds.zero.max_reuse_distance = 0;
   ds.zero.prefetch_bucket_size = 1500000;
   auto small = stage3(m, ds, 4);
-  EXPECT_EQ(item(small, "gathered params (approx."), 2000000u);      // largest module: 1e6 elements
-  EXPECT_EQ(item(small, "prefetch all-gather staging"), 3000000u);   // 1.5e6 elements
+  EXPECT_EQ(item(small, "gathered params (approx."), 2000000u);     // largest module: 1e6 elements
+  EXPECT_EQ(item(small, "prefetch all-gather staging"), 3000000u);  // 1.5e6 elements
 }
 
 TEST(MemoryStage3, OptimizerOffloadMovesMasterStatesAndGradsToHost) {
@@ -84,8 +84,8 @@ TEST(MemoryStage3, PartialOffloadRatioKeepsLeadingSubGroupsOnGpu) {
   ds.zero.offload_optimizer.device = OffloadDevice::Cpu;
   ds.zero.offload_optimizer.ratio = 0.5;  // floor((1 - 0.5) x 2) = 1 sub-group stays on the GPU
   auto r = stage3(sized_model({10, 7, 2}), ds, 4);
-  EXPECT_EQ(item(r, "fp32 master (sub-groups on GPU)"), 20u);     // Σc 5
-  EXPECT_EQ(item(r, "fp32 master (offloaded sub-groups)"), 4u);   // Σc 1
+  EXPECT_EQ(item(r, "fp32 master (sub-groups on GPU)"), 20u);    // Σc 5
+  EXPECT_EQ(item(r, "fp32 master (offloaded sub-groups)"), 4u);  // Σc 1
   EXPECT_EQ(item(r, "step: flat gradient of the largest GPU sub-group"), 10u);
 }
 
@@ -107,8 +107,8 @@ TEST(MemoryStage3, FrozenParamsArePartitionedButNotOptimized) {
   ModelDesc m = sized_model({10, 7, 2});
   m.params[0].trainable = false;
   auto r = stage3(m, g14_config(), 4);
-  EXPECT_EQ(item(r, "LP partitions (lp_param_buffer)"), 6u);   // c = 2 + 1
-  EXPECT_EQ(item(r, "frozen params' partitions"), 6u);         // c = 3
+  EXPECT_EQ(item(r, "LP partitions (lp_param_buffer)"), 6u);  // c = 2 + 1
+  EXPECT_EQ(item(r, "frozen params' partitions"), 6u);        // c = 3
   EXPECT_EQ(item(r, "fp32 master (sub-groups on GPU)"), 12u);
 }
 

@@ -330,15 +330,18 @@ TEST(ScenarioBadInput, ZeroInitOnlyWithStage3) {
 }
 
 TEST(ScenarioBadInput, OverflowStepsAscendingAndSimulated) {
-  auto r = load_scenario_text("{" + kHead + kGood + R"(, "training": {"steps": 4, "overflow_steps": [0, 2]}})",
-                              "s.json", "");
+  auto r = load_scenario_text(
+      "{" + kHead + kGood + R"(, "training": {"steps": 4, "overflow_steps": [0, 2]}})", "s.json",
+      "");
   ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
   EXPECT_EQ(r.value().overflow_steps, (std::vector<std::uint32_t>{0, 2}));
   EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"steps": 3, "overflow_steps": [1, 0]})"),
-            "s.json: /training/overflow_steps: expected ascending steps without repeats, got 0 after 1\n");
-  EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"steps": 2, "overflow_steps": [1]})"),
-            "s.json: /training/overflow_steps: expected steps before the last one (1, the steady state "
-            "a simulation reports), got 1\n");
+            "s.json: /training/overflow_steps: expected ascending steps without repeats, got 0 "
+            "after 1\n");
+  EXPECT_EQ(
+      errors_of(kHead + kGood + R"(, "training": {"steps": 2, "overflow_steps": [1]})"),
+      "s.json: /training/overflow_steps: expected steps before the last one (1, the steady state "
+      "a simulation reports), got 1\n");
   EXPECT_EQ(errors_of(kHead + kGood + R"(, "training": {"overflow_steps": [-1]})"),
             "s.json: /training/overflow_steps/0: expected an integer 0..9999, got -1\n");
 }

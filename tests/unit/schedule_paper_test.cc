@@ -21,23 +21,33 @@ Bytes ring_traffic_times_w(const Schedule& s) {
     if (op.kind != OpKind::Collective || op.phase == Phase::Init) continue;
     const Bytes sz = dtype_size(op.dtype);
     switch (op.collective) {
-      case CollectiveKind::AllReduce: total += 2 * (w - 1) * op.numel * sz; break;
-      case CollectiveKind::ReduceScatter: total += (w - 1) * op.numel * sz; break;
-      case CollectiveKind::AllGather: total += (w - 1) * op.out_numel * sz; break;
-      default: ADD_FAILURE() << "unexpected collective in paper mode"; break;
+      case CollectiveKind::AllReduce:
+        total += 2 * (w - 1) * op.numel * sz;
+        break;
+      case CollectiveKind::ReduceScatter:
+        total += (w - 1) * op.numel * sz;
+        break;
+      case CollectiveKind::AllGather:
+        total += (w - 1) * op.out_numel * sz;
+        break;
+      default:
+        ADD_FAILURE() << "unexpected collective in paper mode";
+        break;
     }
   }
   return total;
 }
 
-Built paper(int stage, std::vector<Elements> sizes, std::uint32_t w, Elements r, std::uint64_t gas = 1) {
+Built paper(int stage, std::vector<Elements> sizes, std::uint32_t w, Elements r,
+            std::uint64_t gas = 1) {
   auto ds = zero_config(stage, r, false);
   ds.grad_accum_steps = gas;
   return build(make_model(sizes), ds, w, paper_mode());
 }
 
 Coll RS(Elements in, Elements out) {
-  return {CollectiveKind::ReduceScatter, in, out, DType::Float16, ReduceOp::Sum, -1, Phase::Backward};
+  return {
+      CollectiveKind::ReduceScatter, in, out, DType::Float16, ReduceOp::Sum, -1, Phase::Backward};
 }
 Coll AGp(Elements out, Elements in, Phase ph) {
   return {CollectiveKind::AllGather, in, out, DType::Float16, ReduceOp::None, -1, ph};
@@ -52,7 +62,8 @@ TEST(SchedulePaper, CollectiveSequencesPerStage) {
   for (int stage : {1, 2}) {
     auto z = paper(stage, sizes, 4, 16);
     ASSERT_TRUE(z.schedule.ok());
-    EXPECT_EQ(step_collectives(z.s()), (std::vector<Coll>{RS(16, 4), RS(16, 4), AG(32, 8)})) << "stage " << stage;
+    EXPECT_EQ(step_collectives(z.s()), (std::vector<Coll>{RS(16, 4), RS(16, 4), AG(32, 8)}))
+        << "stage " << stage;
   }
   auto z3 = paper(3, sizes, 4, 16);
   ASSERT_TRUE(z3.schedule.ok());
@@ -69,7 +80,8 @@ TEST(SchedulePaper, TrafficOfZero12EqualsDdpAndZero3IsOneAndAHalfTimes) {
     const std::uint32_t w = std::uniform_int_distribution<std::uint32_t>(2, 16)(rng);
     std::vector<Elements> sizes;
     const int n = std::uniform_int_distribution<int>(1, 8)(rng);
-    for (int i = 0; i < n; ++i) sizes.push_back(w * std::uniform_int_distribution<Elements>(1, 50)(rng));
+    for (int i = 0; i < n; ++i)
+      sizes.push_back(w * std::uniform_int_distribution<Elements>(1, 50)(rng));
     const Elements r = w * std::uniform_int_distribution<Elements>(1, 40)(rng);
     SCOPED_TRACE("W " + std::to_string(w) + " R " + std::to_string(r));
     auto ddp = paper(0, sizes, w, r), z1 = paper(1, sizes, w, r), z2 = paper(2, sizes, w, r),
@@ -91,7 +103,8 @@ TEST(SchedulePaper, Stage1ReducesAtTheBoundaryStage2EveryMicroStep) {
   auto rs_micro = [](const Schedule& s) {
     std::vector<std::uint32_t> micro;
     for (const Op& op : s.ops)
-      if (op.kind == OpKind::Collective && op.collective == CollectiveKind::ReduceScatter) micro.push_back(op.micro_step);
+      if (op.kind == OpKind::Collective && op.collective == CollectiveKind::ReduceScatter)
+        micro.push_back(op.micro_step);
     return micro;
   };
   EXPECT_EQ(rs_micro(z1.s()), (std::vector<std::uint32_t>{1}));

@@ -30,7 +30,9 @@ TEST(ScheduleStage012Examples, G9TinyModelStillHoldsFullIpgBuffers) {
     const Schedule& s = b.s();
     const Bytes expect = overlap ? 2000000000u : 1000000000u;
     for (std::uint32_t role = 0; role < s.roles.size(); ++role)
-      EXPECT_EQ(peak_bytes(s, role, [](const Op&) { return true; }, is_spec("T2")), expect);
+      EXPECT_EQ(peak_bytes(
+                    s, role, [](const Op&) { return true; }, is_spec("T2")),
+                expect);
     EXPECT_EQ(step_collectives(s).back(), AG(8, 2));
     // Rank 0 holds p0 and one padding element; ranks 1-3 only padding.
     EXPECT_EQ(buffers_for_rank(s, 0, is_spec("T4")), 1u);
@@ -49,7 +51,8 @@ TEST(ScheduleStage012Examples, G10RoundRobinOwnersFollowTheReorderedLayout) {
   ds.zero.use_multi_rank_bucket_allreduce = false;
   auto v = build(make_model({4, 4, 4, 4, 4}), ds, 2);
   ASSERT_TRUE(v.schedule.ok());
-  EXPECT_EQ(reduction_colls(v.s()), (std::vector<Coll>{RD(0, 10, Phase::Epilogue), RD(1, 10, Phase::Epilogue)}));
+  EXPECT_EQ(reduction_colls(v.s()),
+            (std::vector<Coll>{RD(0, 10, Phase::Epilogue), RD(1, 10, Phase::Epilogue)}));
 }
 
 TEST(ScheduleStage012Examples, G10Stage1BoundaryPassInsertsInDeclaredOrder) {
@@ -60,7 +63,8 @@ TEST(ScheduleStage012Examples, G10Stage1BoundaryPassInsertsInDeclaredOrder) {
   ds.zero.use_multi_rank_bucket_allreduce = false;
   auto b = build(make_model({4, 4, 4, 4, 4}), ds, 2);
   ASSERT_TRUE(b.schedule.ok());
-  EXPECT_EQ(reduction_colls(b.s()), (std::vector<Coll>{RD(0, 10, Phase::Epilogue), RD(1, 10, Phase::Epilogue)}));
+  EXPECT_EQ(reduction_colls(b.s()),
+            (std::vector<Coll>{RD(0, 10, Phase::Epilogue), RD(1, 10, Phase::Epilogue)}));
   std::vector<std::uint32_t> order;
   for (const Op& op : b.s().ops)
     if (op.kind == OpKind::CopyToBucket) order.push_back(op.param);
@@ -68,18 +72,21 @@ TEST(ScheduleStage012Examples, G10Stage1BoundaryPassInsertsInDeclaredOrder) {
 }
 
 TEST(ScheduleStage012Examples, G11TwoParamGroupsShareOneBucket) {
-  auto b = build(make_model({6, 3, 3}, {2, 1, 0}), zero_config(2, 8, false), 2, with_groups({{0}, {1, 2}}));
+  auto b = build(make_model({6, 3, 3}, {2, 1, 0}), zero_config(2, 8, false), 2,
+                 with_groups({{0}, {1, 2}}));
   ASSERT_TRUE(b.schedule.ok());
   const Schedule& s = b.s();
-  EXPECT_EQ(step_collectives(s), (std::vector<Coll>{AR(6, Phase::Backward), AR(6, Phase::Epilogue), OVERFLOW_AR(),
-                                                    NORM_AR(), NORM_AR(), AG(8, 4), AG(8, 4)}));
+  EXPECT_EQ(step_collectives(s),
+            (std::vector<Coll>{AR(6, Phase::Backward), AR(6, Phase::Epilogue), OVERFLOW_AR(),
+                               NORM_AR(), NORM_AR(), AG(8, 4), AG(8, 4)}));
   EXPECT_EQ(buffers_for_rank(s, 0, is_spec("T3")), 12u);
   EXPECT_EQ(buffers_for_rank(s, 1, is_spec("T3")), 9u);
 }
 
 TEST(ScheduleStage012Examples, G12StepSequencesByPrecision) {
   auto step_only = [](const Schedule& s) {
-    return collectives(s, [](const Op& op) { return op.phase == Phase::Step || op.phase == Phase::PostStep; });
+    return collectives(
+        s, [](const Op& op) { return op.phase == Phase::Step || op.phase == Phase::PostStep; });
   };
   auto fp16 = build(make_model(kG1), zero_config(2, 8, false), 4);
   ASSERT_TRUE(fp16.schedule.ok());
@@ -89,11 +96,13 @@ TEST(ScheduleStage012Examples, G12StepSequencesByPrecision) {
   ds.bf16 = true;  // bf16.check_grad_overflow defaults to true: identical sequence
   auto bf16 = build(make_model(kG1), ds, 4);
   ASSERT_TRUE(bf16.schedule.ok());
-  EXPECT_EQ(step_only(bf16.s()), (std::vector<Coll>{OVERFLOW_AR(), NORM_AR(), AG(16, 4, DType::BFloat16)}));
+  EXPECT_EQ(step_only(bf16.s()),
+            (std::vector<Coll>{OVERFLOW_AR(), NORM_AR(), AG(16, 4, DType::BFloat16)}));
   ds.bf16_check_grad_overflow = false;
   auto bf16_nocheck = build(make_model(kG1), ds, 4);
   ASSERT_TRUE(bf16_nocheck.schedule.ok());
-  EXPECT_EQ(step_only(bf16_nocheck.s()), (std::vector<Coll>{NORM_AR(), AG(16, 4, DType::BFloat16)}));
+  EXPECT_EQ(step_only(bf16_nocheck.s()),
+            (std::vector<Coll>{NORM_AR(), AG(16, 4, DType::BFloat16)}));
   ds.bf16 = false;
   auto fp32 = build(make_model(kG1), ds, 4);
   ASSERT_TRUE(fp32.schedule.ok());
@@ -145,11 +154,14 @@ TEST(ScheduleStage012Examples, OverflowStepsAreChecked) {
   };
   EXPECT_EQ(errors(zero_config(2, 8, false), {0, 1}), "");
   // The last step is the steady state a simulation reports: it must update.
-  EXPECT_NE(errors(zero_config(2, 8, false), {2}).find("/overflow_steps: expected steps before the last one (2, the steady state a simulation "
-                  "reports), got 2"),
+  EXPECT_NE(errors(zero_config(2, 8, false), {2})
+                .find("/overflow_steps: expected steps before the last one (2, the steady state a "
+                      "simulation "
+                      "reports), got 2"),
             std::string::npos);
-  EXPECT_NE(errors(zero_config(2, 8, false), {1, 1}).find("expected ascending steps without repeats"),
-            std::string::npos);
+  EXPECT_NE(
+      errors(zero_config(2, 8, false), {1, 1}).find("expected ascending steps without repeats"),
+      std::string::npos);
   DsConfig fp32 = zero_config(2, 8, false);
   fp32.fp16 = false;
   EXPECT_NE(errors(fp32, {0}).find("got float32 in stage 2"), std::string::npos);
@@ -163,15 +175,17 @@ TEST(ScheduleStage012Examples, G13RealisticStage2SizingWithoutMaterialising) {
   const Schedule& s = b.s();
   for (std::uint32_t step = 0; step < 2; ++step)
     EXPECT_EQ(step_collectives(s, step),
-              (std::vector<Coll>{AR(500000000, Phase::Backward), AR(500000000, Phase::Epilogue), OVERFLOW_AR(),
-                                 NORM_AR(), AG(1000000000, 125000000)}));
+              (std::vector<Coll>{AR(500000000, Phase::Backward), AR(500000000, Phase::Epilogue),
+                                 OVERFLOW_AR(), NORM_AR(), AG(1000000000, 125000000)}));
   // Ranks 4-7 receive their params in the first flush, ranks 0-3 in the second: two roles.
   ASSERT_EQ(s.roles.size(), 2u);
   EXPECT_EQ(s.role_of(0), s.role_of(3));
   EXPECT_EQ(s.role_of(4), s.role_of(7));
   EXPECT_NE(s.role_of(0), s.role_of(4));
   const std::uint32_t role0 = s.role_of(0);
-  auto step1 = [](Phase ph) { return [ph](const Op& op) { return op.step == 1 && op.phase == ph; }; };
+  auto step1 = [](Phase ph) {
+    return [ph](const Op& op) { return op.step == 1 && op.phase == ph; };
+  };
   auto persistent = [](const Buffer& x) { return x.persistent; };
   // B1 2.0e9 + B2 0.5e9 + B3 1.0e9 bytes.
   EXPECT_EQ(peak_bytes(s, role0, step1(Phase::Backward), persistent), 3500000000u);
@@ -213,12 +227,13 @@ TEST(ScheduleStage012Examples, Stage0ChunksWithTheFixedEngineLimit) {
   auto ds = zero_config(0, 8, false);
   auto b = build(make_model({300000000, 300000000, 100000000}, {2, 1, 0}), ds, 2);
   ASSERT_TRUE(b.schedule.ok());
-  EXPECT_EQ(step_collectives(b.s()),
-            (std::vector<Coll>{AR(600000000, Phase::BoundaryReduce), AR(100000000, Phase::BoundaryReduce)}));
+  EXPECT_EQ(step_collectives(b.s()), (std::vector<Coll>{AR(600000000, Phase::BoundaryReduce),
+                                                        AR(100000000, Phase::BoundaryReduce)}));
   ds.fp16 = false;  // fp32: a bare torch optimizer, the same engine all-reduce in fp32
   auto plain = build(make_model({5, 3, 7}), ds, 4);
   ASSERT_TRUE(plain.schedule.ok());
-  EXPECT_EQ(step_collectives(plain.s()), (std::vector<Coll>{AR(15, Phase::BoundaryReduce, DType::Float32)}));
+  EXPECT_EQ(step_collectives(plain.s()),
+            (std::vector<Coll>{AR(15, Phase::BoundaryReduce, DType::Float32)}));
 }
 
 TEST(ScheduleStage012Examples, V0144EmptyFlushIssuesAZeroElementAllReduce) {
@@ -226,7 +241,8 @@ TEST(ScheduleStage012Examples, V0144EmptyFlushIssuesAZeroElementAllReduce) {
   ds.zero.reduce_scatter = false;
   auto old = build(make_model({10}), ds, 2, with_version(DeepSpeedVersion::V0_14_4));
   ASSERT_TRUE(old.schedule.ok());
-  EXPECT_EQ(reduction_colls(old.s()), (std::vector<Coll>{AR(0, Phase::Backward), AR(10, Phase::Epilogue)}));
+  EXPECT_EQ(reduction_colls(old.s()),
+            (std::vector<Coll>{AR(0, Phase::Backward), AR(10, Phase::Epilogue)}));
   auto now = build(make_model({10}), ds, 2);
   ASSERT_TRUE(now.schedule.ok());
   EXPECT_EQ(reduction_colls(now.s()), (std::vector<Coll>{AR(10, Phase::Epilogue)}));
@@ -234,7 +250,8 @@ TEST(ScheduleStage012Examples, V0144EmptyFlushIssuesAZeroElementAllReduce) {
   ds.zero.reduce_scatter = true;
   auto old_rs = build(make_model({10}), ds, 2, with_version(DeepSpeedVersion::V0_14_4));
   ASSERT_TRUE(old_rs.schedule.ok());
-  EXPECT_EQ(reduction_colls(old_rs.s()), (std::vector<Coll>{AR(6, Phase::Epilogue), AR(4, Phase::Epilogue)}));
+  EXPECT_EQ(reduction_colls(old_rs.s()),
+            (std::vector<Coll>{AR(6, Phase::Epilogue), AR(4, Phase::Epilogue)}));
   EXPECT_EQ(old_rs.s().meta.deepspeed_version, DeepSpeedVersion::V0_14_4);
 }
 
@@ -248,14 +265,16 @@ TEST(ScheduleStage012Examples, V0144AllocatesIpgBuffersInBackwardEveryMicroStep)
   EXPECT_EQ(reduction_colls(old.s()), reduction_colls(now.s()));  // same collectives
   std::vector<std::pair<OpKind, std::uint32_t>> events;
   for (const Op& op : old.s().ops)
-    if ((op.kind == OpKind::Alloc || op.kind == OpKind::Free) && old.s().buffers[op.buffer].spec_id == "T2") {
+    if ((op.kind == OpKind::Alloc || op.kind == OpKind::Free) &&
+        old.s().buffers[op.buffer].spec_id == "T2") {
       events.emplace_back(op.kind, op.micro_step);
       if (op.kind == OpKind::Alloc) {
         EXPECT_EQ(op.phase, Phase::Backward);
       }
     }
-  EXPECT_EQ(events, (std::vector<std::pair<OpKind, std::uint32_t>>{
-                        {OpKind::Alloc, 0}, {OpKind::Free, 1}, {OpKind::Alloc, 1}, {OpKind::Free, 1}}));
+  EXPECT_EQ(events,
+            (std::vector<std::pair<OpKind, std::uint32_t>>{
+                {OpKind::Alloc, 0}, {OpKind::Free, 1}, {OpKind::Alloc, 1}, {OpKind::Free, 1}}));
 }
 
 TEST(ScheduleStage012Examples, Bf16OptimizerReroute) {
@@ -272,7 +291,8 @@ TEST(ScheduleStage012Examples, Bf16OptimizerReroute) {
                                                     AG(16, 4, DType::BFloat16)}));
   bool full_fp32 = false;
   for (const Buffer& buf : s.buffers)
-    full_fp32 |= buf.category == BufferCategory::Grad && buf.dtype == DType::Float32 && buf.numel == 16 && buf.persistent;
+    full_fp32 |= buf.category == BufferCategory::Grad && buf.dtype == DType::Float32 &&
+                 buf.numel == 16 && buf.persistent;
   EXPECT_TRUE(full_fp32);
 }
 
@@ -283,8 +303,8 @@ TEST(ScheduleStage012Examples, CpuOptimizerOffloadCopiesOwnedSlices) {
   auto b = build(make_model(kG1, {2, 1, 0}), ds, 4);
   ASSERT_TRUE(b.schedule.ok());
   const Schedule& s = b.s();
-  EXPECT_EQ(step_collectives(s), (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue), OVERFLOW_AR(),
-                                                    NORM_AR(), AG(16, 4)}));
+  EXPECT_EQ(step_collectives(s), (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue),
+                                                    OVERFLOW_AR(), NORM_AR(), AG(16, 4)}));
   // Owned slices go to B4 in fp32: 4, 4, 4 and 3 (rank 3's last element is padding).
   const std::vector<Elements> owned = {4, 4, 4, 3};
   for (std::uint32_t r = 0; r < 4; ++r) {
@@ -297,7 +317,8 @@ TEST(ScheduleStage012Examples, CpuOptimizerOffloadCopiesOwnedSlices) {
     EXPECT_EQ(d2h, owned[r]) << "rank " << r;
   }
   bool host_step = false;
-  for (const Op& op : s.ops) host_step |= op.kind == OpKind::OptimizerStep && op.stream == Stream::Host;
+  for (const Op& op : s.ops)
+    host_step |= op.kind == OpKind::OptimizerStep && op.stream == Stream::Host;
   EXPECT_TRUE(host_step);
   for (const Buffer& buf : s.buffers) {
     EXPECT_NE(buf.spec_id, "T3");  // no grads_in_partition on the GPU
@@ -321,7 +342,8 @@ TEST(ScheduleStage012Examples, CpuOffloadWithGradAccumUsesCpuAccumulators) {
   Elements h2d = 0, d2h_lp = 0, b8 = 0;
   for (const Op& op : s.ops) {
     if (op.kind == OpKind::HostToDevice && op.phase != Phase::Step) h2d += s.op_elements(op, role1);
-    if (op.kind == OpKind::DeviceToHost && op.dtype == DType::Float16) d2h_lp += s.op_elements(op, role1);
+    if (op.kind == OpKind::DeviceToHost && op.dtype == DType::Float16)
+      d2h_lp += s.op_elements(op, role1);
   }
   for (std::uint32_t i = 0; i < s.buffers.size(); ++i)
     if (s.buffers[i].spec_id == "B8") b8 += s.buffer_numel(i, role1);
@@ -337,7 +359,8 @@ TEST(ScheduleStage012Examples, Stage1GradAccumAttributeModeKeepsFp32Accumulators
   auto b = build(make_model(kG1, {2, 1, 0}), ds, 4);
   ASSERT_TRUE(b.schedule.ok());
   const Schedule& s = b.s();
-  EXPECT_EQ(reduction_colls(s), (std::vector<Coll>{AR(8, Phase::BoundaryReduce), AR(7, Phase::Epilogue)}));
+  EXPECT_EQ(reduction_colls(s),
+            (std::vector<Coll>{AR(8, Phase::BoundaryReduce), AR(7, Phase::Epilogue)}));
   Elements accum = 0;
   for (const Buffer& buf : s.buffers)
     if (buf.name.rfind("grad_accum:", 0) == 0) {
@@ -369,12 +392,13 @@ TEST(ScheduleStage012Examples, FlushesInterleaveWithLayerBackward) {
   ASSERT_TRUE(b.schedule.ok());
   std::vector<std::string> trace;
   for (const Op& op : b.s().ops) {
-    if (op.phase != Phase::Forward && op.phase != Phase::Backward && op.phase != Phase::Epilogue) continue;
+    if (op.phase != Phase::Forward && op.phase != Phase::Backward && op.phase != Phase::Epilogue)
+      continue;
     if (op.kind == OpKind::Forward || op.kind == OpKind::Backward) trace.push_back(op.label);
     if (op.kind == OpKind::Collective) trace.push_back(op.label);
   }
-  EXPECT_EQ(trace, (std::vector<std::string>{"fwd L0", "fwd L1", "fwd L2", "bwd L2", "bwd L1", "flush 0: AR(7)",
-                                             "bwd L0", "flush 1: AR(8)"}));
+  EXPECT_EQ(trace, (std::vector<std::string>{"fwd L0", "fwd L1", "fwd L2", "bwd L2", "bwd L1",
+                                             "flush 0: AR(7)", "bwd L0", "flush 1: AR(8)"}));
   for (const Op& op : b.s().ops)
     if (op.kind == OpKind::Backward) {
       EXPECT_DOUBLE_EQ(op.flops, 2 * 10.0 * 4096);  // 2 x forward, micro-batch 1 x 4096 tokens

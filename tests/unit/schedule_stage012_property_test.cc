@@ -54,10 +54,11 @@ RandomCase random_case(std::mt19937& rng) {
   for (auto s : sizes) d << " " << s;
   d << " | order";
   for (auto o : order) d << " " << o;
-  d << " | W " << c.world << " stage " << c.ds.zero.stage << " R " << c.ds.zero.reduce_bucket_size << " overlap "
-    << c.ds.zero.overlap_comm << " contiguous " << c.ds.zero.contiguous_gradients << " rs " << c.ds.zero.reduce_scatter
-    << " multi " << c.ds.zero.use_multi_rank_bucket_allreduce << " rr " << c.ds.zero.round_robin_gradients << " gas "
-    << c.ds.grad_accum_steps << " groups " << c.groups.size();
+  d << " | W " << c.world << " stage " << c.ds.zero.stage << " R " << c.ds.zero.reduce_bucket_size
+    << " overlap " << c.ds.zero.overlap_comm << " contiguous " << c.ds.zero.contiguous_gradients
+    << " rs " << c.ds.zero.reduce_scatter << " multi " << c.ds.zero.use_multi_rank_bucket_allreduce
+    << " rr " << c.ds.zero.round_robin_gradients << " gas " << c.ds.grad_accum_steps << " groups "
+    << c.groups.size();
   c.describe = d.str();
   return c;
 }
@@ -65,7 +66,8 @@ RandomCase random_case(std::mt19937& rng) {
 bool is_gradient_reduction(const Op& op) {
   return op.kind == OpKind::Collective &&
          (op.collective == CollectiveKind::AllReduce || op.collective == CollectiveKind::Reduce) &&
-         (op.phase == Phase::Backward || op.phase == Phase::BoundaryReduce || op.phase == Phase::Epilogue);
+         (op.phase == Phase::Backward || op.phase == Phase::BoundaryReduce ||
+          op.phase == Phase::Epilogue);
 }
 
 TEST(ScheduleStage012Property, RandomModelsReduceEveryGradientOnceAndGatherEveryParam) {
@@ -98,17 +100,22 @@ TEST(ScheduleStage012Property, RandomModelsReduceEveryGradientOnceAndGatherEvery
     // Slot values against per-rank answers of the plan.
     for (std::uint32_t r = 0; r < c.world; ++r) {
       if (c.ds.zero.contiguous_gradients) {
-        EXPECT_EQ(buffers_for_rank(s, r, [](const Buffer& x) {
-                    return x.spec_id == "T3" && x.name.find("#2") == std::string::npos;
-                  }),
+        EXPECT_EQ(buffers_for_rank(s, r,
+                                   [](const Buffer& x) {
+                                     return x.spec_id == "T3" &&
+                                            x.name.find("#2") == std::string::npos;
+                                   }),
                   b.plan.grads_in_partition(r))
             << "rank " << r;
       }
       Elements padding = 0;
-      for (std::size_t g = 0; g < b.plan.groups.size(); ++g) padding += b.plan.rank_partition(g, r).padding;
-      EXPECT_EQ(buffers_for_rank(s, r, [](const Buffer& x) { return x.spec_id == "T4"; }), padding) << "rank " << r;
+      for (std::size_t g = 0; g < b.plan.groups.size(); ++g)
+        padding += b.plan.rank_partition(g, r).padding;
+      EXPECT_EQ(buffers_for_rank(s, r, [](const Buffer& x) { return x.spec_id == "T4"; }), padding)
+          << "rank " << r;
     }
-    // Roles: validate_schedule (run by build_schedule) checked the exact cover; spot-check the count.
+    // Roles: validate_schedule (run by build_schedule) checked the exact cover; spot-check the
+    // count.
     EXPECT_LE(s.roles.size(), c.world);
   }
 }
@@ -118,7 +125,8 @@ TEST(ScheduleStage012Property, RolesDoNotGrowWithWorldSize) {
   for (int trial = 0; trial < 20; ++trial) {
     std::vector<Elements> sizes;
     const int n = std::uniform_int_distribution<int>(1, 8)(rng);
-    for (int i = 0; i < n; ++i) sizes.push_back(std::uniform_int_distribution<Elements>(1, 5000)(rng));
+    for (int i = 0; i < n; ++i)
+      sizes.push_back(std::uniform_int_distribution<Elements>(1, 5000)(rng));
     auto ds = zero_config(2, 3000, trial % 2 == 0);
     std::vector<std::size_t> counts;
     for (std::uint32_t w : {1u << 14, 1u << 16, 1u << 20}) {

@@ -1,6 +1,6 @@
 // Worked examples G2–G8 of deepspeed_zero.md §9 as schedules: exact collective sequences (kind,
-// element counts, dtype, reduce op, destination, phase), IPG buffer indices, flush numbering and the
-// per-rank grads_in_partition sizes carried by the rank roles.
+// element counts, dtype, reduce op, destination, phase), IPG buffer indices, flush numbering and
+// the per-rank grads_in_partition sizes carried by the rank roles.
 #include <gtest/gtest.h>
 
 #include "schedule_stage012_testlib.h"
@@ -57,15 +57,18 @@ TEST(ScheduleStage012Golden, G2Stage2OverlapTwoBuffers) {
         op.phase != Phase::PostStep) {
       EXPECT_EQ(op.stream, Stream::Reduce);
     }
-  // grads_in_partition: 5/8/7/7; padding zeros only on rank 3; T6 copies where the list has 2 tensors.
+  // grads_in_partition: 5/8/7/7; padding zeros only on rank 3; T6 copies where the list has 2
+  // tensors.
   const std::vector<Elements> gip = {5, 8, 7, 7}, pad = {0, 0, 0, 1}, t6 = {0, 4, 0, 4};
   for (std::uint32_t r = 0; r < 4; ++r) {
     EXPECT_EQ(buffers_for_rank(s, r, is_gip), gip[r]) << "rank " << r;
-    EXPECT_EQ(buffers_for_rank(s, r, [](const Buffer& x) { return x.spec_id == "T4"; }), pad[r]) << "rank " << r;
-    EXPECT_EQ(buffers_for_rank(s, r, [](const Buffer& x) { return x.spec_id == "T6"; }), t6[r]) << "rank " << r;
+    EXPECT_EQ(buffers_for_rank(s, r, [](const Buffer& x) { return x.spec_id == "T4"; }), pad[r])
+        << "rank " << r;
+    EXPECT_EQ(buffers_for_rank(s, r, [](const Buffer& x) { return x.spec_id == "T6"; }), t6[r])
+        << "rank " << r;
   }
-  EXPECT_EQ(step_collectives(s), (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue), OVERFLOW_AR(),
-                                                    NORM_AR(), AG(16, 4)}));
+  EXPECT_EQ(step_collectives(s), (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue),
+                                                    OVERFLOW_AR(), NORM_AR(), AG(16, 4)}));
 }
 
 TEST(ScheduleStage012Golden, G2WithoutOverlapUsesOneBufferOnTheComputeStream) {
@@ -114,8 +117,8 @@ TEST(ScheduleStage012Golden, G3Variants) {
     auto b = build(make_model(kG1, {2, 1, 0}), ds, 4);
     ASSERT_TRUE(b.schedule.ok());
     EXPECT_EQ(backward_colls(b.s()),
-              (std::vector<Coll>{RD(2, 4, Phase::Backward), RD(3, 3, Phase::Backward), RD(1, 4, Phase::Epilogue),
-                                 RD(0, 4, Phase::Epilogue)}));
+              (std::vector<Coll>{RD(2, 4, Phase::Backward), RD(3, 3, Phase::Backward),
+                                 RD(1, 4, Phase::Epilogue), RD(0, 4, Phase::Epilogue)}));
     std::size_t syncs = 0;  // overlap: a device sync before every reduce, plus the epilogue's
     for (const Op& op : b.s().ops) syncs += op.kind == OpKind::Sync;
     EXPECT_EQ(syncs, 5u);
@@ -125,11 +128,13 @@ TEST(ScheduleStage012Golden, G3Variants) {
     ds.zero.reduce_scatter = false;
     auto b = build(make_model(kG1, {2, 1, 0}), ds, 4);
     ASSERT_TRUE(b.schedule.ok());
-    EXPECT_EQ(backward_colls(b.s()), (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue)}));
+    EXPECT_EQ(backward_colls(b.s()),
+              (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue)}));
     // In place on the IPG buffers: buf0 then buf1.
     std::vector<std::string> srcs;
     for (const Op& op : b.s().ops)
-      if (op.kind == OpKind::Collective && (op.phase == Phase::Backward || op.phase == Phase::Epilogue))
+      if (op.kind == OpKind::Collective &&
+          (op.phase == Phase::Backward || op.phase == Phase::Epilogue))
         srcs.push_back(b.s().buffers[op.buffer].name);
     EXPECT_EQ(srcs, (std::vector<std::string>{"ipg[0]", "ipg[1]"}));
   }
@@ -138,14 +143,17 @@ TEST(ScheduleStage012Golden, G3Variants) {
     ds.zero.contiguous_gradients = false;
     auto b = build(make_model(kG1, {2, 1, 0}), ds, 4);
     ASSERT_TRUE(b.schedule.ok());
-    EXPECT_EQ(backward_colls(b.s()), (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue)}));
+    EXPECT_EQ(backward_colls(b.s()),
+              (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue)}));
     for (const Buffer& buf : b.s().buffers) {
       EXPECT_NE(buf.spec_id, "T2");
       EXPECT_NE(buf.spec_id, "T3");
     }
     EXPECT_TRUE(bucket_copies(b.s()).empty());
     // Owned params keep their full autograd grads: rank 1 keeps p1 and p0 (8), rank 3 keeps p2 (7).
-    auto kept = [](const Buffer& x) { return x.name.find("kept autograd grads") != std::string::npos; };
+    auto kept = [](const Buffer& x) {
+      return x.name.find("kept autograd grads") != std::string::npos;
+    };
     EXPECT_EQ(buffers_for_rank(b.s(), 1, kept), 8u);
     EXPECT_EQ(buffers_for_rank(b.s(), 3, kept), 7u);
     // Flush #0 reduces p2.grad directly, flush #1 a flattened copy of [p1, p0].
@@ -164,20 +172,28 @@ TEST(ScheduleStage012Golden, G4Stage1GradAccumReducesOnceInGroupOrder) {
   auto b = build(make_model(kG1, {2, 1, 0}), ds, 4);
   ASSERT_TRUE(b.schedule.ok());
   const Schedule& s = b.s();
-  EXPECT_EQ(collectives(s, [](const Op& op) { return op.micro_step == 0 && op.phase != Phase::Init; }).size(), 0u);
-  EXPECT_EQ(backward_colls(s), (std::vector<Coll>{AR(8, Phase::BoundaryReduce), AR(7, Phase::Epilogue)}));
+  EXPECT_EQ(
+      collectives(s, [](const Op& op) { return op.micro_step == 0 && op.phase != Phase::Init; })
+          .size(),
+      0u);
+  EXPECT_EQ(backward_colls(s),
+            (std::vector<Coll>{AR(8, Phase::BoundaryReduce), AR(7, Phase::Epilogue)}));
   // The parameter-order pass: p0, p1 into the bucket, p2 after the flush.
   EXPECT_EQ(bucket_copies(s), (std::vector<BucketCopy>{{0, 0, 0}, {1, 0, 0}, {2, 0, 1}}));
-  // One IPG buffer, allocated at the first hook of micro-step 0 and kept until the boundary epilogue.
+  // One IPG buffer, allocated at the first hook of micro-step 0 and kept until the boundary
+  // epilogue.
   std::vector<std::pair<OpKind, std::uint32_t>> ipg_events;
   for (const Op& op : s.ops)
-    if ((op.kind == OpKind::Alloc || op.kind == OpKind::Free) && s.buffers[op.buffer].spec_id == "T2")
+    if ((op.kind == OpKind::Alloc || op.kind == OpKind::Free) &&
+        s.buffers[op.buffer].spec_id == "T2")
       ipg_events.emplace_back(op.kind, op.micro_step);
-  EXPECT_EQ(ipg_events, (std::vector<std::pair<OpKind, std::uint32_t>>{{OpKind::Alloc, 0}, {OpKind::Free, 1}}));
+  EXPECT_EQ(ipg_events,
+            (std::vector<std::pair<OpKind, std::uint32_t>>{{OpKind::Alloc, 0}, {OpKind::Free, 1}}));
   // The full LP gradient (15 elements) is resident after micro-step 0's backward.
   const auto live = live_bytes(s, 0, [](const Buffer& x) { return x.spec_id == "T1"; });
   std::size_t first_micro1 = 0;
-  while (s.ops[first_micro1].micro_step == 0 || s.ops[first_micro1].phase == Phase::Init) ++first_micro1;
+  while (s.ops[first_micro1].micro_step == 0 || s.ops[first_micro1].phase == Phase::Init)
+    ++first_micro1;
   EXPECT_EQ(live[first_micro1 - 1], 15u * 2);
 }
 
@@ -186,7 +202,8 @@ TEST(ScheduleStage012Golden, G4WithOverlapBucketsInBackwardOrder) {
   ds.grad_accum_steps = 2;
   auto b = build(make_model(kG1, {2, 1, 0}), ds, 4);
   ASSERT_TRUE(b.schedule.ok());
-  EXPECT_EQ(backward_colls(b.s()), (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue)}));
+  EXPECT_EQ(backward_colls(b.s()),
+            (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue)}));
   for (const Op& op : b.s().ops)
     if (op.kind == OpKind::Collective && op.phase == Phase::Backward) {
       EXPECT_EQ(op.micro_step, 1u);
@@ -203,22 +220,29 @@ TEST(ScheduleStage012Golden, G5Stage2GradAccumReducesEveryMicroStep) {
   ASSERT_TRUE(b.schedule.ok());
   const Schedule& s = b.s();
   auto in_micro = [&](std::uint32_t m) {
-    return collectives(s, [m](const Op& op) { return op.micro_step == m && op.phase != Phase::Init &&
-                                                     op.phase != Phase::Step && op.phase != Phase::PostStep; });
+    return collectives(s, [m](const Op& op) {
+      return op.micro_step == m && op.phase != Phase::Init && op.phase != Phase::Step &&
+             op.phase != Phase::PostStep;
+    });
   };
   EXPECT_EQ(in_micro(0), (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue)}));
   EXPECT_EQ(in_micro(1), (std::vector<Coll>{AR(7, Phase::Backward), AR(8, Phase::Epilogue)}));
   // Peak on rank 1 inside micro-step 1: T3 #1 (8) + T3 #2 (8) + two IPG buffers (16), fp16.
   const std::uint32_t role1 = s.role_of(1);
-  auto micro1 = [](const Op& op) { return op.micro_step == 1 && op.phase != Phase::Step && op.phase != Phase::PostStep; };
+  auto micro1 = [](const Op& op) {
+    return op.micro_step == 1 && op.phase != Phase::Step && op.phase != Phase::PostStep;
+  };
   auto t2t3 = [](const Buffer& x) { return x.spec_id == "T2" || x.spec_id == "T3"; };
   EXPECT_EQ(peak_bytes(s, role1, micro1, t2t3), (8u + 8u + 16u) * 2);
   // The second grads_in_partition is gone after micro-step 1's epilogue; the first lives to step().
-  auto second = [](const Buffer& x) { return x.spec_id == "T3" && x.name.find("#2") != std::string::npos; };
+  auto second = [](const Buffer& x) {
+    return x.spec_id == "T3" && x.name.find("#2") != std::string::npos;
+  };
   const auto live2 = live_bytes(s, role1, second);
   const auto live1 = live_bytes(s, role1, is_gip);
   for (std::size_t i = 0; i < s.ops.size(); ++i)
-    if (s.ops[i].phase == Phase::Step && s.ops[i].kind == OpKind::Marker && s.ops[i].label == "step") {
+    if (s.ops[i].phase == Phase::Step && s.ops[i].kind == OpKind::Marker &&
+        s.ops[i].label == "step") {
       EXPECT_EQ(live2[i], 0u);
       EXPECT_EQ(live1[i], 8u * 2);
     }
@@ -242,7 +266,8 @@ TEST(ScheduleStage012Golden, G6ExtraLargeParamAfterAnEmptyFlush) {
     ds.zero.use_multi_rank_bucket_allreduce = false;
     auto v = build(make_model({10}), ds, 2);
     ASSERT_TRUE(v.schedule.ok());
-    EXPECT_EQ(backward_colls(v.s()), (std::vector<Coll>{RD(0, 6, Phase::Epilogue), RD(1, 4, Phase::Epilogue)}));
+    EXPECT_EQ(backward_colls(v.s()),
+              (std::vector<Coll>{RD(0, 6, Phase::Epilogue), RD(1, 4, Phase::Epilogue)}));
   }
   {
     auto ds = zero_config(2, 4, true);
@@ -256,8 +281,9 @@ TEST(ScheduleStage012Golden, G6ExtraLargeParamAfterAnEmptyFlush) {
 TEST(ScheduleStage012Golden, G7ExtraLargeParamInTheMiddle) {
   auto b = build(make_model({3, 10, 2}, {2, 1, 0}), zero_config(2, 4, true), 2);
   ASSERT_TRUE(b.schedule.ok());
-  EXPECT_EQ(backward_colls(b.s()), (std::vector<Coll>{AR(2, Phase::Backward), AR(5, Phase::Backward),
-                                                      AR(5, Phase::Backward), AR(3, Phase::Epilogue)}));
+  EXPECT_EQ(backward_colls(b.s()),
+            (std::vector<Coll>{AR(2, Phase::Backward), AR(5, Phase::Backward),
+                               AR(5, Phase::Backward), AR(3, Phase::Epilogue)}));
   // p2 in buf0, p1 extra-large (not copied), p0 back in buf0 after the second swap.
   EXPECT_EQ(bucket_copies(b.s()), (std::vector<BucketCopy>{{2, 0, 0}, {0, 0, 2}}));
   EXPECT_EQ(buffers_for_rank(b.s(), 0, is_gip), 13u);
@@ -271,14 +297,17 @@ TEST(ScheduleStage012Golden, G8OneParamOverThreePartitions) {
   const std::vector<Elements> gip = {10, 10, 10, 0}, pad = {0, 0, 2, 4};
   for (std::uint32_t r = 0; r < 4; ++r) {
     EXPECT_EQ(buffers_for_rank(b.s(), r, is_gip), gip[r]) << "rank " << r;
-    EXPECT_EQ(buffers_for_rank(b.s(), r, [](const Buffer& x) { return x.spec_id == "T4"; }), pad[r]);
+    EXPECT_EQ(buffers_for_rank(b.s(), r, [](const Buffer& x) { return x.spec_id == "T4"; }),
+              pad[r]);
   }
   auto small = build(make_model({10}), zero_config(2, 3, false), 4);
   ASSERT_TRUE(small.schedule.ok());
-  EXPECT_EQ(backward_colls(small.s()),
-            (std::vector<Coll>{AR(4, Phase::Epilogue), AR(4, Phase::Epilogue), AR(2, Phase::Epilogue)}));
+  EXPECT_EQ(
+      backward_colls(small.s()),
+      (std::vector<Coll>{AR(4, Phase::Epilogue), AR(4, Phase::Epilogue), AR(2, Phase::Epilogue)}));
   // Every collective is issued by the one shared program, so rank 3 joins all of them.
-  EXPECT_EQ(small.s().roles.size(), 3u);  // ranks 0-1 (full owners), rank 2 (2 + padding), rank 3 (padding)
+  EXPECT_EQ(small.s().roles.size(),
+            3u);  // ranks 0-1 (full owners), rank 2 (2 + padding), rank 3 (padding)
 }
 
 }  // namespace

@@ -17,7 +17,8 @@
 namespace zerosim::testlib {
 
 /// Params p0..pN-1 with the given sizes; grad_order as given (empty: reverse declaration order).
-inline ModelDesc make_model(const std::vector<Elements>& sizes, std::vector<std::uint32_t> grad_order = {}) {
+inline ModelDesc make_model(const std::vector<Elements>& sizes,
+                            std::vector<std::uint32_t> grad_order = {}) {
   ModelDesc m;
   m.name = "test";
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -28,7 +29,8 @@ inline ModelDesc make_model(const std::vector<Elements>& sizes, std::vector<std:
     m.params.push_back(p);
   }
   if (grad_order.empty())
-    for (std::size_t i = sizes.size(); i-- > 0;) grad_order.push_back(static_cast<std::uint32_t>(i));
+    for (std::size_t i = sizes.size(); i-- > 0;)
+      grad_order.push_back(static_cast<std::uint32_t>(i));
   m.grad_order = std::move(grad_order);
   return m;
 }
@@ -88,7 +90,8 @@ inline Built build(ModelDesc model, DsConfig ds, std::uint32_t world, BuildOptio
   PartitionOptions po;
   po.stage = b.ds.zero.stage;
   po.world = world;
-  po.round_robin = b.ds.zero.round_robin_gradients && b.ds.optimizer_path() == OptimizerPath::ZeroStage1And2;
+  po.round_robin =
+      b.ds.zero.round_robin_gradients && b.ds.optimizer_path() == OptimizerPath::ZeroStage1And2;
   po.groups = o.groups;
   auto plan = plan_partition(b.model, po);
   EXPECT_TRUE(plan.ok()) << plan.diagnostics().to_string();
@@ -140,27 +143,32 @@ inline Coll OVERFLOW_AR() { return AR(1, Phase::Step, DType::UInt8, ReduceOp::Ma
 inline Coll NORM_AR() { return AR(1, Phase::Step, DType::Float32, ReduceOp::Sum); }
 
 inline void PrintTo(const Coll& c, std::ostream* os) {
-  *os << collective_name(c.kind) << "(numel " << c.numel << ", out " << c.out << ", " << dtype_name(c.dtype)
-      << ", op '" << reduce_op_name(c.op) << "', dst " << c.dst << ", " << phase_name(c.phase) << ")";
+  *os << collective_name(c.kind) << "(numel " << c.numel << ", out " << c.out << ", "
+      << dtype_name(c.dtype) << ", op '" << reduce_op_name(c.op) << "', dst " << c.dst << ", "
+      << phase_name(c.phase) << ")";
 }
 
 /// Collectives of the program whose op passes `keep` (default: every op), in issue order.
-inline std::vector<Coll> collectives(const Schedule& s, const std::function<bool(const Op&)>& keep = {}) {
+inline std::vector<Coll> collectives(const Schedule& s,
+                                     const std::function<bool(const Op&)>& keep = {}) {
   std::vector<Coll> out;
   for (const Op& op : s.ops) {
     if (op.kind != OpKind::Collective || (keep && !keep(op))) continue;
-    out.push_back({op.collective, op.numel, op.out_numel, op.dtype, op.reduce_op, op.dst, op.phase});
+    out.push_back(
+        {op.collective, op.numel, op.out_numel, op.dtype, op.reduce_op, op.dst, op.phase});
   }
   return out;
 }
 
 /// Collectives outside the init phase (what one training step issues) of step `step`.
 inline std::vector<Coll> step_collectives(const Schedule& s, std::uint32_t step = 0) {
-  return collectives(s, [step](const Op& op) { return op.phase != Phase::Init && op.step == step; });
+  return collectives(s,
+                     [step](const Op& op) { return op.phase != Phase::Init && op.step == step; });
 }
 
 /// Sum of a buffer-set's sizes for `rank` (elements).
-inline Elements buffers_for_rank(const Schedule& s, std::uint32_t rank, const std::function<bool(const Buffer&)>& pick) {
+inline Elements buffers_for_rank(const Schedule& s, std::uint32_t rank,
+                                 const std::function<bool(const Buffer&)>& pick) {
   const std::uint32_t role = s.role_of(rank);
   Elements total = 0;
   for (std::uint32_t b = 0; b < s.buffers.size(); ++b)
@@ -174,7 +182,8 @@ inline std::vector<Bytes> live_bytes(const Schedule& s, std::uint32_t role,
   std::vector<Bytes> out;
   Bytes live = 0;
   for (const Op& op : s.ops) {
-    if ((op.kind == OpKind::Alloc || op.kind == OpKind::Free) && (!pick || pick(s.buffers[op.buffer]))) {
+    if ((op.kind == OpKind::Alloc || op.kind == OpKind::Free) &&
+        (!pick || pick(s.buffers[op.buffer]))) {
       const Bytes b = s.buffer_numel(op.buffer, role) * dtype_size(s.buffers[op.buffer].dtype);
       live = op.kind == OpKind::Alloc ? live + b : live - b;
     }
@@ -184,7 +193,8 @@ inline std::vector<Bytes> live_bytes(const Schedule& s, std::uint32_t role,
 }
 
 /// Largest live bytes over the ops passing `when`.
-inline Bytes peak_bytes(const Schedule& s, std::uint32_t role, const std::function<bool(const Op&)>& when,
+inline Bytes peak_bytes(const Schedule& s, std::uint32_t role,
+                        const std::function<bool(const Op&)>& when,
                         const std::function<bool(const Buffer&)>& pick = {}) {
   const auto live = live_bytes(s, role, pick);
   Bytes peak = 0;

@@ -244,9 +244,9 @@ TEST(ScheduleStage3, InitUnderZeroInit) {
   const Schedule with = build(m, ds, 4, 1, DeepSpeedVersion::Edaa722, zero_init);
   const Schedule without = build(m, ds, 4);
   const auto in_init = [](const Op& o) { return o.phase == kI; };
-  EXPECT_EQ(colls(with, in_init), (std::vector<Coll>{bc(10, kFp16, kI), bc(7, kFp16, kI),
-                                                     bc(2, kFp16, kI), ag(3, 12, kI),
-                                                     ag(2, 8, kI), ag(1, 4, kI)}));
+  EXPECT_EQ(colls(with, in_init),
+            (std::vector<Coll>{bc(10, kFp16, kI), bc(7, kFp16, kI), bc(2, kFp16, kI), ag(3, 12, kI),
+                               ag(2, 8, kI), ag(1, 4, kI)}));
   const auto init_end = [](const Schedule& s) {
     std::size_t i = 0;
     while (i < s.ops.size() && s.ops[i].phase == kI) ++i;

@@ -33,7 +33,8 @@ TEST(ScheduleIr, EnumNames) {
 
 TEST(ScheduleIr, ParseDeepSpeedVersion) {
   EXPECT_EQ(parse_deepspeed_version("edaa722"), DeepSpeedVersion::Edaa722);
-  EXPECT_EQ(parse_deepspeed_version("edaa7221267243c7be7fb49c5d5f5c4fb97b4641"), DeepSpeedVersion::Edaa722);
+  EXPECT_EQ(parse_deepspeed_version("edaa7221267243c7be7fb49c5d5f5c4fb97b4641"),
+            DeepSpeedVersion::Edaa722);
   EXPECT_EQ(parse_deepspeed_version("0.14.4"), DeepSpeedVersion::V0_14_4);
   EXPECT_EQ(parse_deepspeed_version("v0.14.4"), DeepSpeedVersion::V0_14_4);
   EXPECT_FALSE(parse_deepspeed_version("0.14.5").has_value());
@@ -98,13 +99,17 @@ TEST(ScheduleIr, ValidateFindsBrokenReferencesAndLifetimes) {
   s.ops = {alloc};
   s.buffers[1].persistent = false;
   EXPECT_EQ(first_error(s),
-            "t.json: /buffers/1: expected buffer \"slotted\" (allocated at op 0) to be freed or marked persistent, got it live at the end");
+            "t.json: /buffers/1: expected buffer \"slotted\" (allocated at op 0) to be freed or "
+            "marked persistent, got it live at the end");
   Op free = alloc;
   free.kind = OpKind::Free;
   s.ops = {free};
-  EXPECT_EQ(first_error(s), "t.json: /ops/0: expected buffer \"slotted\" to be live before its Free, got it free");
+  EXPECT_EQ(first_error(s),
+            "t.json: /ops/0: expected buffer \"slotted\" to be live before its Free, got it free");
   s.ops = {alloc, alloc, free};
-  EXPECT_EQ(first_error(s), "t.json: /ops/1: expected buffer \"slotted\" to be free before its Alloc, got it live since op 0");
+  EXPECT_EQ(first_error(s),
+            "t.json: /ops/1: expected buffer \"slotted\" to be free before its Alloc, got it live "
+            "since op 0");
   Op dep;
   dep.deps = {0};
   s.ops = {dep};
@@ -131,25 +136,32 @@ TEST(ScheduleIr, ValidateChecksRoleCoverage) {
   Schedule s = three_roles();
   s.roles[2].ranks = {{7, 7}};
   s.roles[2].representative = 7;
-  EXPECT_EQ(first_error(s), "t.json: /roles: expected the roles to cover ranks 0..7 exactly once, got ranks 6..6 in no role");
+  EXPECT_EQ(first_error(s),
+            "t.json: /roles: expected the roles to cover ranks 0..7 exactly once, got ranks 6..6 "
+            "in no role");
   s = three_roles();
   s.roles[1].ranks = {{1, 3}};
   s.roles[1].representative = 1;
-  EXPECT_EQ(first_error(s), "t.json: /roles: expected the roles to cover ranks 0..7 exactly once, got rank 1 twice");
+  EXPECT_EQ(
+      first_error(s),
+      "t.json: /roles: expected the roles to cover ranks 0..7 exactly once, got rank 1 twice");
   s = three_roles();
   s.roles[1].slots = {};
-  EXPECT_EQ(first_error(s), "t.json: /roles/1/slots: expected 1 slot values (one per slot name), got 0");
+  EXPECT_EQ(first_error(s),
+            "t.json: /roles/1/slots: expected 1 slot values (one per slot name), got 0");
   s = three_roles();
   s.roles[1].representative = 3;
-  EXPECT_EQ(first_error(s), "t.json: /roles/1/representative: expected the role's first rank 2, got 3");
+  EXPECT_EQ(first_error(s),
+            "t.json: /roles/1/representative: expected the role's first rank 2, got 3");
 }
 
 TEST(ScheduleIr, BuildScheduleRejectsInconsistentInputs) {
   ScheduleInput in;
   auto r = build_schedule(in);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.diagnostics().items().front().to_string(),
-            "schedule: expected a model, a partition plan and a DeepSpeed config, got a missing input");
+  EXPECT_EQ(
+      r.diagnostics().items().front().to_string(),
+      "schedule: expected a model, a partition plan and a DeepSpeed config, got a missing input");
 
   ModelDesc m = make_model({5, 3, 7}, {2, 2, 9});
   DsConfig ds = zero_config(2, 8, false);
@@ -170,8 +182,10 @@ TEST(ScheduleIr, BuildScheduleRejectsInconsistentInputs) {
   for (const auto& d : r.diagnostics().items()) msgs.push_back(d.to_string());
   EXPECT_EQ(msgs, (std::vector<std::string>{
                       "schedule: /steps: expected at least 1 optimizer step, got 0",
-                      "schedule: /plan/world: expected the plan's world size to equal the cluster's 8 ranks, got 4",
-                      "schedule: /grad_order/1: expected each param once in the gradient order, got \"p2\" again",
+                      "schedule: /plan/world: expected the plan's world size to equal the "
+                      "cluster's 8 ranks, got 4",
+                      "schedule: /grad_order/1: expected each param once in the gradient order, "
+                      "got \"p2\" again",
                       "schedule: /grad_order/2: expected a param id below 3, got 9",
                   }));
   ds.zero.stage = 3;  // a stage-3 config with a stage-2 plan
@@ -180,8 +194,9 @@ TEST(ScheduleIr, BuildScheduleRejectsInconsistentInputs) {
   m.grad_order = {2, 1, 0};
   r = build_schedule(in);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.diagnostics().items().front().to_string(),
-            "schedule: /plan/stage: expected a partition plan for stage 3's layout, got one for stage 2");
+  EXPECT_EQ(
+      r.diagnostics().items().front().to_string(),
+      "schedule: /plan/stage: expected a partition plan for stage 3's layout, got one for stage 2");
 }
 
 TEST(ScheduleIr, BuiltSchedulesPassValidationAndCarryMeta) {

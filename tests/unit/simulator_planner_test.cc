@@ -124,7 +124,7 @@ TEST_P(SimulatorPlannerStage12, EveryPlannerTermEqualsItsSimulatedMaximum) {
   for (const MemoryItem& item : o.planner.items) {
     if (item.layer == "overhead" || item.layer == "host") continue;
     std::smatch m;
-    const std::string id = item.layer == "activations" ? "activations"
+    const std::string id = item.layer == "activations"             ? "activations"
                            : std::regex_search(item.name, m, spec) ? m[1].str()
                                                                    : "";
     ASSERT_FALSE(id.empty()) << item.name;
@@ -155,20 +155,26 @@ Bytes item(const MemoryReport& r, const std::string& prefix) {
 
 TEST_P(SimulatorPlannerStage3, TermsAgreeByCategory) {
   const Outcome o = run_case({3, GetParam()});
-  const auto cat = group_maxima(o, [](const Buffer& b) { return std::string(category_name(b.category)); });
+  const auto cat =
+      group_maxima(o, [](const Buffer& b) { return std::string(category_name(b.category)); });
   const MemoryReport& p = o.planner;
   EXPECT_EQ(cat.at("param16"), item(p, "LP partitions"));
   EXPECT_EQ(cat.at("param32") + cat.at("optim_state"), p.optimizer_states);
-  EXPECT_EQ(cat.at("grad"), item(p, "grad partitions") + item(p, "autograd gradient of the largest param"));
+  EXPECT_EQ(cat.at("grad"),
+            item(p, "grad partitions") + item(p, "autograd gradient of the largest param"));
   EXPECT_EQ(cat.at("comm_bucket"), item(p, "IPG buffer") + item(p, "reduce-scatter staging"));
-  EXPECT_EQ(cat.at("gathered_param"), item(p, "persistent params, gathered") + item(p, "gathered params"));
+  EXPECT_EQ(cat.at("gathered_param"),
+            item(p, "persistent params, gathered") + item(p, "gathered params"));
   EXPECT_EQ(cat.at("activation"), p.activations);
   EXPECT_EQ(item(p, "prefetch all-gather staging"), 100000000u);  // the documented approximation
   expect_peak_within_planner(o);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, SimulatorPlannerStage3, ::testing::Values(DType::Float16, DType::BFloat16),
-                         [](const auto& param_info) { return param_info.param == DType::Float16 ? "fp16" : "bf16"; });
+INSTANTIATE_TEST_SUITE_P(Cases, SimulatorPlannerStage3,
+                         ::testing::Values(DType::Float16, DType::BFloat16),
+                         [](const auto& param_info) {
+                           return param_info.param == DType::Float16 ? "fp16" : "bf16";
+                         });
 
 }  // namespace
 }  // namespace zerosim

@@ -22,14 +22,21 @@ TEST(Simulator, CostModelUsesTheDocumentedFormulas) {
   const auto c = [&](Op o, Elements e = 0) { return cost->cost(o, e).value(); };
   EXPECT_EQ(c(compute(OpKind::Forward, 5e9)).duration_ns, 100000);
   EXPECT_EQ(c(compute(OpKind::Backward, 1e10)).duration_ns, 200000);
-  EXPECT_EQ(c(data(OpKind::Copy, Stream::Compute, DType::Float16), 1000000).duration_ns, 4000);  // 4e6 B
-  EXPECT_EQ(c(data(OpKind::CopyToBucket, Stream::Compute, DType::Float16), 1000000).bytes, 4000000u);
-  EXPECT_EQ(c(data(OpKind::WriteBack, Stream::Compute, DType::Float16), 1000000).duration_ns, 6000);  // 4+2 B
-  EXPECT_EQ(c(data(OpKind::OptimizerStep, Stream::Compute, DType::Float32), 1000000).duration_ns, 28000);
-  EXPECT_EQ(c(data(OpKind::OptimizerStep, Stream::Host, DType::Float32), 1000000).duration_ns, 280000);
+  EXPECT_EQ(c(data(OpKind::Copy, Stream::Compute, DType::Float16), 1000000).duration_ns,
+            4000);  // 4e6 B
+  EXPECT_EQ(c(data(OpKind::CopyToBucket, Stream::Compute, DType::Float16), 1000000).bytes,
+            4000000u);
+  EXPECT_EQ(c(data(OpKind::WriteBack, Stream::Compute, DType::Float16), 1000000).duration_ns,
+            6000);  // 4+2 B
+  EXPECT_EQ(c(data(OpKind::OptimizerStep, Stream::Compute, DType::Float32), 1000000).duration_ns,
+            28000);
+  EXPECT_EQ(c(data(OpKind::OptimizerStep, Stream::Host, DType::Float32), 1000000).duration_ns,
+            280000);
   EXPECT_EQ(c(data(OpKind::Copy, Stream::Host, DType::Float16), 1000000).duration_ns, 40000);
-  EXPECT_EQ(c(data(OpKind::HostToDevice, Stream::H2D, DType::Float16), 1000000).duration_ns, 200000);
-  EXPECT_EQ(c(data(OpKind::DeviceToHost, Stream::D2H, DType::Float32), 1000000).duration_ns, 400000);
+  EXPECT_EQ(c(data(OpKind::HostToDevice, Stream::H2D, DType::Float16), 1000000).duration_ns,
+            200000);
+  EXPECT_EQ(c(data(OpKind::DeviceToHost, Stream::D2H, DType::Float32), 1000000).duration_ns,
+            400000);
   const OpCost ar = c(collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce));
   EXPECT_EQ(ar.duration_ns, 46000);
   EXPECT_EQ(ar.bytes, 2000000u);
@@ -55,7 +62,8 @@ TEST(Simulator, NcclTestsCalibrationReplacesTheModel) {
            collective(CollectiveKind::AllGather, 250000, 1000000, 4, Stream::Compute)};
   const SimulationResult r = run(s, o);
   EXPECT_EQ(times(r)[0], (std::pair<SimTime, SimTime>{0, 65000}));
-  EXPECT_EQ(times(r)[1], (std::pair<SimTime, SimTime>{65000, 93000}));  // all-gather: still the model
+  EXPECT_EQ(times(r)[1],
+            (std::pair<SimTime, SimTime>{65000, 93000}));  // all-gather: still the model
   ASSERT_EQ(r.trace.comms.size(), 2u);
   EXPECT_EQ(r.trace.comms[0].algorithm, "calibrated");
   EXPECT_EQ(r.trace.comms[1].algorithm, "ring");
@@ -71,13 +79,16 @@ TEST(Simulator, LinksFromTheGpuCatalogEntry) {
 // only waits when it needs the reduction.
 TEST(Simulator, ReduceStreamOverlapsCompute) {
   Schedule s = tiny_schedule(4);
-  s.ops = {compute(OpKind::Forward, 5e9),
-           with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce), {0}),
-           compute(OpKind::Backward, 1e10), with_deps(make_op(OpKind::Marker), {1}),
-           compute(OpKind::Forward, 5e9)};
+  s.ops = {
+      compute(OpKind::Forward, 5e9),
+      with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce), {0}),
+      compute(OpKind::Backward, 1e10), with_deps(make_op(OpKind::Marker), {1}),
+      compute(OpKind::Forward, 5e9)};
   const SimulationResult r = run(s);
-  EXPECT_EQ(times(r), (std::vector<std::pair<SimTime, SimTime>>{
-                          {0, 100000}, {100000, 146000}, {100000, 300000}, {300000, 300000}, {300000, 400000}}));
+  EXPECT_EQ(
+      times(r),
+      (std::vector<std::pair<SimTime, SimTime>>{
+          {0, 100000}, {100000, 146000}, {100000, 300000}, {300000, 300000}, {300000, 400000}}));
   EXPECT_EQ(r.summary.exposed_comm_ns, 0);
   EXPECT_EQ(r.summary.compute_ns, 400000);
   EXPECT_EQ(r.summary.steps[0].end_ns, 400000);
@@ -85,10 +96,11 @@ TEST(Simulator, ReduceStreamOverlapsCompute) {
 
 TEST(Simulator, WaitingOnTheReduceStreamIsExposedCommunication) {
   Schedule s = tiny_schedule(4);
-  s.ops = {compute(OpKind::Forward, 5e9),
-           with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce), {0}),
-           compute(OpKind::Backward, 1e9), with_deps(make_op(OpKind::Marker), {1}),
-           compute(OpKind::Forward, 5e9)};
+  s.ops = {
+      compute(OpKind::Forward, 5e9),
+      with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce), {0}),
+      compute(OpKind::Backward, 1e9), with_deps(make_op(OpKind::Marker), {1}),
+      compute(OpKind::Forward, 5e9)};
   const SimulationResult r = run(s);
   EXPECT_EQ(times(r)[2], (std::pair<SimTime, SimTime>{100000, 120000}));
   EXPECT_EQ(times(r)[3], (std::pair<SimTime, SimTime>{146000, 146000}));
@@ -100,7 +112,8 @@ TEST(Simulator, WaitingOnTheReduceStreamIsExposedCommunication) {
 
 TEST(Simulator, CollectiveOnTheComputeStreamBlocksIt) {
   Schedule s = tiny_schedule(4);
-  s.ops = {compute(OpKind::Forward, 5e9), collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Compute),
+  s.ops = {compute(OpKind::Forward, 5e9),
+           collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Compute),
            compute(OpKind::Forward, 5e9)};
   const SimulationResult r = run(s);
   EXPECT_EQ(times(r)[2], (std::pair<SimTime, SimTime>{146000, 246000}));
@@ -117,12 +130,14 @@ TEST(Simulator, CollectiveOnTheComputeStreamBlocksIt) {
 // Sync drains every stream, and nothing issued after it starts earlier, on any stream.
 TEST(Simulator, SyncWaitsForEveryStreamAndGatesLaterOps) {
   Schedule s = tiny_schedule(4);
-  s.ops = {data(OpKind::HostToDevice, Stream::H2D, DType::Float16, 1000000), compute(OpKind::Forward, 5e9),
-           make_op(OpKind::Sync), collective(CollectiveKind::AllGather, 250000, 1000000, 4, Stream::Gather),
+  s.ops = {data(OpKind::HostToDevice, Stream::H2D, DType::Float16, 1000000),
+           compute(OpKind::Forward, 5e9), make_op(OpKind::Sync),
+           collective(CollectiveKind::AllGather, 250000, 1000000, 4, Stream::Gather),
            compute(OpKind::Forward, 5e9)};
   const SimulationResult r = run(s);
-  EXPECT_EQ(times(r), (std::vector<std::pair<SimTime, SimTime>>{
-                          {0, 200000}, {0, 100000}, {200000, 200000}, {200000, 228000}, {200000, 300000}}));
+  EXPECT_EQ(times(r),
+            (std::vector<std::pair<SimTime, SimTime>>{
+                {0, 200000}, {0, 100000}, {200000, 200000}, {200000, 228000}, {200000, 300000}}));
   EXPECT_EQ(r.summary.exposed_offload_ns, 100000);
   EXPECT_EQ(r.summary.exposed_comm_ns, 0);
 }
@@ -132,16 +147,19 @@ TEST(Simulator, SyncWaitsForEveryStreamAndGatesLaterOps) {
 TEST(Simulator, CollectivesOfOneCommunicatorRunInLaunchOrder) {
   Schedule s = tiny_schedule(4);
   s.ops = {collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce),
-           collective(CollectiveKind::AllGather, 250000, 1000000, 4, Stream::Gather), compute(OpKind::Forward, 5e9)};
+           collective(CollectiveKind::AllGather, 250000, 1000000, 4, Stream::Gather),
+           compute(OpKind::Forward, 5e9)};
   const SimulationResult r = run(s);
-  EXPECT_EQ(times(r), (std::vector<std::pair<SimTime, SimTime>>{{0, 46000}, {46000, 74000}, {0, 100000}}));
+  EXPECT_EQ(times(r),
+            (std::vector<std::pair<SimTime, SimTime>>{{0, 46000}, {46000, 74000}, {0, 100000}}));
 }
 
 // Same-time ties start in program order; ops of one stream never overlap.
 TEST(Simulator, OneStreamRunsInProgramOrder) {
   Schedule s = tiny_schedule(4);
   s.ops = {data(OpKind::Copy, Stream::Reduce, DType::Float16, 1000000),
-           data(OpKind::Copy, Stream::Reduce, DType::Float16, 1000000), compute(OpKind::Forward, 5e9),
+           data(OpKind::Copy, Stream::Reduce, DType::Float16, 1000000),
+           compute(OpKind::Forward, 5e9),
            with_deps(data(OpKind::Copy, Stream::Compute, DType::Float16, 1000000), {1})};
   const SimulationResult r = run(s);
   EXPECT_EQ(times(r), (std::vector<std::pair<SimTime, SimTime>>{
@@ -161,7 +179,8 @@ TEST(Simulator, TimingRoleIsTheMaxAndMemoryIsPerRole) {
   EXPECT_EQ(r.summary.peaks[1].rank, 2u);
   EXPECT_EQ(r.summary.peaks[1].rank_count, 2u);
   EXPECT_EQ(r.summary.peak_role, 1u);
-  EXPECT_EQ(r.summary.peaks[1].device.by_category[static_cast<std::size_t>(BufferCategory::Grad)], 6000000u);
+  EXPECT_EQ(r.summary.peaks[1].device.by_category[static_cast<std::size_t>(BufferCategory::Grad)],
+            6000000u);
   EXPECT_EQ(r.summary.peaks[1].device.t, 0);
   EXPECT_FALSE(r.summary.oom);
 }
@@ -184,19 +203,25 @@ TEST(Simulator, OutOfMemoryIsAResultAndTheRunContinues) {
   EXPECT_EQ(r->summary.total_ns, 112000);  // every op still ran
   std::ostringstream out;
   write_summary_json(r->summary, out);
-  EXPECT_NE(out.str().find("\"oom\": {\"t_ns\": 0, \"rank\": 2, \"role\": 1, \"buffer\": \"grads_in_partition\", "
-                           "\"category\": \"grad\", \"bytes\": 6000000, \"live_bytes\": 6001000, \"capacity\": "
-                           "3000000, \"ranks_out_of_memory\": 2}"),
-            std::string::npos)
+  EXPECT_NE(
+      out.str().find(
+          "\"oom\": {\"t_ns\": 0, \"rank\": 2, \"role\": 1, \"buffer\": \"grads_in_partition\", "
+          "\"category\": \"grad\", \"bytes\": 6000000, \"live_bytes\": 6001000, \"capacity\": "
+          "3000000, \"ranks_out_of_memory\": 2}"),
+      std::string::npos)
       << out.str();
 }
 
 TEST(Simulator, StepsInitAndSteadyWindow) {
   Schedule s = tiny_schedule(4);
   s.meta.steps = 2;
-  s.buffers = {buffer("flat", BufferCategory::Param16, 500, true), buffer("act", BufferCategory::Activation, 100)};
-  s.ops = {in_phase(alloc(0), Phase::Init), in_phase(compute(OpKind::Forward, 5e9), Phase::Init),
-           alloc(1), compute(OpKind::Forward, 5e9), free_op(1),
+  s.buffers = {buffer("flat", BufferCategory::Param16, 500, true),
+               buffer("act", BufferCategory::Activation, 100)};
+  s.ops = {in_phase(alloc(0), Phase::Init),
+           in_phase(compute(OpKind::Forward, 5e9), Phase::Init),
+           alloc(1),
+           compute(OpKind::Forward, 5e9),
+           free_op(1),
            in_step(compute(OpKind::Backward, 1e10), 1)};
   const SimulationResult r = run(s);
   EXPECT_EQ(r.summary.init_ns, 100000);
@@ -207,8 +232,8 @@ TEST(Simulator, StepsInitAndSteadyWindow) {
   EXPECT_EQ(r.summary.steps[1].end_ns, 400000);
   EXPECT_EQ(r.summary.steps[0].compute_ns, 100000);  // init compute is not a step's
   EXPECT_EQ(r.summary.steady_from_ns, 200000);
-  EXPECT_EQ(r.memory[0].device.bytes, 600u * 2);    // fp16 elements
-  EXPECT_EQ(r.memory[0].steady.bytes, 500u * 2);    // activations freed before the last step
+  EXPECT_EQ(r.memory[0].device.bytes, 600u * 2);  // fp16 elements
+  EXPECT_EQ(r.memory[0].steady.bytes, 500u * 2);  // activations freed before the last step
 }
 
 TEST(Simulator, BadSchedulesAndOptionsAreDiagnostics) {
@@ -227,7 +252,8 @@ TEST(Simulator, BadSchedulesAndOptionsAreDiagnostics) {
   r = simulate(ok, v100, round_options());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.diagnostics().items()[0].to_string(),
-            "simulator: /gpu: expected a dense float16 rate for \"V100-32GB\", got 0 TFLOP/s (the GPU does not "
+            "simulator: /gpu: expected a dense float16 rate for \"V100-32GB\", got 0 TFLOP/s (the "
+            "GPU does not "
             "support this dtype)");
   EngineOptions o = round_options();
   o.compute_efficiency = 1.5;
@@ -242,7 +268,8 @@ TEST(Simulator, BadSchedulesAndOptionsAreDiagnostics) {
   r = simulate(odd, round_gpu(), round_options());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.diagnostics().items()[0].to_string(),
-            "simulator: /ops/0: expected a collective group that fills whole nodes of 2 GPUs, got 3 ranks for "
+            "simulator: /ops/0: expected a collective group that fills whole nodes of 2 GPUs, got "
+            "3 ranks for "
             "\"odd group\"");
   Schedule twice = tiny_schedule(4);
   twice.buffers = {buffer("b", BufferCategory::Temp, 8)};
@@ -250,7 +277,8 @@ TEST(Simulator, BadSchedulesAndOptionsAreDiagnostics) {
   r = simulate(twice, round_gpu(), round_options());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.diagnostics().items()[0].to_string(),
-            "memory ledger: /ops/2: buffer \"b\" released at 0 ns but it is not live (double free, or never "
+            "memory ledger: /ops/2: buffer \"b\" released at 0 ns but it is not live (double free, "
+            "or never "
             "allocated)");
 }
 

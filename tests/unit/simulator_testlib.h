@@ -75,7 +75,8 @@ inline Op data(OpKind k, Stream st, DType dt, Elements elements = 0) {
   o.elements = elements;
   return o;
 }
-inline Op collective(CollectiveKind k, Elements numel, Elements out, std::uint32_t group, Stream st) {
+inline Op collective(CollectiveKind k, Elements numel, Elements out, std::uint32_t group,
+                     Stream st) {
   Op o = make_op(OpKind::Collective, st);
   o.collective = k;
   o.numel = numel;

@@ -28,14 +28,21 @@ Schedule bucket_schedule() {
   Op copy = data(OpKind::CopyToBucket, Stream::Compute, DType::Float16, 1000000);
   copy.bucket = 0;
   copy.buffer = 0;
-  Op ar = with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce), {3});
+  Op ar =
+      with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce), {3});
   ar.bucket = 0;
   ar.label = "flush 0: AR(1000000)";
   Op fwd = compute(OpKind::Forward, 5e9);
   fwd.layer = 0;
   fwd.label = "fwd layers.0";
-  s.ops = {alloc(0), fwd, copy, copy, ar, compute(OpKind::Backward, 1e10),
-           with_deps(make_op(OpKind::Marker), {4}), free_op(0)};
+  s.ops = {alloc(0),
+           fwd,
+           copy,
+           copy,
+           ar,
+           compute(OpKind::Backward, 1e10),
+           with_deps(make_op(OpKind::Marker), {4}),
+           free_op(0)};
   return s;
 }
 
@@ -116,29 +123,35 @@ TEST(Trace, ReaderRejectsBrokenFilesWithOneLineMessages) {
   EXPECT_EQ(errors_of(v2), "trace.json: /version: expected version 1, got 2\n");
   std::string fmt = good;
   fmt.replace(fmt.find("zerosim-trace"), 13, "zerosim-sched");
-  EXPECT_EQ(errors_of(fmt), "trace.json: /format: expected \"zerosim-trace\", got \"zerosim-sched\"\n");
+  EXPECT_EQ(errors_of(fmt),
+            "trace.json: /format: expected \"zerosim-trace\", got \"zerosim-sched\"\n");
   EXPECT_EQ(errors_of("[1, 2]"), "trace.json: /: expected an object, got an array\n");
 }
 
 TEST(Trace, ReaderRejectsInconsistentReferences) {
   Trace t = run(bucket_schedule()).trace;
   t.spans[3].comm = 5;
-  EXPECT_EQ(errors_of(trace_text(t)), "trace.json: /spans/3/comm: expected a comm index 0..0, got 5\n");
+  EXPECT_EQ(errors_of(trace_text(t)),
+            "trace.json: /spans/3/comm: expected a comm index 0..0, got 5\n");
   t = run(bucket_schedule()).trace;
   t.spans[0].comm = 0;
-  EXPECT_EQ(errors_of(trace_text(t)),
-            "trace.json: /spans/0/comm: expected comm record 0 to be op 1 of the same rank, got op 4\n");
+  EXPECT_EQ(
+      errors_of(trace_text(t)),
+      "trace.json: /spans/0/comm: expected comm record 0 to be op 1 of the same rank, got op 4\n");
   t = run(bucket_schedule()).trace;
   t.spans[1].rank = 9;
-  EXPECT_EQ(errors_of(trace_text(t)), "trace.json: /spans/1/rank: expected a traced rank (0), got 9\n");
+  EXPECT_EQ(errors_of(trace_text(t)),
+            "trace.json: /spans/1/rank: expected a traced rank (0), got 9\n");
   t = run(bucket_schedule()).trace;
   t.ranks[0].memory[1].by_category[0] = 5;
-  EXPECT_EQ(errors_of(trace_text(t)),
-            "trace.json: /ranks/0/memory/1: expected the categories to add up to the total 0, got 5\n");
+  EXPECT_EQ(
+      errors_of(trace_text(t)),
+      "trace.json: /ranks/0/memory/1: expected the categories to add up to the total 0, got 5\n");
   t = run(bucket_schedule()).trace;
   t.ranks[0].memory[1].t = -1;
   const std::string neg = errors_of(trace_text(t));
-  EXPECT_NE(neg.find("/ranks/0/memory/1: expected integers >= 0, got -1"), std::string::npos) << neg;
+  EXPECT_NE(neg.find("/ranks/0/memory/1: expected integers >= 0, got -1"), std::string::npos)
+      << neg;
 }
 
 TEST(Trace, ReaderRejectsUnknownKeysAndNames) {
@@ -149,8 +162,10 @@ TEST(Trace, ReaderRejectsUnknownKeysAndNames) {
   text = trace_text(run(bucket_schedule()).trace);
   text.replace(text.find("\"dur_ns\": 46000"), 15, "\"durr_ns\": 46000");
   const std::string u = errors_of(text);
-  EXPECT_NE(u.find("trace.json: /spans/3: expected a \"dur_ns\" key, got none"), std::string::npos) << u;
-  EXPECT_NE(u.find("trace.json: /spans/3/durr_ns: unknown key \"durr_ns\""), std::string::npos) << u;
+  EXPECT_NE(u.find("trace.json: /spans/3: expected a \"dur_ns\" key, got none"), std::string::npos)
+      << u;
+  EXPECT_NE(u.find("trace.json: /spans/3/durr_ns: unknown key \"durr_ns\""), std::string::npos)
+      << u;
 }
 
 TEST(Trace, ChromeTraceFollowsThePerfettoRules) {
@@ -174,7 +189,8 @@ TEST(Trace, ChromeTraceFollowsThePerfettoRules) {
     if (ph == "M" && e["name"] == "process_name") {
       EXPECT_EQ(e["args"]["name"], "rank 0 (role 0, 4 ranks)");
     }
-    if (ph == "M" && e["name"] == "thread_name") threads.insert(e["args"]["name"].get<std::string>());
+    if (ph == "M" && e["name"] == "thread_name")
+      threads.insert(e["args"]["name"].get<std::string>());
     if (ph == "X") ++x;
     if (ph == "C") {
       ++c;
@@ -199,15 +215,19 @@ TEST(Trace, ChromeTraceFollowsThePerfettoRules) {
   EXPECT_EQ(s, 1);
   EXPECT_EQ(f, 1);
   EXPECT_EQ(threads, (std::set<std::string>{"compute", "reduce"}));
-  EXPECT_NE(text.find("\"name\": \"flush 0: AR(1000000)\", \"cat\": \"collective\", \"ph\": \"X\", \"ts\": 108.000, "
+  EXPECT_NE(text.find("\"name\": \"flush 0: AR(1000000)\", \"cat\": \"collective\", \"ph\": \"X\", "
+                      "\"ts\": 108.000, "
                       "\"dur\": 46.000, \"pid\": 0, \"tid\": 2"),
             std::string::npos);
-  EXPECT_NE(text.find("{\"name\": \"memory.comm_bucket\", \"ph\": \"C\", \"ts\": 308.000, \"pid\": 0, \"args\": "
+  EXPECT_NE(text.find("{\"name\": \"memory.comm_bucket\", \"ph\": \"C\", \"ts\": 308.000, \"pid\": "
+                      "0, \"args\": "
                       "{\"bytes\": 0}}"),
             std::string::npos);
-  EXPECT_NE(text.find("{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, \"tid\": 2, \"args\": "
-                      "{\"sort_index\": 2}}"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find(
+          "{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, \"tid\": 2, \"args\": "
+          "{\"sort_index\": 2}}"),
+      std::string::npos);
 }
 
 // A real schedule (GPT-2 small, stage 2 with overlap_comm, two steps): on every (pid, tid) the X
@@ -239,12 +259,14 @@ TEST(Trace, ChromeSlicesNestOnEveryThreadOfARealSchedule) {
   const auto j = nlohmann::json::parse(out.str());
   std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> slices;
   for (const auto& e : j["traceEvents"])
-    if (e["ph"] == "X") slices[{e["pid"].get<int>(), e["tid"].get<int>()}].emplace_back(e["ts"], e["dur"]);
+    if (e["ph"] == "X")
+      slices[{e["pid"].get<int>(), e["tid"].get<int>()}].emplace_back(e["ts"], e["dur"]);
   ASSERT_GE(slices.size(), 2u);  // compute and reduce streams at least
   for (auto& [key, v] : slices) {
     std::sort(v.begin(), v.end());
     for (std::size_t i = 1; i < v.size(); ++i)
-      EXPECT_LE(v[i - 1].first + v[i - 1].second, v[i].first + 1e-6) << "pid " << key.first << " tid " << key.second;
+      EXPECT_LE(v[i - 1].first + v[i - 1].second, v[i].first + 1e-6)
+          << "pid " << key.first << " tid " << key.second;
   }
   EXPECT_GT(r->summary.comm.size(), 0u);
   EXPECT_EQ(r->trace.comms.size(), [&] {

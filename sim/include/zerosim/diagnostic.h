@@ -2,8 +2,9 @@
 //
 // An input error is one line: "<source>: <json pointer>: <message> (<hint>)", e.g.
 //   ds.json: /zero_optimization/stage: expected an integer 0..3, got "three"
-// Loaders collect every problem instead of stopping at the first (style.md §4.4). Library code never
-// exits or throws on bad input; it returns a Result holding either a value or the diagnostics.
+// Loaders collect every problem instead of stopping at the first (style.md §4.4). Library code
+// never exits or throws on bad input; it returns a Result holding either a value or the
+// diagnostics.
 #pragma once
 
 #include <optional>
@@ -26,7 +27,8 @@ struct Diagnostic {
   std::string to_string() const;
 };
 
-/// An ordered list of diagnostics; errors make a Result fail, warnings and notes travel with values.
+/// An ordered list of diagnostics; errors make a Result fail, warnings and notes travel with
+/// values.
 class Diagnostics {
  public:
   void add(Diagnostic d) { items_.push_back(std::move(d)); }
@@ -69,7 +71,8 @@ class [[nodiscard]] Result {
 
 /// A failed Result with one error.
 template <class T>
-Result<T> fail(std::string source, std::string pointer, std::string message, std::string hint = {}) {
+Result<T> fail(std::string source, std::string pointer, std::string message,
+               std::string hint = {}) {
   Diagnostics d;
   d.error(std::move(source), std::move(pointer), std::move(message), std::move(hint));
   return Result<T>(std::move(d));

@@ -9,7 +9,8 @@
 //     streams: NCCL makes every launch wait on the communicator's internal device stream
 //     (src/enqueue.cc); so a gather-stream all-gather and a reduce-stream reduce-scatter of the
 //     data-parallel group never overlap each other, only compute;
-//   * Sync is cudaDeviceSynchronize: it starts once every earlier op (all streams) has finished, and
+//   * Sync is cudaDeviceSynchronize: it starts once every earlier op (all streams) has finished,
+//   and
 //     no later op starts before it (the host thread is blocked until it returns);
 //   * zero-cost ops (Alloc, Free, Marker, GradReady, Sync) finish when they start; among ops ready
 //     at the same time the lowest program index starts first;
@@ -96,7 +97,7 @@ LinkParams links_for_gpu(const GpuSpec& gpu);
 /// The cost of one op for a given element count (the timing role's, for slot ops).
 struct OpCost {
   SimTime duration_ns = 0;
-  Bytes bytes = 0;                          ///< bytes touched/moved (collective: S)
+  Bytes bytes = 0;                           ///< bytes touched/moved (collective: S)
   std::optional<CollectiveCost> collective;  ///< collectives only
 };
 
@@ -134,16 +135,16 @@ struct OpTiming {
 };
 
 struct SimulationResult {
-  std::vector<OpTiming> ops;            ///< indexed like schedule.ops
-  std::vector<Elements> timing_slots;   ///< the timing role's slot values (max over roles)
+  std::vector<OpTiming> ops;           ///< indexed like schedule.ops
+  std::vector<Elements> timing_slots;  ///< the timing role's slot values (max over roles)
   /// One ledger buffer per schedule buffer (same index). Its buffers are unnamed (names live in the
   /// schedule; copying them cost a heap allocation per buffer per simulation).
   MemoryLedger ledger;
-  std::vector<RoleMemory> memory;       ///< per role: peaks and first OOM
+  std::vector<RoleMemory> memory;  ///< per role: peaks and first OOM
   Summary summary;
-  Trace trace;                          ///< empty unless options.record_trace
-  /// Bytes held by this result's vectors (ops, ledger, memory, summary, trace): the benchmarks use it
-  /// to show memory does not grow with ranks.
+  Trace trace;  ///< empty unless options.record_trace
+  /// Bytes held by this result's vectors (ops, ledger, memory, summary, trace): the benchmarks use
+  /// it to show memory does not grow with ranks.
   std::size_t footprint_bytes() const;
 };
 

@@ -151,9 +151,9 @@ class EventQueue {
  private:
   // A bucket is (digit position g, digit value v) of the highest 4-bit digit in which t differs
   // from base_, numbered 16 g + v: 16 positions cover 64 bits, and a larger bucket number always
-  // means a later time. An event at exactly base_ has number (base_ & 15), the "equal" bucket, which
-  // no other event can share (it would need the lowest digit of t to be that of base_ and every
-  // higher digit equal too). Base 16 rather than 2 moves each event about half as often.
+  // means a later time. An event at exactly base_ has number (base_ & 15), the "equal" bucket,
+  // which no other event can share (it would need the lowest digit of t to be that of base_ and
+  // every higher digit equal too). Base 16 rather than 2 moves each event about half as often.
   static constexpr int kDigitBits = 4;
   static constexpr std::size_t kRadix = std::size_t{1} << kDigitBits;
   static constexpr std::size_t kBuckets = kRadix * (64 / kDigitBits);
@@ -197,9 +197,9 @@ class EventQueue {
   // that a refill needs one pass over the bucket, not two.
   std::array<SimTime, kBuckets> lowest_ = empty_lowest();
   std::array<std::uint64_t, kMaskWords> nonempty_{};  // bit b set: buckets_[b] holds entries
-  SimTime base_ = 0;        // the radix heap's base: every held entry has t >= base_
-  std::size_t equal_ = 0;   // bucket_of(base_, base_): the FIFO of entries at exactly base_
-  std::size_t head_ = 0;    // next entry of the equal bucket to pop
+  SimTime base_ = 0;       // the radix heap's base: every held entry has t >= base_
+  std::size_t equal_ = 0;  // bucket_of(base_, base_): the FIFO of entries at exactly base_
+  std::size_t head_ = 0;   // next entry of the equal bucket to pop
   // Seqs of cancelled events not yet dropped by pop(). Used for membership only, so its hash order
   // never reaches any result.
   std::unordered_set<std::uint64_t> cancelled_;

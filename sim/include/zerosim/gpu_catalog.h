@@ -2,9 +2,9 @@
 // embedded models/gpu_catalog.json (every entry names its source).
 //
 // Conventions (also stated in the catalog file): memory is the published capacity read as binary
-// gigabytes (an "80 GB" H100 carries 80 GiB = 85,899,345,920 bytes of HBM; the driver then reports a
-// little less as usable: ECC and reserved pages). Rates are dense (no structured sparsity): where a
-// data sheet prints only the sparse figure, the catalog holds half of it. Bandwidths are GB/s
+// gigabytes (an "80 GB" H100 carries 80 GiB = 85,899,345,920 bytes of HBM; the driver then reports
+// a little less as usable: ECC and reserved pages). Rates are dense (no structured sparsity): where
+// a data sheet prints only the sparse figure, the catalog holds half of it. Bandwidths are GB/s
 // (1e9 B/s) in one direction.
 #pragma once
 
@@ -18,19 +18,22 @@
 namespace zerosim {
 
 struct GpuSpec {
-  std::string name;               ///< catalog key, e.g. "H100-SXM-80GB"
-  std::string description;        ///< "NVIDIA H100 SXM5 80 GB"
-  std::vector<std::string> aliases;  ///< other accepted names ("H100", "h100-80gb"), matched case-insensitively
-  Bytes memory_bytes = 0;         ///< HBM/GDDR capacity in bytes: published GB read as GiB (see file comment)
-  double bf16_tflops = 0;         ///< dense bf16 TFLOP/s (no sparsity); 0 = bf16 not supported (V100)
-  double fp16_tflops = 0;         ///< dense fp16 TFLOP/s (tensor cores, fp32 accumulate)
-  double fp32_tflops = 0;         ///< fp32 (non-tensor-core) TFLOP/s
-  double hbm_gbps = 0;            ///< memory bandwidth, GB/s (1e9 B/s)
-  double intra_node_gbps = 0;     ///< per-GPU intra-node link bandwidth (NVLink/xGMI/PCIe), GB/s, one direction
-  double network_gbps = 0;        ///< typical per-GPU network bandwidth, GB/s (e.g. 400 Gb/s NIC = 50)
-  double pcie_gbps = 0;           ///< host link, GB/s one direction (offload copies)
-  std::string source;             ///< data sheet URL(s)
-  std::string notes;              ///< assumptions behind the numbers (link and network choices)
+  std::string name;         ///< catalog key, e.g. "H100-SXM-80GB"
+  std::string description;  ///< "NVIDIA H100 SXM5 80 GB"
+  std::vector<std::string>
+      aliases;  ///< other accepted names ("H100", "h100-80gb"), matched case-insensitively
+  Bytes memory_bytes =
+      0;  ///< HBM/GDDR capacity in bytes: published GB read as GiB (see file comment)
+  double bf16_tflops = 0;  ///< dense bf16 TFLOP/s (no sparsity); 0 = bf16 not supported (V100)
+  double fp16_tflops = 0;  ///< dense fp16 TFLOP/s (tensor cores, fp32 accumulate)
+  double fp32_tflops = 0;  ///< fp32 (non-tensor-core) TFLOP/s
+  double hbm_gbps = 0;     ///< memory bandwidth, GB/s (1e9 B/s)
+  double intra_node_gbps =
+      0;  ///< per-GPU intra-node link bandwidth (NVLink/xGMI/PCIe), GB/s, one direction
+  double network_gbps = 0;  ///< typical per-GPU network bandwidth, GB/s (e.g. 400 Gb/s NIC = 50)
+  double pcie_gbps = 0;     ///< host link, GB/s one direction (offload copies)
+  std::string source;       ///< data sheet URL(s)
+  std::string notes;        ///< assumptions behind the numbers (link and network choices)
 };
 
 /// All catalog entries, in file order (the embedded catalog; empty only if it failed to load, in
@@ -39,7 +42,8 @@ const std::vector<GpuSpec>& gpu_catalog();
 
 /// Parses a catalog file's text ({"format": "zerosim-gpu-catalog", "version": 1, "gpus": [...]}).
 /// Every problem is a diagnostic with its JSON pointer; duplicate names/aliases are errors.
-Result<std::vector<GpuSpec>> load_gpu_catalog_text(const std::string& text, const std::string& source);
+Result<std::vector<GpuSpec>> load_gpu_catalog_text(const std::string& text,
+                                                   const std::string& source);
 
 /// Finds a GPU by name, case-insensitively ('_' and ' ' match '-'); also accepts the aliases listed
 /// in the catalog. Unknown names fail with the list of known names and a "did you mean" hint.

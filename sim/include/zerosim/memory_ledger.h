@@ -46,8 +46,8 @@ namespace zerosim {
 inline constexpr std::size_t kCategoryCount = 8;
 /// Every category, in enum order.
 inline constexpr std::array<BufferCategory, kCategoryCount> kAllCategories = {
-    BufferCategory::Param16,    BufferCategory::Param32,      BufferCategory::Grad,
-    BufferCategory::OptimState, BufferCategory::Activation,   BufferCategory::CommBucket,
+    BufferCategory::Param16,       BufferCategory::Param32,    BufferCategory::Grad,
+    BufferCategory::OptimState,    BufferCategory::Activation, BufferCategory::CommBucket,
     BufferCategory::GatheredParam, BufferCategory::Temp};
 /// Bytes per category, indexed by the enum value.
 using CategoryBytes = std::array<Bytes, kCategoryCount>;
@@ -69,8 +69,8 @@ struct LedgerBuffer {
   std::string name;
   BufferCategory category = BufferCategory::Temp;
   MemoryPool pool = MemoryPool::Device;
-  Bytes bytes = 0;                  ///< common size (the largest role's size for a role buffer)
-  bool per_role = false;            ///< sizes differ per role (role_bytes)
+  Bytes bytes = 0;                    ///< common size (the largest role's size for a role buffer)
+  bool per_role = false;              ///< sizes differ per role (role_bytes)
   std::vector<RoleBytes> role_bytes;  ///< per_role: the roles with a non-zero size, ascending role
   /// Size on role `role` (the common size for a common buffer; 0 for an unlisted role). O(log n).
   Bytes bytes_for(std::uint32_t role) const;
@@ -78,8 +78,8 @@ struct LedgerBuffer {
 
 /// One allocation: the interval [t_alloc, t_free) during which a buffer is live.
 struct Allocation {
-  std::uint32_t id = 0;          ///< index into MemoryLedger::allocations()
-  std::uint32_t buffer = 0;      ///< ledger buffer id
+  std::uint32_t id = 0;            ///< index into MemoryLedger::allocations()
+  std::uint32_t buffer = 0;        ///< ledger buffer id
   std::uint32_t role = kAllRoles;  ///< kAllRoles: made by every role (sizes per LedgerBuffer)
   MemoryPool pool = MemoryPool::Device;
   BufferCategory category = BufferCategory::Temp;
@@ -90,37 +90,37 @@ struct Allocation {
 
 /// The largest live total of one role and what it was made of.
 struct MemoryPeak {
-  Bytes bytes = 0;             ///< live bytes at the peak
-  SimTime t = 0;               ///< time of the first event that reached it, ns
-  std::uint64_t event = 0;     ///< index of that event (0 when nothing was ever live)
+  Bytes bytes = 0;              ///< live bytes at the peak
+  SimTime t = 0;                ///< time of the first event that reached it, ns
+  std::uint64_t event = 0;      ///< index of that event (0 when nothing was ever live)
   CategoryBytes by_category{};  ///< breakdown at the peak; sums to `bytes`
 };
 
 /// The first event that took a role's device bytes above the capacity.
 struct OomEvent {
-  SimTime t = 0;                 ///< ns
+  SimTime t = 0;  ///< ns
   std::uint32_t role = 0;
-  std::uint32_t buffer = 0;      ///< ledger buffer being allocated
+  std::uint32_t buffer = 0;  ///< ledger buffer being allocated
   std::string buffer_name;
   BufferCategory category = BufferCategory::Temp;
-  Bytes bytes = 0;               ///< size of that allocation on this role
-  Bytes live_bytes = 0;          ///< device bytes live after it
+  Bytes bytes = 0;       ///< size of that allocation on this role
+  Bytes live_bytes = 0;  ///< device bytes live after it
   Bytes capacity = 0;
 };
 
 /// Per-role outcome of analyze().
 struct RoleMemory {
-  MemoryPeak device;              ///< MemoryPool::Device, whole run
-  MemoryPeak steady;              ///< MemoryPool::Device, from analyze()'s steady_from on
-  MemoryPeak host;                ///< MemoryPool::Host and Pinned together
-  std::optional<OomEvent> oom;    ///< first device OOM of this role, if any
+  MemoryPeak device;            ///< MemoryPool::Device, whole run
+  MemoryPeak steady;            ///< MemoryPool::Device, from analyze()'s steady_from on
+  MemoryPeak host;              ///< MemoryPool::Host and Pinned together
+  std::optional<OomEvent> oom;  ///< first device OOM of this role, if any
 };
 
 /// One point of a role's memory curve: live bytes after an event (counter tracks of the trace).
 struct MemorySample {
   SimTime t = 0;
-  Bytes total = 0;               ///< device bytes live
-  CategoryBytes by_category{};   ///< device bytes per category
+  Bytes total = 0;              ///< device bytes live
+  CategoryBytes by_category{};  ///< device bytes per category
 };
 
 class MemoryLedger {

@@ -19,10 +19,10 @@ namespace zerosim {
 
 /// One parameter tensor, as model.named_parameters() reports it.
 struct ParamTensor {
-  std::string name;                 ///< "model.layers.0.self_attn.q_proj.weight"
-  std::vector<std::uint64_t> shape; ///< torch shape; empty for a scalar
-  Elements numel = 0;               ///< product of shape (1 for a scalar)
-  bool trainable = true;            ///< requires_grad
+  std::string name;                  ///< "model.layers.0.self_attn.q_proj.weight"
+  std::vector<std::uint64_t> shape;  ///< torch shape; empty for a scalar
+  Elements numel = 0;                ///< product of shape (1 for a scalar)
+  bool trainable = true;             ///< requires_grad
 };
 
 enum class LayerKind { Embedding, Block, Norm, Head, Other };
@@ -34,7 +34,7 @@ struct Layer {
   std::string name;
   LayerKind kind = LayerKind::Other;
   std::vector<std::uint32_t> param_ids;  ///< indices into ModelDesc::params, use order
-  double fwd_flops_per_token = 0;        ///< forward FLOPs per token, excluding attention's s^2 term
+  double fwd_flops_per_token = 0;  ///< forward FLOPs per token, excluding attention's s^2 term
   double attn_flops_per_token_per_ctx = 0;  ///< forward attention FLOPs per token per context token
 };
 
@@ -71,16 +71,16 @@ enum class ModuleGrad : std::uint8_t {
 
 /// One nn.Module of the model, as named_modules() names it.
 struct ModuleNode {
-  std::string name;                   ///< "" for the root, "model.layers.0.self_attn.q_proj"
-  std::string type;                   ///< class name: "LlamaForCausalLM", "Linear", "SiLU", ...
-  std::uint32_t parent = kNoModule;   ///< index into ModelDesc::modules; kNoModule for the root
-  std::uint32_t depth = 0;            ///< 0 for the root, parent's depth + 1 otherwise
+  std::string name;                      ///< "" for the root, "model.layers.0.self_attn.q_proj"
+  std::string type;                      ///< class name: "LlamaForCausalLM", "Linear", "SiLU", ...
+  std::uint32_t parent = kNoModule;      ///< index into ModelDesc::modules; kNoModule for the root
+  std::uint32_t depth = 0;               ///< 0 for the root, parent's depth + 1 otherwise
   std::vector<std::uint32_t> param_ids;  ///< direct params (parameters(recurse=False)), in
                                          ///< declaration order; a tied weight is a direct param
                                          ///< of every module holding it (wte and lm_head)
-  std::uint32_t layer = kNoLayer;     ///< Layer whose compute the module belongs to; kNoLayer for
-                                      ///< the root and containers spanning several layers
-  ModuleGrad grad = ModuleGrad::Both; ///< which backward hooks fire
+  std::uint32_t layer = kNoLayer;      ///< Layer whose compute the module belongs to; kNoLayer for
+                                       ///< the root and containers spanning several layers
+  ModuleGrad grad = ModuleGrad::Both;  ///< which backward hooks fire
   bool called = true;  ///< false for modules whose forward never runs (nn.ModuleList, a dropout
                        ///< the fused attention kernel replaces): hooked, but they never fire
 };
@@ -96,10 +96,10 @@ struct ModuleCall {
 struct ModelDesc {
   std::string name;    ///< "llama2-7b", a file name, or "synthetic-13e9"
   std::string source;  ///< where the numbers come from (paper, HF config URL, file path)
-  std::vector<ParamTensor> params;          ///< declaration order
-  std::vector<Layer> layers;                ///< forward order; may be empty for a param list
-  std::vector<std::uint32_t> grad_order;    ///< param ids in gradient-ready order (backward)
-  bool grad_order_recorded = false;         ///< true when grad_order came from a real run
+  std::vector<ParamTensor> params;        ///< declaration order
+  std::vector<Layer> layers;              ///< forward order; may be empty for a param list
+  std::vector<std::uint32_t> grad_order;  ///< param ids in gradient-ready order (backward)
+  bool grad_order_recorded = false;       ///< true when grad_order came from a real run
   std::optional<ArchInfo> arch;
   /// The nn.Module tree in pre-forward order, so a parent precedes its children. A module that
   /// never runs is listed where its builder declares it: a container (ModuleList) right before its
@@ -115,8 +115,8 @@ struct ModelDesc {
   Elements num_trainable() const;
   /// Largest single tensor.
   Elements largest_param() const;
-  /// DeepSpeed's "largest layer": max over modules of the sum of the module's direct params, where a
-  /// module is the param name without its last ".component" (§8.2 model_to_params).
+  /// DeepSpeed's "largest layer": max over modules of the sum of the module's direct params, where
+  /// a module is the param name without its last ".component" (§8.2 model_to_params).
   Elements largest_module_params() const;
 };
 

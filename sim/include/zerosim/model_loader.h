@@ -26,9 +26,9 @@ std::vector<ZooEntry> list_zoo();
 /// to `zerosim models`; a zoo file whose built count differs from its "parameters" fails loudly.
 Result<ModelDesc> load_zoo_model(const std::string& name);
 
-/// Hugging Face config.json text -> ModelDesc with exact parameter tensors (the *ForCausalLM model's
-/// named_parameters(), tied weights once). `source` names the file. Supported model_type: llama,
-/// mistral, qwen2, gpt2, gpt_neox, gptj, opt, bloom, falcon. Unknown keys are ignored.
+/// Hugging Face config.json text -> ModelDesc with exact parameter tensors (the *ForCausalLM
+/// model's named_parameters(), tied weights once). `source` names the file. Supported model_type:
+/// llama, mistral, qwen2, gpt2, gpt_neox, gptj, opt, bloom, falcon. Unknown keys are ignored.
 Result<ModelDesc> load_hf_config_text(const std::string& text, const std::string& source);
 Result<ModelDesc> load_hf_config_file(const std::string& path);
 

@@ -2,7 +2,8 @@
 // offload variant) needs per GPU, whether it fits, the largest micro-batch, the smallest GPU count,
 // the traffic per step, what DeepSpeed's own estimators say, and a recommendation.
 //
-// Pure computation: no I/O. Reporters (plan_report.h) turn a PlanResult into table/JSON/CSV/Markdown.
+// Pure computation: no I/O. Reporters (plan_report.h) turn a PlanResult into
+// table/JSON/CSV/Markdown.
 #pragma once
 
 #include <optional>
@@ -29,22 +30,22 @@ struct PlanRequest {
   TrainingSettings training;
   Accounting mode = Accounting::DeepSpeed;
   std::uint64_t sweep_max_gpus = 4096;  ///< powers of two 1..this for min GPUs / the sweep
-  bool full_sweep = false;       ///< also fill PlanResult::sweep (every variant x GPU count)
+  bool full_sweep = false;              ///< also fill PlanResult::sweep (every variant x GPU count)
   OverheadParams overheads = default_overheads();
 };
 
 struct PlanRow {
   int stage = 0;
   OffloadVariant offload = OffloadVariant::None;
-  std::string optimizer;          ///< wrapper DeepSpeed runs: "DeepSpeedZeroOptimizer", ...
+  std::string optimizer;  ///< wrapper DeepSpeed runs: "DeepSpeedZeroOptimizer", ...
   MemoryReport memory;
   bool fits = false;
-  std::int64_t headroom_bytes = 0;            ///< capacity - total (negative when it does not fit)
-  std::uint64_t max_micro_batch = 0;          ///< largest micro-batch that fits (0: none)
-  std::optional<std::uint64_t> min_gpus;      ///< smallest power-of-two GPU count that fits
-  Bytes comm_bytes_per_step = 0;              ///< bytes each GPU sends per optimizer step (ring)
-  std::optional<EstimatorResult> ds_estimate; ///< DeepSpeed's estimator for this stage/offload
-  bool matches_ds_config = false;             ///< the row the user's ds_config selects
+  std::int64_t headroom_bytes = 0;             ///< capacity - total (negative when it does not fit)
+  std::uint64_t max_micro_batch = 0;           ///< largest micro-batch that fits (0: none)
+  std::optional<std::uint64_t> min_gpus;       ///< smallest power-of-two GPU count that fits
+  Bytes comm_bytes_per_step = 0;               ///< bytes each GPU sends per optimizer step (ring)
+  std::optional<EstimatorResult> ds_estimate;  ///< DeepSpeed's estimator for this stage/offload
+  bool matches_ds_config = false;              ///< the row the user's ds_config selects
 };
 
 /// One cell of the full sweep.
@@ -58,12 +59,12 @@ struct SweepCell {
 };
 
 struct PlanResult {
-  PlanRequest request;           ///< inputs, for the report header
-  std::vector<PlanRow> rows;     ///< stage 0, 1, 1+opt, 2, 2+opt, 3, 3+opt, 3+opt+params
+  PlanRequest request;                     ///< inputs, for the report header
+  std::vector<PlanRow> rows;               ///< stage 0, 1, 1+opt, 2, 2+opt, 3, 3+opt, 3+opt+params
   std::optional<std::size_t> recommended;  ///< index into rows
-  std::string recommendation;    ///< one line: what and why
-  std::vector<std::string> notes;  ///< one line each
-  std::vector<SweepCell> sweep;  ///< when request.full_sweep
+  std::string recommendation;              ///< one line: what and why
+  std::vector<std::string> notes;          ///< one line each
+  std::vector<SweepCell> sweep;            ///< when request.full_sweep
 };
 
 /// Runs the planner. Fails only on inputs that make the plan meaningless (e.g. zero GPUs).

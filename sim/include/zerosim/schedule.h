@@ -1,12 +1,13 @@
 // Schedule IR: the contract between the schedule builders, the discrete-event engine and the
 // execution backends (DESIGN.md "The one idea: a shared schedule").
 //
-// A Schedule is ONE program (an ordered list of Ops) that every rank runs: DeepSpeed issues the same
-// collectives in the same order on every data-parallel rank, and ranks differ only in which slice they
-// own. The few quantities that depend on the slice (e.g. the size of grads_in_partition, the bytes of
-// owned gradients copied after a flush) are "slots": a Buffer or Op names a slot, and each RankRole
-// stores that slot's element count. Ranks with identical slot values share a role, so a schedule's
-// size grows with tensors and buckets, not with ranks (stage 3 and stage 0 have a single role).
+// A Schedule is ONE program (an ordered list of Ops) that every rank runs: DeepSpeed issues the
+// same collectives in the same order on every data-parallel rank, and ranks differ only in which
+// slice they own. The few quantities that depend on the slice (e.g. the size of grads_in_partition,
+// the bytes of owned gradients copied after a flush) are "slots": a Buffer or Op names a slot, and
+// each RankRole stores that slot's element count. Ranks with identical slot values share a role, so
+// a schedule's size grows with tensors and buckets, not with ranks (stage 3 and stage 0 have a
+// single role).
 //
 // The IR holds no times. Ops on one stream run in program order; `deps` add cross-stream edges
 // (a stream waits for another stream's op). Serialised as versioned JSON (schedule_io.h).
@@ -63,7 +64,8 @@ enum class OpKind : std::uint8_t {
   CopyToBucket,   ///< `param`'s grad copied into IPG buffer `buffer` (elements)
   Copy,           ///< device copy/cast/flatten of `elements` elements of `dtype` (into `buffer`)
   Collective,     ///< a torch.distributed collective (see the collective fields)
-  OptimizerStep,  ///< optimizer update of `elements` master elements (on `stream`: Host when offloaded)
+  OptimizerStep,  ///< optimizer update of `elements` master elements (on `stream`: Host when
+                  ///< offloaded)
   WriteBack,      ///< master (MW) -> 16-bit params copy of `elements`
   HostToDevice,   ///< offload copy of `elements` x dtype
   DeviceToHost,   ///< offload copy
@@ -73,8 +75,17 @@ enum class OpKind : std::uint8_t {
 std::string_view op_kind_name(OpKind k);
 
 /// Phase of a training step, as the collective log reports it.
-enum class Phase : std::uint8_t { Init, Forward, Backward, BoundaryReduce, Epilogue, Step, PostStep };
-std::string_view phase_name(Phase p);  ///< "init","forward","backward","boundary_reduce","epilogue","step","post_step"
+enum class Phase : std::uint8_t {
+  Init,
+  Forward,
+  Backward,
+  BoundaryReduce,
+  Epilogue,
+  Step,
+  PostStep
+};
+std::string_view phase_name(
+    Phase p);  ///< "init","forward","backward","boundary_reduce","epilogue","step","post_step"
 
 enum class ReduceOp : std::uint8_t { None, Sum, Max };
 std::string_view reduce_op_name(ReduceOp r);  ///< "", "sum", "max"
@@ -87,17 +98,17 @@ enum class BufferCategory : std::uint8_t {
   Activation,  ///< activations
   CommBucket,  ///< IPG buckets, gather/scatter staging
   GatheredParam,  ///< stage 3: full params gathered for compute
-  Temp,        ///< step temporaries, flatten copies, norm scratch
+  Temp,           ///< step temporaries, flatten copies, norm scratch
 };
 std::string_view category_name(BufferCategory c);
 
 enum class MemoryPool : std::uint8_t { Device, Host, Pinned };
 
-/// A named buffer. Its size is `numel` elements of `dtype`, or, when `slot` != kNone, the rank role's
-/// value for that slot.
+/// A named buffer. Its size is `numel` elements of `dtype`, or, when `slot` != kNone, the rank
+/// role's value for that slot.
 struct Buffer {
-  std::string name;       ///< "ipg[0]", "grads_in_partition", "grad:model.layers.0.mlp.up_proj.weight"
-  std::string spec_id;    ///< deepspeed_zero.md id: "B1", "T2", ... (may be empty)
+  std::string name;  ///< "ipg[0]", "grads_in_partition", "grad:model.layers.0.mlp.up_proj.weight"
+  std::string spec_id;  ///< deepspeed_zero.md id: "B1", "T2", ... (may be empty)
   BufferCategory category = BufferCategory::Temp;
   MemoryPool pool = MemoryPool::Device;
   DType dtype = DType::Float16;
@@ -123,34 +134,34 @@ struct Op {
   DType dtype = DType::Float16;  ///< element type of `elements` / of the collective
   // Collective fields (kind == Collective).
   CollectiveKind collective = CollectiveKind::AllReduce;
-  Elements numel = 0;            ///< input elements per rank
-  Elements out_numel = 0;        ///< output elements per rank (gathers/scatters; = numel otherwise)
+  Elements numel = 0;      ///< input elements per rank
+  Elements out_numel = 0;  ///< output elements per rank (gathers/scatters; = numel otherwise)
   std::uint32_t group_size = 1;
   ReduceOp reduce_op = ReduceOp::None;
-  std::int32_t dst = -1;         ///< reduce destination / broadcast source rank (-1: none)
+  std::int32_t dst = -1;            ///< reduce destination / broadcast source rank (-1: none)
   std::vector<std::uint32_t> deps;  ///< op indices that must finish before this op starts
-  std::string label;             ///< human-readable ("flush 3: AR(500000000)", "fwd layers.4")
+  std::string label;                ///< human-readable ("flush 3: AR(500000000)", "fwd layers.4")
 };
 
 /// Ranks that run the program with identical slot values.
 struct RankRole {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> ranks;  ///< inclusive [first, last] ranges
-  std::uint32_t representative = 0;  ///< a rank of this role (the first)
-  std::vector<Elements> slots;       ///< element count per slot
+  std::uint32_t representative = 0;                            ///< a rank of this role (the first)
+  std::vector<Elements> slots;                                 ///< element count per slot
   std::uint64_t rank_count() const;
 };
 
 struct ScheduleMeta {
-  std::string model;                  ///< model name
-  std::string mode = "deepspeed";     ///< "deepspeed" or "paper"
+  std::string model;               ///< model name
+  std::string mode = "deepspeed";  ///< "deepspeed" or "paper"
   DeepSpeedVersion deepspeed_version = DeepSpeedVersion::Edaa722;
-  std::string optimizer;              ///< wrapper DeepSpeed runs ("DeepSpeedZeroOptimizer", ...)
+  std::string optimizer;  ///< wrapper DeepSpeed runs ("DeepSpeedZeroOptimizer", ...)
   int stage = 0;
   std::uint32_t world = 1;
   std::uint32_t nodes = 1;
   std::uint32_t gpus_per_node = 1;
-  std::uint32_t steps = 1;            ///< optimizer steps in the program
-  std::uint32_t grad_accum = 1;       ///< micro-steps per step
+  std::uint32_t steps = 1;       ///< optimizer steps in the program
+  std::uint32_t grad_accum = 1;  ///< micro-steps per step
   DType lp = DType::Float16, master = DType::Float32, grad_accum_dtype = DType::Float16,
         comm = DType::Float16;
   std::vector<std::string> slot_names;  ///< what each slot measures
@@ -178,7 +189,7 @@ struct ScheduleInput {
   const DsConfig* ds = nullptr;
   Cluster cluster;
   TrainingSettings training;
-  std::uint32_t steps = 1;              ///< consecutive optimizer steps to emit (step 0 first)
+  std::uint32_t steps = 1;  ///< consecutive optimizer steps to emit (step 0 first)
   /// Steps whose fp16/bf16 overflow check finds an inf/nan (ascending, each before the last step,
   /// which is the steady state a simulation reports): step() issues the check and returns (§5,
   /// §7.7); no norm, update or gather. Stages 1-3 only.
@@ -207,8 +218,8 @@ std::string zero_init_problem(int stage, Accounting mode);
 Result<Schedule> build_schedule(const ScheduleInput& in);
 
 /// Checks internal consistency: op/buffer/param/layer references in range, deps point backwards,
-/// every Alloc has a later Free or the buffer is persistent, roles cover 0..world-1 once, slot vectors
-/// sized to slot_names. Used after building and after reading a schedule file.
+/// every Alloc has a later Free or the buffer is persistent, roles cover 0..world-1 once, slot
+/// vectors sized to slot_names. Used after building and after reading a schedule file.
 Diagnostics validate_schedule(const Schedule& s, const std::string& source);
 
 }  // namespace zerosim

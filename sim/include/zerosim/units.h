@@ -1,7 +1,8 @@
 // Units and element types used everywhere in zerosim.
 //
 // Quantities are integers where they are counted (bytes, elements, nanoseconds) so that results are
-// exact and deterministic; rates are doubles. Unit strings such as "40GB/s" are parsed only by loaders.
+// exact and deterministic; rates are doubles. Unit strings such as "40GB/s" are parsed only by
+// loaders.
 #pragma once
 
 #include <cstddef>
@@ -28,11 +29,15 @@ inline constexpr std::size_t kDTypeCount = static_cast<std::size_t>(DType::Int64
 constexpr Bytes dtype_size(DType t) {
   switch (t) {
     case DType::Float16:
-    case DType::BFloat16: return 2;
-    case DType::Float32: return 4;
+    case DType::BFloat16:
+      return 2;
+    case DType::Float32:
+      return 4;
     case DType::Float64:
-    case DType::Int64: return 8;
-    case DType::UInt8: return 1;
+    case DType::Int64:
+      return 8;
+    case DType::UInt8:
+      return 1;
   }
   return 0;
 }

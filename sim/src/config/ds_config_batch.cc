@@ -3,8 +3,8 @@
 //
 // train_batch_size, train_micro_batch_size_per_gpu and gradient_accumulation_steps may each be a
 // number, null (Python None), "auto" (HF fills micro batch and GAS from its arguments and
-// train_batch_size = world * micro * GAS), or absent (then --micro-batch / --grad-accum fill it when
-// given). DeepSpeed then derives the missing ones with Python's floor division and asserts
+// train_batch_size = world * micro * GAS), or absent (then --micro-batch / --grad-accum fill it
+// when given). DeepSpeed then derives the missing ones with Python's floor division and asserts
 // train_batch_size == micro * GAS * world_size; the messages are DeepSpeed's.
 #include <cstdint>
 #include <limits>
@@ -26,7 +26,8 @@ struct BatchKeys {
   bool failed = false;  ///< an "auto" could not be resolved (already reported)
 };
 
-/// One of micro batch / GAS: a number, null, "auto" (from `flag_value`), or absent (from `flag_value`).
+/// One of micro batch / GAS: a number, null, "auto" (from `flag_value`), or absent (from
+/// `flag_value`).
 std::optional<I64> read_key(JsonReader& root, const std::string& key,
                             const std::optional<std::uint64_t>& flag_value, const std::string& flag,
                             Loader& ld, bool& failed) {
@@ -37,7 +38,8 @@ std::optional<I64> read_key(JsonReader& root, const std::string& key,
   };
   if (!root.has(key)) {
     auto v = from_flag();
-    if (v) ld.note(key + " is not in the config: taken from " + flag + " (" + std::to_string(*v) + ")");
+    if (v)
+      ld.note(key + " is not in the config: taken from " + flag + " (" + std::to_string(*v) + ")");
     return v;
   }
   if (root.value().at(key).is_null()) {
@@ -78,16 +80,17 @@ std::optional<I64> mul3(I64 a, I64 b, I64 c) {
 
 BatchKeys read_keys(JsonReader& root, I64 world, Loader& ld) {
   BatchKeys k;
-  k.micro = read_key(root, "train_micro_batch_size_per_gpu", ld.autos.micro_batch, "--micro-batch", ld,
-                     k.failed);
-  k.gas = read_key(root, "gradient_accumulation_steps", ld.autos.grad_accum_steps, "--grad-accum", ld,
-                   k.failed);
+  k.micro = read_key(root, "train_micro_batch_size_per_gpu", ld.autos.micro_batch, "--micro-batch",
+                     ld, k.failed);
+  k.gas = read_key(root, "gradient_accumulation_steps", ld.autos.grad_accum_steps, "--grad-accum",
+                   ld, k.failed);
   const std::string tb = "train_batch_size";
   if (!root.has(tb)) return k;
   if (root.value().at(tb).is_null()) {
     root.mark_used(tb);
   } else if (root.is_auto(tb)) {
-    // HF: world_size * per_device_train_batch_size * gradient_accumulation_steps (its GAS default is 1).
+    // HF: world_size * per_device_train_batch_size * gradient_accumulation_steps (its GAS default
+    // is 1).
     root.mark_used(tb);
     if (k.failed) return k;
     if (!k.micro) {
@@ -118,7 +121,8 @@ bool derive(BatchKeys& k, I64 world, JsonReader& root, Loader& ld) {
     return false;
   };
   const auto overflow = [&] {
-    root.error("micro batch * GAS * world size overflows 64 bits", "train_micro_batch_size_per_gpu");
+    root.error("micro batch * GAS * world size overflows 64 bits",
+               "train_micro_batch_size_per_gpu");
     return false;
   };
   if (train && micro && gas) return true;
@@ -162,8 +166,8 @@ bool assert_batch(I64 train, I64 micro, I64 gas, I64 world, Loader& ld) {
   ld.refuse("/train_batch_size",
             "Check batch related parameters. train_batch_size is not equal to "
             "micro_batch_per_gpu * gradient_acc_step * world_size " +
-                std::to_string(train) + " != " + std::to_string(micro) + " * " + std::to_string(gas) + " * " +
-                std::to_string(world),
+                std::to_string(train) + " != " + std::to_string(micro) + " * " +
+                std::to_string(gas) + " * " + std::to_string(world),
             kConfigFile);
   return false;
 }
@@ -171,9 +175,10 @@ bool assert_batch(I64 train, I64 micro, I64 gas, I64 world, Loader& ld) {
 }  // namespace
 
 void read_batch(JsonReader& root, Loader& ld) {
-  const I64 world = ld.autos.world_size > static_cast<std::uint64_t>(std::numeric_limits<I64>::max())
-                        ? std::numeric_limits<I64>::max()
-                        : static_cast<I64>(ld.autos.world_size);
+  const I64 world =
+      ld.autos.world_size > static_cast<std::uint64_t>(std::numeric_limits<I64>::max())
+          ? std::numeric_limits<I64>::max()
+          : static_cast<I64>(ld.autos.world_size);
   BatchKeys k = read_keys(root, world, ld);
   if (k.failed || !derive(k, world, root, ld)) return;
   if (!assert_batch(*k.train, *k.micro, *k.gas, world, ld)) return;

@@ -23,11 +23,11 @@ namespace zerosim::dsconfig {
 
 /// Raw facts from the JSON that the rules and notes need.
 struct Facts {
-  std::set<std::string> zero_keys;     ///< canonical names of zero_optimization keys written
-  bool amp_enabled = false;            ///< amp.enabled
-  bool legacy_stage1 = false;          ///< zero_optimization.legacy_stage1
+  std::set<std::string> zero_keys;           ///< canonical names of zero_optimization keys written
+  bool amp_enabled = false;                  ///< amp.enabled
+  bool legacy_stage1 = false;                ///< zero_optimization.legacy_stage1
   bool optimizer_has_max_grad_norm = false;  ///< optimizer.params.max_grad_norm present
-  bool zenflow = false;                ///< zero_optimization.zenflow set
+  bool zenflow = false;                      ///< zero_optimization.zenflow set
 };
 
 /// State of one load: the config being built, the diagnostics, and the "auto" values.
@@ -44,7 +44,8 @@ struct Loader {
   void note(std::string text) { cfg.notes.push_back(std::move(text)); }
   /// An error for a combination DeepSpeed refuses: `deepspeed_message` is DeepSpeed's text,
   /// `where` the DeepSpeed file that raises it (shown as the hint).
-  void refuse(const std::string& pointer, const std::string& deepspeed_message, const std::string& where) {
+  void refuse(const std::string& pointer, const std::string& deepspeed_message,
+              const std::string& where) {
     diags.error(source, pointer, "DeepSpeed refuses this config: " + deepspeed_message, where);
   }
 };
@@ -80,7 +81,8 @@ void apply_rules(Loader& ld);                             ///< ds_config_rules.c
 void add_notes(Loader& ld);                               ///< ds_config_notes.cc
 
 // Key tables (ds_config_keys.cc).
-/// Every top-level key DeepSpeed reads (runtime/constants.py, runtime/config.py and the block configs).
+/// Every top-level key DeepSpeed reads (runtime/constants.py, runtime/config.py and the block
+/// configs).
 const std::vector<std::string>& known_top_level_keys();
 /// Top-level keys zerosim models (everything else known goes to DsConfig::not_modelled).
 const std::vector<std::string>& modelled_top_level_keys();

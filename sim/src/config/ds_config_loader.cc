@@ -26,8 +26,8 @@ bool auto_keeps_default(JsonReader& r, std::string_view key, const std::string& 
                         Loader& ld) {
   if (!r.is_auto(key)) return false;
   r.mark_used(key);
-  ld.note(r.child_pointer(key) + " is \"auto\": DeepSpeed drops \"auto\" here and keeps the default " +
-          default_text);
+  ld.note(r.child_pointer(key) +
+          " is \"auto\": DeepSpeed drops \"auto\" here and keeps the default " + default_text);
   return true;
 }
 
@@ -43,7 +43,8 @@ bool read_bool(JsonReader& r, std::string_view key, bool& dst, Loader& ld) {
   return v.has_value();
 }
 
-bool read_uint(JsonReader& r, std::string_view key, std::uint64_t& dst, std::uint64_t lo, Loader& ld) {
+bool read_uint(JsonReader& r, std::string_view key, std::uint64_t& dst, std::uint64_t lo,
+               Loader& ld) {
   if (!r.has(key) || auto_keeps_default(r, key, std::to_string(dst), ld)) return false;
   auto v = r.get_uint(key, lo, std::numeric_limits<std::uint64_t>::max());
   if (v) dst = *v;
@@ -55,7 +56,8 @@ std::optional<std::int64_t> as_any_int(JsonReader& c) {
   // 2^63 as a double: the first integral double that no longer fits in int64.
   constexpr double kTwo63 = 9223372036854775808.0;
   if (v.is_number_unsigned()) {
-    if (v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    if (v.get<std::uint64_t>() <=
+        static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
       return static_cast<std::int64_t>(v.get<std::uint64_t>());
   } else if (v.is_number_integer()) {
     return v.get<std::int64_t>();
@@ -76,7 +78,8 @@ bool read_int(JsonReader& r, std::string_view key, std::int64_t& dst, Loader& ld
   return v.has_value();
 }
 
-bool read_number(JsonReader& r, std::string_view key, double& dst, double lo, double hi, Loader& ld) {
+bool read_number(JsonReader& r, std::string_view key, double& dst, double lo, double hi,
+                 Loader& ld) {
   if (!r.has(key) || auto_keeps_default(r, key, std::to_string(dst), ld)) return false;
   auto v = r.get_number(key, lo, hi);
   if (v) dst = *v;
@@ -116,7 +119,8 @@ void read_training(JsonReader& root, Loader& ld) {
   read_clipping(root, ld);
   if (auto v = root.get_bool("prescale_gradients")) c.prescale_gradients = *v;
   if (auto v = root.get_bool("managed_gradient_accumulation")) c.managed_gradient_accumulation = *v;
-  if (auto v = root.get_number("gradient_predivide_factor", 0.0, std::numeric_limits<double>::infinity())) {
+  if (auto v = root.get_number("gradient_predivide_factor", 0.0,
+                               std::numeric_limits<double>::infinity())) {
     if (*v == 0.0)
       root.error("expected a number > 0, got 0", "gradient_predivide_factor");
     else
@@ -124,13 +128,15 @@ void read_training(JsonReader& root, Loader& ld) {
   }
   if (auto op = root.child("gradient_allreduce_op")) {
     // get_gradient_allreduce_op (runtime/config.py): lower-cased, "mean" or "sum".
-    std::string s = op->value().is_string() ? op->value().get<std::string>() : json::describe(op->value());
+    std::string s =
+        op->value().is_string() ? op->value().get<std::string>() : json::describe(op->value());
     std::string low = s;
     for (char& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (op->value().is_string() && (low == "mean" || low == "sum"))
       c.gradient_allreduce_op = low == "sum" ? GradientAllreduceOp::Sum : GradientAllreduceOp::Mean;
     else
-      op->error("Invalid gradient_allreduce_op. Supported operations: ['mean', 'sum']. Got: '" + s + "'");
+      op->error("Invalid gradient_allreduce_op. Supported operations: ['mean', 'sum']. Got: '" + s +
+                "'");
   }
 }
 
@@ -142,7 +148,8 @@ void read_optimizer_and_amp(JsonReader& root, Loader& ld) {
     auto p = o->child("params");
     ld.facts.optimizer_has_max_grad_norm = p && p->value().is_object() && p->has("max_grad_norm");
   }
-  // amp.enabled: only needed for the "Amp and ZeRO" refusal ("auto" means off under HF unless apex).
+  // amp.enabled: only needed for the "Amp and ZeRO" refusal ("auto" means off under HF unless
+  // apex).
   if (auto a = root.child("amp"); a && a->value().is_object() && a->has("enabled")) {
     const auto& e = a->value().at("enabled");
     ld.facts.amp_enabled = e.is_boolean() && e.get<bool>();
@@ -163,8 +170,8 @@ void classify_top_level(JsonReader& root, Loader& ld) {
       continue;
     }
     std::string m = closest_match(k, known);
-    root.warning("unknown key " + quote(k) + ": DeepSpeed ignores top-level keys it does not read", k,
-                 m.empty() ? "" : "did you mean " + quote(m) + "?");
+    root.warning("unknown key " + quote(k) + ": DeepSpeed ignores top-level keys it does not read",
+                 k, m.empty() ? "" : "did you mean " + quote(m) + "?");
   }
 }
 
@@ -181,7 +188,8 @@ DType DsConfig::master_dtype() const {
 OptimizerPath DsConfig::optimizer_path() const {
   // engine.py _do_optimizer_sanity_check: BF16_Optimizer needs zero_cpu_offload() false, which
   // tests offload_optimizer.device == cpu only (NVMe offload still takes the BF16_Optimizer path).
-  if (zero.stage == 0) return lp_dtype() == DType::Float32 ? OptimizerPath::Plain : OptimizerPath::Fp16Optimizer;
+  if (zero.stage == 0)
+    return lp_dtype() == DType::Float32 ? OptimizerPath::Plain : OptimizerPath::Fp16Optimizer;
   if (zero.stage == 1 && lp_dtype() == DType::BFloat16 && grad_accum() == DType::Float32 &&
       zero.offload_optimizer.device != OffloadDevice::Cpu)
     return OptimizerPath::Bf16Optimizer;

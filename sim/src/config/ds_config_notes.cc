@@ -19,17 +19,24 @@ void reroutes(Loader& ld) {
   ZeroConfig& z = ld.cfg.zero;
   if (z.stage < 3 && z.offload_param.enabled()) {
     z.offload_param.device = OffloadDevice::None;
-    ld.note("offload_param is ignored below stage 3: the stage 1/2 optimizer never offloads parameters");
+    ld.note(
+        "offload_param is ignored below stage 3: the stage 1/2 optimizer never offloads "
+        "parameters");
   }
   if (z.stage == 3 && z.allgather_sequential && z.prefetch_bucket_size != 1) {
     z.prefetch_bucket_size = 1;
-    ld.note("stage3_allgather_sequential: DeepSpeed sets stage3_prefetch_bucket_size to 1 (one all-gather "
-            "per parameter)");
+    ld.note(
+        "stage3_allgather_sequential: DeepSpeed sets stage3_prefetch_bucket_size to 1 (one "
+        "all-gather "
+        "per parameter)");
   }
   if (ld.cfg.optimizer_path() == OptimizerPath::Bf16Optimizer)
-    ld.note("stage 1 + bf16 + data_types.grad_accum_dtype fp32 without CPU optimizer offload: DeepSpeed runs "
-            "BF16_Optimizer (not the ZeRO optimizer), which keeps a full, unpartitioned fp32 gradient buffer "
-            "and all-reduces it through the engine");
+    ld.note(
+        "stage 1 + bf16 + data_types.grad_accum_dtype fp32 without CPU optimizer offload: "
+        "DeepSpeed runs "
+        "BF16_Optimizer (not the ZeRO optimizer), which keeps a full, unpartitioned fp32 gradient "
+        "buffer "
+        "and all-reduces it through the engine");
 }
 
 void stage_notes(Loader& ld) {
@@ -38,45 +45,57 @@ void stage_notes(Loader& ld) {
   const OptimizerPath path = c.optimizer_path();
   if (path == OptimizerPath::ZeroStage1And2) {
     if (z.stage == 1)
-      ld.note("stage 1 does not shrink gradient memory: every rank keeps full-size gradients until the "
-              "optimizer step; stage 2 drops the gradients it does not own");
+      ld.note(
+          "stage 1 does not shrink gradient memory: every rank keeps full-size gradients until the "
+          "optimizer step; stage 2 drops the gradients it does not own");
     ld.note(std::string("ZeRO-") + (z.stage == 1 ? "1" : "2") +
-            " never issues a reduce-scatter: each gradient bucket is all-reduced (or reduced per owner) and "
+            " never issues a reduce-scatter: each gradient bucket is all-reduced (or reduced per "
+            "owner) and "
             "every rank keeps its own slice");
   }
   if (z.stage == 3 && !z.overlap_comm_set)
-    ld.note("overlap_comm is unset: DeepSpeed turns it on for stage 3 (the documentation says the default "
-            "is false)");
+    ld.note(
+        "overlap_comm is unset: DeepSpeed turns it on for stage 3 (the documentation says the "
+        "default "
+        "is false)");
   if (z.stage == 3 && z.offload_optimizer.super_offload)
     ld.note("offload_optimizer.super_offload (SuperOffload) is accepted but not modelled");
   if (ld.facts.zenflow) ld.note("zero_optimization.zenflow (ZenFlow) is accepted but not modelled");
   if (z.mics && z.stage == 3)
-    ld.note("mics_shard_size > 0 selects the MiCS optimizer, which zerosim does not model (it is computed as "
-            "plain stage 3)");
+    ld.note(
+        "mics_shard_size > 0 selects the MiCS optimizer, which zerosim does not model (it is "
+        "computed as "
+        "plain stage 3)");
   const std::string low = [&] {
     std::string s = c.optimizer_type;
     for (char& ch : s) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
     return s;
   }();
   if (low == "muon" && path == OptimizerPath::ZeroStage1And2 && z.reduce_scatter)
-    ld.note("Muon with ZeRO-1/2 and reduce_scatter: a Muon parameter split across ranks gets its reduced "
-            "slices copied to every owning rank (DeepSpeed PR #8141)");
+    ld.note(
+        "Muon with ZeRO-1/2 and reduce_scatter: a Muon parameter split across ranks gets its "
+        "reduced "
+        "slices copied to every owning rank (DeepSpeed PR #8141)");
 }
 
 void key_notes(Loader& ld) {
   const ZeroConfig& z = ld.cfg.zero;
   if (written(ld, "allgather_bucket_size"))
-    ld.note("allgather_bucket_size has no effect on modern PyTorch: DeepSpeed issues one "
-            "all_gather_into_tensor per parameter group");
+    ld.note(
+        "allgather_bucket_size has no effect on modern PyTorch: DeepSpeed issues one "
+        "all_gather_into_tensor per parameter group");
   if (written(ld, "allgather_partitions"))
-    ld.note("allgather_partitions is read but never used by DeepSpeed: parameters are always all-gathered");
+    ld.note(
+        "allgather_partitions is read but never used by DeepSpeed: parameters are always "
+        "all-gathered");
   if (written(ld, "max_live_parameters") && z.stage == 3)
     ld.note("stage3_max_live_parameters is not a hard cap: it only limits how much is prefetched");
   for (const char* k : {"zero_quantized_weights", "zero_quantized_nontrainable_weights",
                         "zero_quantized_gradients", "zero_hpz_partition_size", "mics_shard_size"})
     if (written(ld, k))
-      ld.note(std::string(k) + " (ZeRO++/MiCS) is accepted but not modelled: memory and traffic are "
-                               "computed without it");
+      ld.note(std::string(k) +
+              " (ZeRO++/MiCS) is accepted but not modelled: memory and traffic are "
+              "computed without it");
 }
 
 }  // namespace

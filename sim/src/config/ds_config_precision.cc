@@ -79,13 +79,15 @@ void read_fp16(JsonReader& root, Loader& ld) {
   // Only dynamic loss scaling uses the window and the floor (DeepSpeedEngine.dynamic_loss_scale).
   if (c.fp16 && c.loss_scale == 0) {
     if (c.loss_scale_window <= 0)
-      ld.refuse(b->child_pointer("loss_scale_window"),
-                "fp16.loss_scale_window must be > 0 when dynamic loss scaling is enabled (loss_scale=0)",
-                kPrecisionFile);
+      ld.refuse(
+          b->child_pointer("loss_scale_window"),
+          "fp16.loss_scale_window must be > 0 when dynamic loss scaling is enabled (loss_scale=0)",
+          kPrecisionFile);
     if (c.min_loss_scale <= 0)
-      ld.refuse(b->child_pointer("min_loss_scale"),
-                "fp16.min_loss_scale must be > 0 when dynamic loss scaling is enabled (loss_scale=0)",
-                kPrecisionFile);
+      ld.refuse(
+          b->child_pointer("min_loss_scale"),
+          "fp16.min_loss_scale must be > 0 when dynamic loss scaling is enabled (loss_scale=0)",
+          kPrecisionFile);
   }
 }
 
@@ -94,8 +96,9 @@ void read_bf16(JsonReader& root, Loader& ld) {
   const bool has_new = root.has("bf16");
   if (has_new && root.has("bfloat16")) {
     root.mark_used("bfloat16");
-    root.warning("ignored: DeepSpeed reads \"bf16\" when both \"bf16\" and \"bfloat16\" are present",
-                 "bfloat16");
+    root.warning(
+        "ignored: DeepSpeed reads \"bf16\" when both \"bf16\" and \"bfloat16\" are present",
+        "bfloat16");
   }
   auto b = root.child(has_new ? "bf16" : "bfloat16");
   if (!b || !b->expect_object()) return;
@@ -109,7 +112,8 @@ void read_bf16(JsonReader& root, Loader& ld) {
     // constants.py's BFLOAT16_FORMAT documents this spelling, but the pydantic model rejects it.
     b->mark_used("check_overflow");
     b->error("unknown key \"check_overflow\"", "check_overflow",
-             "did you mean \"check_grad_overflow\"? DeepSpeed's BFLOAT16_FORMAT text spells it check_overflow, "
+             "did you mean \"check_grad_overflow\"? DeepSpeed's BFLOAT16_FORMAT text spells it "
+             "check_overflow, "
              "its config model does not");
   }
   b->reject_unknown(bf16_keys());
@@ -118,10 +122,17 @@ void read_bf16(JsonReader& root, Loader& ld) {
 /// DtypeEnum (runtime/config.py): the spellings DeepSpeed accepts for data_types.grad_accum_dtype.
 std::optional<DType> deepspeed_dtype(const std::string& s) {
   static constexpr std::array<std::pair<std::string_view, DType>, 11> kNames = {{
-      {"torch.float16", DType::Float16}, {"fp16", DType::Float16}, {"float16", DType::Float16},
-      {"half", DType::Float16}, {"torch.float32", DType::Float32}, {"fp32", DType::Float32},
-      {"float32", DType::Float32}, {"float", DType::Float32}, {"torch.bfloat16", DType::BFloat16},
-      {"bf16", DType::BFloat16}, {"bfloat16", DType::BFloat16},
+      {"torch.float16", DType::Float16},
+      {"fp16", DType::Float16},
+      {"float16", DType::Float16},
+      {"half", DType::Float16},
+      {"torch.float32", DType::Float32},
+      {"fp32", DType::Float32},
+      {"float32", DType::Float32},
+      {"float", DType::Float32},
+      {"torch.bfloat16", DType::BFloat16},
+      {"bf16", DType::BFloat16},
+      {"bfloat16", DType::BFloat16},
   }};
   for (const auto& [name, t] : kNames)
     if (s == name) return t;
@@ -139,13 +150,16 @@ void read_data_types(JsonReader& root, Loader& ld) {
       if (auto t = deepspeed_dtype(*s))
         ld.cfg.grad_accum_dtype = *t;
       else
-        g->error("expected one of \"fp16\", \"bf16\", \"fp32\" (or \"float16\", \"half\", \"bfloat16\", "
-                 "\"float32\", \"float\", \"torch.<dtype>\"), got " + quote(*s));
+        g->error(
+            "expected one of \"fp16\", \"bf16\", \"fp32\" (or \"float16\", \"half\", \"bfloat16\", "
+            "\"float32\", \"float\", \"torch.<dtype>\"), got " +
+            quote(*s));
     }
   }
   for (const char* k : {"param_dtype", "buffer_dtype"}) {
     if (auto p = b->child(k); p && !p->value().is_null() && p->as_string())
-      ld.note(p->pointer() + " is accepted but not modelled (memory uses the precision of fp16/bf16)");
+      ld.note(p->pointer() +
+              " is accepted but not modelled (memory uses the precision of fp16/bf16)");
   }
   // DeepSpeed reads data_types with dict.get, so other keys are silently ignored there.
   b->reject_unknown(data_types_keys(), Severity::Warning);
@@ -159,10 +173,16 @@ void read_communication_dtype(JsonReader& root, Loader& ld) {
   // get_communication_data_type (runtime/config.py) lower-cases and accepts three names only.
   std::string low = *s;
   for (char& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (low == "fp32") ld.cfg.communication_data_type = DType::Float32;
-  else if (low == "fp16") ld.cfg.communication_data_type = DType::Float16;
-  else if (low == "bf16") ld.cfg.communication_data_type = DType::BFloat16;
-  else c->error("Invalid communication_data_type. Supported data types: ['fp16', 'bf16', 'fp32']. Got: " + low);
+  if (low == "fp32")
+    ld.cfg.communication_data_type = DType::Float32;
+  else if (low == "fp16")
+    ld.cfg.communication_data_type = DType::Float16;
+  else if (low == "bf16")
+    ld.cfg.communication_data_type = DType::BFloat16;
+  else
+    c->error(
+        "Invalid communication_data_type. Supported data types: ['fp16', 'bf16', 'fp32']. Got: " +
+        low);
 }
 
 }  // namespace

@@ -33,10 +33,11 @@ void precision_rules(Loader& ld) {
   if (c.fp16 && c.bf16)
     ld.refuse("/bf16/enabled", "bfloat16 and fp16 modes cannot be simultaneously enabled", kConfig);
   if (ld.facts.amp_enabled && stage > 0)
-    ld.refuse("/amp/enabled",
-              "Amp and ZeRO are not currently compatible, please use (legacy) fp16 mode which performs "
-              "similar to amp opt_mode=O2",
-              kEngine);
+    ld.refuse(
+        "/amp/enabled",
+        "Amp and ZeRO are not currently compatible, please use (legacy) fp16 mode which performs "
+        "similar to amp opt_mode=O2",
+        kEngine);
   // Stage 0 without amp: the model and gradient-accumulation dtypes must match.
   if (stage == 0 && !ld.facts.amp_enabled && !(c.fp16 && c.bf16) && c.lp_dtype() != c.grad_accum())
     ld.refuse("/data_types/grad_accum_dtype",
@@ -52,26 +53,33 @@ void master_weight_rules(Loader& ld) {
   const char* bf16_mw = "/bf16/bf16_master_weights_and_grads";
   if (stage == 0) {
     if (c.fp16_master_weights_and_gradients)
-      ld.refuse(fp16_mw, "Fp16_master_weights_and_grads is only supported with ZeRO Stage 1, 2, or 3.", kConfig);
-    if (c.bf16_master_weights_and_grads)
-      ld.refuse(bf16_mw, "Bf16_master_weights_and_grads is only supported with ZeRO Stage 1, 2, or 3.", kConfig);
-    if (c.bf16_optimizer_states)
-      ld.refuse("/bf16/bf16_optimizer_states", "bf16_optimizer_states is only supported with ZeRO Stage 1, 2, or 3.",
+      ld.refuse(fp16_mw,
+                "Fp16_master_weights_and_grads is only supported with ZeRO Stage 1, 2, or 3.",
                 kConfig);
+    if (c.bf16_master_weights_and_grads)
+      ld.refuse(bf16_mw,
+                "Bf16_master_weights_and_grads is only supported with ZeRO Stage 1, 2, or 3.",
+                kConfig);
+    if (c.bf16_optimizer_states)
+      ld.refuse("/bf16/bf16_optimizer_states",
+                "bf16_optimizer_states is only supported with ZeRO Stage 1, 2, or 3.", kConfig);
   }
   if (c.bf16_optimizer_states && !c.bf16_master_weights_and_grads)
     ld.refuse("/bf16/bf16_optimizer_states",
-              "bf16_optimizer_states requires bf16_master_weights_and_grads to be enabled.", kConfig);
+              "bf16_optimizer_states requires bf16_master_weights_and_grads to be enabled.",
+              kConfig);
   const OptimizerPath path = c.optimizer_path();
   if (stage == 0 || path == OptimizerPath::Bf16Optimizer) return;
   if (c.fp16_master_weights_and_gradients && c.bf16_master_weights_and_grads) {
-    ld.refuse(fp16_mw, "fp16_master_weights_and_gradients and bf16_master_weights_and_gradients are mutually exclusive.",
+    ld.refuse(fp16_mw,
+              "fp16_master_weights_and_gradients and bf16_master_weights_and_gradients are "
+              "mutually exclusive.",
               kBase);
     return;
   }
   // The master-weight features need ZeRO-Offload with DeepSpeedCPUAdam (what DeepSpeed builds for
-  // optimizer.type Adam/AdamW with offload); bf16 master weights keep that need unless the optimizer
-  // states are bf16 too.
+  // optimizer.type Adam/AdamW with offload); bf16 master weights keep that need unless the
+  // optimizer states are bf16 too.
   const bool needs = c.fp16_master_weights_and_gradients ||
                      (c.bf16_master_weights_and_grads && !c.bf16_optimizer_states);
   if (!needs) return;
@@ -80,29 +88,34 @@ void master_weight_rules(Loader& ld) {
   const bool cpu_adam = c.optimizer_type.empty() || low == "adam" || low == "adamw";
   if (offload && cpu_adam) return;
   const std::string name = stage == 3 ? "ZeRO-3" : stage == 2 ? "ZeRO-2" : "ZeRO-1";
-  std::string msg = "Master weights feature requires " + name + " Offload with DeepSpeedCPUAdam. Current " +
-                    (stage == 3 ? "ZeRO-3 Offload:" : "ZeRO-Offload:") + (offload ? "True" : "False");
+  std::string msg =
+      "Master weights feature requires " + name + " Offload with DeepSpeedCPUAdam. Current " +
+      (stage == 3 ? "ZeRO-3 Offload:" : "ZeRO-Offload:") + (offload ? "True" : "False");
   if (offload) msg += " optimizer type " + c.optimizer_type;
-  ld.refuse(c.fp16_master_weights_and_gradients ? fp16_mw : bf16_mw, msg, stage == 3 ? kStage3 : kStage12);
+  ld.refuse(c.fp16_master_weights_and_gradients ? fp16_mw : bf16_mw, msg,
+            stage == 3 ? kStage3 : kStage12);
 }
 
 void zero_rules(Loader& ld) {
   const DsConfig& c = ld.cfg;
   const ZeroConfig& z = c.zero;
   if (z.offload_optimizer.ratio < 1.0 && z.stage != 3)
-    ld.refuse("/zero_optimization/offload_optimizer/ratio", "Partial offloading only supported for ZeRO Stage 3.",
-              kZeroConfig);
+    ld.refuse("/zero_optimization/offload_optimizer/ratio",
+              "Partial offloading only supported for ZeRO Stage 3.", kZeroConfig);
   if (ld.facts.legacy_stage1 && z.stage > 0)
     ld.refuse("/zero_optimization/legacy_stage1",
-              "The deprecated version of ZeRO Stage 1 is not supported in deepspeed >= 0.5.9. Please downgrade "
+              "The deprecated version of ZeRO Stage 1 is not supported in deepspeed >= 0.5.9. "
+              "Please downgrade "
               "to a version less than 0.5.9 if you need to use this deprecated version of ZeRO.",
               kEngine);
   if (c.gradient_allreduce_op == GradientAllreduceOp::Sum && z.stage == 3)
-    ld.refuse("/gradient_allreduce_op", "gradient_allreduce_op='sum' is not supported with ZeRO stage 3", kConfig);
+    ld.refuse("/gradient_allreduce_op",
+              "gradient_allreduce_op='sum' is not supported with ZeRO stage 3", kConfig);
   const OptimizerPath path = c.optimizer_path();
   if (path == OptimizerPath::ZeroStage1And2 && z.allgather_bucket_size % 2 != 0)
     ld.refuse("/zero_optimization/allgather_bucket_size",
-              "allgather_bucket_size must be a multiple of nccl_start_alignment_factor, 2", kStage12);
+              "allgather_bucket_size must be a multiple of nccl_start_alignment_factor, 2",
+              kStage12);
   // Reduce-scatter asserts: ZeRO-2 (partition_grads) in stage_1_and_2.py, ZeRO-3 in stage3.py.
   const bool stage2_rs = path == OptimizerPath::ZeroStage1And2 && z.stage == 2 && z.reduce_scatter;
   const bool stage3_rs = z.stage == 3 && z.reduce_scatter;
@@ -111,13 +124,16 @@ void zero_rules(Loader& ld) {
   const char* file = z.stage == 3 ? kStage3 : kStage12;
   if (c.gradient_predivide_factor != 1.0)
     ld.refuse("/gradient_predivide_factor",
-              "gradient_predivide_factor != 1.0 is not yet supported with " + name + " with reduce scatter enabled",
+              "gradient_predivide_factor != 1.0 is not yet supported with " + name +
+                  " with reduce scatter enabled",
               file);
   // Stage 2 only averages (and so only pre-scales) with gradient_allreduce_op "mean".
   const bool averaging = c.gradient_allreduce_op == GradientAllreduceOp::Mean;
   if (c.prescale_gradients && (z.stage == 3 || averaging))
-    ld.refuse("/prescale_gradients",
-              "pre-scale gradients is not yet supported with " + name + " with reduce scatter enabled", file);
+    ld.refuse(
+        "/prescale_gradients",
+        "pre-scale gradients is not yet supported with " + name + " with reduce scatter enabled",
+        file);
 }
 
 void optimizer_rules(Loader& ld) {
@@ -131,8 +147,10 @@ void optimizer_rules(Loader& ld) {
   }
   if (ld.facts.optimizer_has_max_grad_norm)
     ld.refuse("/optimizer/params/max_grad_norm",
-              "'max_grad_norm' is not supported as an optimizer parameter, please switch to using the deepspeed "
-              "parameter 'gradient_clipping' see: https://www.deepspeed.ai/docs/config-json/#gradient-clipping "
+              "'max_grad_norm' is not supported as an optimizer parameter, please switch to using "
+              "the deepspeed "
+              "parameter 'gradient_clipping' see: "
+              "https://www.deepspeed.ai/docs/config-json/#gradient-clipping "
               "for more details",
               kEngine);
   if ((low == "lamb" || low == "onebitlamb") && c.loss_scale != 0)
@@ -145,10 +163,11 @@ void optimizer_rules(Loader& ld) {
     // optimizer offload unsupported: that path keeps only partition-local gradients, while Muon's
     // Newton-Schulz step needs each parameter's whole gradient matrix. (zerosim's wording.)
     if (low == "muon" && c.zero.offload_optimizer.enabled())
-      ld.refuse("/zero_optimization/offload_optimizer/device",
-                "the Muon optimizer does not support optimizer offload: the offload path keeps only "
-                "partition-local gradients and Muon needs each parameter's whole gradient",
-                "DeepSpeed PR #8141");
+      ld.refuse(
+          "/zero_optimization/offload_optimizer/device",
+          "the Muon optimizer does not support optimizer offload: the offload path keeps only "
+          "partition-local gradients and Muon needs each parameter's whole gradient",
+          "DeepSpeed PR #8141");
   }
 }
 

@@ -1,11 +1,11 @@
 // Reads zero_optimization and its offload blocks as DeepSpeedZeroConfig does
 // (deepspeed/runtime/zero/config.py, offload_config.py).
 //
-// What DeepSpeed's pydantic model does, and so this reader: unknown keys are errors (extra="forbid");
-// fields with an alias accept either spelling (populate_by_name) but not both; deprecated fields
-// (cpu_offload, cpu_offload_param, stage3_gather_fp16_weights_on_model_save) are moved to their
-// replacement, and giving both is refused; "auto" values are dropped (the default stays), except the
-// three bucket keys Hugging Face's Trainer fills from the model's hidden size
+// What DeepSpeed's pydantic model does, and so this reader: unknown keys are errors
+// (extra="forbid"); fields with an alias accept either spelling (populate_by_name) but not both;
+// deprecated fields (cpu_offload, cpu_offload_param, stage3_gather_fp16_weights_on_model_save) are
+// moved to their replacement, and giving both is refused; "auto" values are dropped (the default
+// stays), except the three bucket keys Hugging Face's Trainer fills from the model's hidden size
 // (transformers/integrations/deepspeed.py trainer_config_finalize).
 #include <cstdint>
 #include <optional>
@@ -20,15 +20,16 @@ using json::JsonReader;
 
 /// The spelling of a field the config uses (name or pydantic alias); both at once is an error,
 /// because pydantic reads the alias and then rejects the name as an extra input.
-std::optional<std::string> spelling(JsonReader& z, const std::string& name, const std::string& alias,
-                                    Loader& ld) {
+std::optional<std::string> spelling(JsonReader& z, const std::string& name,
+                                    const std::string& alias, Loader& ld) {
   const bool has_name = z.has(name);
   const bool has_alias = !alias.empty() && z.has(alias);
   if (has_name || has_alias) ld.facts.zero_keys.insert(name);
   if (has_name && has_alias) {
     z.mark_used(name);
     z.error("duplicate of " + quote(alias) +
-                " (the same DeepSpeed field under its other name); pydantic rejects it as an extra input",
+                " (the same DeepSpeed field under its other name); pydantic rejects it as an extra "
+                "input",
             name);
     return alias;
   }
@@ -43,7 +44,8 @@ bool hf_hidden_size_rule(JsonReader& z, const std::string& key, std::uint64_t& d
   const bool prefetch = key == "stage3_prefetch_bucket_size";
   const bool persist = key == "stage3_param_persistence_threshold";
   if (!bucket && !prefetch && !persist) return false;
-  // HF fills the two stage-3 keys only for ZeRO-3; otherwise DeepSpeed drops "auto" (default stays).
+  // HF fills the two stage-3 keys only for ZeRO-3; otherwise DeepSpeed drops "auto" (default
+  // stays).
   if (!bucket && ld.cfg.zero.stage != 3) return false;
   z.mark_used(key);
   if (!ld.autos.hidden_size) {
@@ -67,7 +69,8 @@ bool hf_hidden_size_rule(JsonReader& z, const std::string& key, std::uint64_t& d
     rule = "10 * hidden_size";
   }
   if (!v) {
-    z.error("is \"auto\" and " + rule + " overflows 64 bits for hidden size " + std::to_string(h), key);
+    z.error("is \"auto\" and " + rule + " overflows 64 bits for hidden size " + std::to_string(h),
+            key);
     return true;
   }
   dst = *v;
@@ -105,7 +108,9 @@ void read_offload(JsonReader& z, const std::string& key, bool optimizer, Loader&
   OffloadConfig& o = optimizer ? ld.cfg.zero.offload_optimizer : ld.cfg.zero.offload_param;
   if (!auto_keeps_default(*b, "device", "\"none\"", ld)) {
     if (auto d = b->get_enum("device", {"none", "cpu", "nvme"}))
-      o.device = *d == "cpu" ? OffloadDevice::Cpu : *d == "nvme" ? OffloadDevice::Nvme : OffloadDevice::None;
+      o.device = *d == "cpu"    ? OffloadDevice::Cpu
+                 : *d == "nvme" ? OffloadDevice::Nvme
+                                : OffloadDevice::None;
   }
   if (b->has("nvme_path") && !b->value().at("nvme_path").is_null() &&
       !auto_keeps_default(*b, "nvme_path", "None", ld)) {
@@ -164,8 +169,9 @@ void read_deprecated_fields(JsonReader& z, Loader& ld) {
     bool ignored = false;
     if (z.value().at("cpu_offload_use_pin_memory").is_null() ||
         read_bool(z, "cpu_offload_use_pin_memory", ignored, ld))
-      ld.note("cpu_offload_use_pin_memory is deprecated and has no effect: set pin_memory in "
-              "offload_optimizer or offload_param");
+      ld.note(
+          "cpu_offload_use_pin_memory is deprecated and has no effect: set pin_memory in "
+          "offload_optimizer or offload_param");
     z.mark_used("cpu_offload_use_pin_memory");
   }
   const std::string old16 = "stage3_gather_fp16_weights_on_model_save";
@@ -236,20 +242,23 @@ void read_flags(JsonReader& z, Loader& ld) {
   read_bool_field(z, "allgather_partitions", "", c.allgather_partitions, ld);
   read_bool_field(z, "round_robin_gradients", "", c.round_robin_gradients, ld);
   read_bool_field(z, "ignore_unused_parameters", "", c.ignore_unused_parameters, ld);
-  read_bool_field(z, "gather_16bit_weights_on_model_save", "stage3_gather_16bit_weights_on_model_save",
-                  c.gather_16bit_weights_on_model_save, ld);
+  read_bool_field(z, "gather_16bit_weights_on_model_save",
+                  "stage3_gather_16bit_weights_on_model_save", c.gather_16bit_weights_on_model_save,
+                  ld);
   read_bool_field(z, "use_all_reduce_for_fetch_params", "stage3_use_all_reduce_for_fetch_params",
                   c.use_all_reduce_for_fetch_params, ld);
-  read_bool_field(z, "allgather_sequential", "stage3_allgather_sequential", c.allgather_sequential, ld);
+  read_bool_field(z, "allgather_sequential", "stage3_allgather_sequential", c.allgather_sequential,
+                  ld);
   read_bool_field(z, "zero_quantized_weights", "", c.zero_quantized_weights, ld);
-  read_bool_field(z, "zero_quantized_nontrainable_weights", "", c.zero_quantized_nontrainable_weights, ld);
+  read_bool_field(z, "zero_quantized_nontrainable_weights", "",
+                  c.zero_quantized_nontrainable_weights, ld);
   read_bool_field(z, "zero_quantized_gradients", "", c.zero_quantized_gradients, ld);
   read_bool_field(z, "legacy_stage1", "", ld.facts.legacy_stage1, ld);
   // Accepted and type-checked; they do not change memory or communication.
-  for (const char* k : {"load_from_fp32_weights", "elastic_checkpoint", "mics_hierarchical_params_gather",
-                        "memory_efficient_linear", "pipeline_loading_checkpoint", "override_module_apply",
-                        "log_trace_cache_warnings", "enable_sanity_checks",
-                        "save_muon_momentum_buffer_in_memory"})
+  for (const char* k :
+       {"load_from_fp32_weights", "elastic_checkpoint", "mics_hierarchical_params_gather",
+        "memory_efficient_linear", "pipeline_loading_checkpoint", "override_module_apply",
+        "log_trace_cache_warnings", "enable_sanity_checks", "save_muon_momentum_buffer_in_memory"})
     read_bool_field(z, k, "", unused, ld);
   for (const char* k : {"zeropp_loco_param", "leaf_module", "zenflow"}) {
     if (!z.has(k)) continue;

@@ -48,8 +48,12 @@ class DuplicateKeyFinder {
     const bool starts_element = ev == E::object_start || ev == E::array_start || ev == E::value;
     if (starts_element && !stack_.empty() && stack_.back().is_array) ++stack_.back().index;
     switch (ev) {
-      case E::object_start: stack_.push_back({false, -1, {}, {}}); break;
-      case E::array_start: stack_.push_back({true, -1, {}, {}}); break;
+      case E::object_start:
+        stack_.push_back({false, -1, {}, {}});
+        break;
+      case E::array_start:
+        stack_.push_back({true, -1, {}, {}});
+        break;
       case E::object_end:
       case E::array_end:
         if (!stack_.empty()) stack_.pop_back();
@@ -60,7 +64,8 @@ class DuplicateKeyFinder {
         if (!top.seen.insert(top.key).second && first_.empty()) first_ = pointer();
         break;
       }
-      case E::value: break;
+      case E::value:
+        break;
     }
     return true;
   }
@@ -75,7 +80,8 @@ class DuplicateKeyFinder {
   };
   std::string pointer() const {
     std::string p;
-    for (const auto& l : stack_) p += "/" + (l.is_array ? std::to_string(l.index) : pointer_token(l.key));
+    for (const auto& l : stack_)
+      p += "/" + (l.is_array ? std::to_string(l.index) : pointer_token(l.key));
     return p;
   }
   std::vector<Level> stack_;
@@ -87,8 +93,9 @@ std::optional<nlohmann::json> parse(const std::string& text, const std::string& 
                                     Diagnostics& diags) {
   try {
     DuplicateKeyFinder dups;
-    auto j = nlohmann::json::parse(
-        text, [&dups](int, nlohmann::json::parse_event_t ev, nlohmann::json& v) { return dups.on_event(ev, v); });
+    auto j =
+        nlohmann::json::parse(text, [&dups](int, nlohmann::json::parse_event_t ev,
+                                            nlohmann::json& v) { return dups.on_event(ev, v); });
     if (!dups.first_duplicate().empty()) {
       diags.error(source, dups.first_duplicate(), "duplicate key: a JSON object names it twice",
                   "keep one; DeepSpeed refuses duplicate keys too");
@@ -108,7 +115,8 @@ std::optional<nlohmann::json> parse(const std::string& text, const std::string& 
       }
     }
     std::string what = e.what();
-    // nlohmann's text: "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..."
+    // nlohmann's text: "[json.exception.parse_error.101] parse error at line 1, column 5: syntax
+    // error ..."
     auto pos = what.find(": ", what.find("parse error"));
     std::string detail = pos == std::string::npos ? what : what.substr(pos + 2);
     diags.error(source, "",
@@ -140,9 +148,12 @@ std::string describe(const nlohmann::json& v) {
 std::string pointer_token(std::string_view key) {
   std::string out;
   for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
   }
   return out;
 }
@@ -159,7 +170,8 @@ void JsonReader::error(const std::string& message, std::string_view key, const s
   diags_->error(source_, key.empty() ? (pointer_.empty() ? "/" : pointer_) : child_pointer(key),
                 message, hint);
 }
-void JsonReader::warning(const std::string& message, std::string_view key, const std::string& hint) {
+void JsonReader::warning(const std::string& message, std::string_view key,
+                         const std::string& hint) {
   diags_->warning(source_, key.empty() ? (pointer_.empty() ? "/" : pointer_) : child_pointer(key),
                   message, hint);
 }
@@ -208,7 +220,8 @@ std::optional<bool> JsonReader::get_bool(std::string_view key) {
   return c->value().get<bool>();
 }
 
-std::optional<std::int64_t> JsonReader::get_int(std::string_view key, std::int64_t lo, std::int64_t hi) {
+std::optional<std::int64_t> JsonReader::get_int(std::string_view key, std::int64_t lo,
+                                                std::int64_t hi) {
   auto c = child(key);
   if (!c) return std::nullopt;
   return c->as_int(lo, hi);
@@ -247,8 +260,8 @@ std::optional<std::string> JsonReader::get_enum(std::string_view key,
   for (const auto& a : allowed)
     if (a == s) return s;
   std::string m = closest_match(s, allowed);
-  c->error("expected one of " + list + ", got " + describe(c->value()),
-           {}, m.empty() ? "" : "did you mean " + quote(m) + "?");
+  c->error("expected one of " + list + ", got " + describe(c->value()), {},
+           m.empty() ? "" : "did you mean " + quote(m) + "?");
   return std::nullopt;
 }
 
@@ -273,8 +286,9 @@ std::optional<std::uint64_t> JsonReader::as_uint(std::uint64_t lo, std::uint64_t
 std::optional<double> JsonReader::as_number(double lo, double hi) {
   if (!value_->is_number() || !std::isfinite(value_->get<double>()) || value_->get<double>() < lo ||
       value_->get<double>() > hi) {
-    std::string range = std::isinf(hi) ? "a number >= " + number_text(lo)
-                                       : "a number in [" + number_text(lo) + ", " + number_text(hi) + "]";
+    std::string range = std::isinf(hi)
+                            ? "a number >= " + number_text(lo)
+                            : "a number in [" + number_text(lo) + ", " + number_text(hi) + "]";
     error("expected " + range + ", got " + describe(*value_));
     return std::nullopt;
   }

@@ -7,13 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "zerosim/diagnostic.h"
 
@@ -35,7 +34,8 @@ std::string pointer_token(std::string_view key);
 
 class JsonReader {
  public:
-  JsonReader(const nlohmann::json& value, std::string source, std::string pointer, Diagnostics& diags);
+  JsonReader(const nlohmann::json& value, std::string source, std::string pointer,
+             Diagnostics& diags);
 
   const nlohmann::json& value() const { return *value_; }
   const std::string& pointer() const { return pointer_; }
@@ -67,7 +67,8 @@ class JsonReader {
   std::optional<double> get_number(std::string_view key, double lo, double hi);
   std::optional<std::string> get_string(std::string_view key);
   /// A string that must be one of `allowed` (compared case-sensitively); the error lists them.
-  std::optional<std::string> get_enum(std::string_view key, const std::vector<std::string>& allowed);
+  std::optional<std::string> get_enum(std::string_view key,
+                                      const std::vector<std::string>& allowed);
 
   // The same conversions on this reader's own value.
   std::optional<std::int64_t> as_int(std::int64_t lo, std::int64_t hi);

@@ -220,12 +220,14 @@ void ScenarioLoader::read_training(JsonReader& root, Scenario& s) {
   if (auto list = t->child("overflow_steps")) {
     if (auto items = list->elements()) {
       for (auto& item : *items)
-        if (auto k = item.as_uint(0, kMaxSteps - 1)) s.overflow_steps.push_back(static_cast<std::uint32_t>(*k));
+        if (auto k = item.as_uint(0, kMaxSteps - 1))
+          s.overflow_steps.push_back(static_cast<std::uint32_t>(*k));
       if (const std::string why = overflow_steps_problem(s.overflow_steps, s.steps); !why.empty())
         list->error(why);
     }
   }
-  t->reject_unknown({"seq_len", "activation_checkpointing", "attention", "steps", "zero_init", "overflow_steps"});
+  t->reject_unknown(
+      {"seq_len", "activation_checkpointing", "attention", "steps", "zero_init", "overflow_steps"});
 }
 
 bool ScenarioLoader::read_deepspeed(JsonReader& root, Scenario& s) {

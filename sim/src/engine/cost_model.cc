@@ -32,9 +32,12 @@ std::string num(double x) {
 
 double dense_tflops(const GpuSpec& gpu, DType lp) {
   switch (lp) {
-    case DType::BFloat16: return gpu.bf16_tflops;
-    case DType::Float16: return gpu.fp16_tflops;
-    default: return gpu.fp32_tflops;
+    case DType::BFloat16:
+      return gpu.bf16_tflops;
+    case DType::Float16:
+      return gpu.fp16_tflops;
+    default:
+      return gpu.fp32_tflops;
   }
 }
 
@@ -59,17 +62,20 @@ Result<CostModel> CostModel::make(const GpuSpec& gpu, const ScheduleMeta& meta,
   const double rate = dense_tflops(gpu, meta.lp);
   if (!positive(rate))
     d.error(kSource, "/gpu",
-            "expected a dense " + std::string(dtype_name(meta.lp)) + " rate for " + quote(gpu.name) +
-                ", got " + num(rate) + " TFLOP/s (the GPU does not support this dtype)");
+            "expected a dense " + std::string(dtype_name(meta.lp)) + " rate for " +
+                quote(gpu.name) + ", got " + num(rate) +
+                " TFLOP/s (the GPU does not support this dtype)");
   if (!positive(options.compute_efficiency) || options.compute_efficiency > 1.0)
     d.error(kSource, "/compute_efficiency",
             "expected a compute efficiency in (0, 1], got " + num(options.compute_efficiency));
   if (!positive(options.host_gbps))
-    d.error(kSource, "/host_gbps", "expected a host bandwidth > 0 GB/s, got " + num(options.host_gbps));
+    d.error(kSource, "/host_gbps",
+            "expected a host bandwidth > 0 GB/s, got " + num(options.host_gbps));
   const auto bandwidth = [&](const char* what, double v) {
     if (!positive(v))
-      d.error(kSource, std::string("/gpu/") + what,
-              "expected " + std::string(what) + " > 0 GB/s for " + quote(gpu.name) + ", got " + num(v));
+      d.error(
+          kSource, std::string("/gpu/") + what,
+          "expected " + std::string(what) + " > 0 GB/s for " + quote(gpu.name) + ", got " + num(v));
   };
   bandwidth("hbm_gbps", gpu.hbm_gbps);
   bandwidth("pcie_gbps", gpu.pcie_gbps);
@@ -145,8 +151,10 @@ Result<OpCost> CostModel::cost(const Op& op, Elements elements) const {
   OpCost c;
   if (try_cost(op, elements, c)) return c;
   if (op.kind == OpKind::Collective) return collective(op);
-  const bool compute = op.kind == OpKind::Forward || op.kind == OpKind::Backward || op.kind == OpKind::Recompute;
-  if (compute) return fail<OpCost>(kSource, "", "expected finite FLOPs >= 0 for " + quote(op.label));
+  const bool compute =
+      op.kind == OpKind::Forward || op.kind == OpKind::Backward || op.kind == OpKind::Recompute;
+  if (compute)
+    return fail<OpCost>(kSource, "", "expected finite FLOPs >= 0 for " + quote(op.label));
   return fail<OpCost>(kSource, "", "the cost of op " + quote(op.label) + " overflows 64 bits");
 }
 

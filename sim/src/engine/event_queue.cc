@@ -1,6 +1,6 @@
-// EventQueue's cold paths: refilling the equal bucket, cancellation, peeking and reset. The hot paths
-// (schedule, pop) are inline in event_queue.h so the engine loop and the hold benchmark compile
-// them without a call.
+// EventQueue's cold paths: refilling the equal bucket, cancellation, peeking and reset. The hot
+// paths (schedule, pop) are inline in event_queue.h so the engine loop and the hold benchmark
+// compile them without a call.
 #include "zerosim/event_queue.h"
 
 #include <bit>

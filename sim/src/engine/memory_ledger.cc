@@ -71,8 +71,8 @@ Result<std::uint32_t> MemoryLedger::add_role_buffer(std::string name, BufferCate
   return add_sparse_role_buffer(std::move(name), category, pool, std::move(sparse));
 }
 
-Result<std::uint32_t> MemoryLedger::add_sparse_role_buffer(std::string name, BufferCategory category,
-                                                           MemoryPool pool,
+Result<std::uint32_t> MemoryLedger::add_sparse_role_buffer(std::string name,
+                                                           BufferCategory category, MemoryPool pool,
                                                            std::vector<RoleBytes> sizes) {
   Bytes largest = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -81,7 +81,8 @@ Result<std::uint32_t> MemoryLedger::add_sparse_role_buffer(std::string name, Buf
       return fail<std::uint32_t>(kSource, "",
                                  "expected ascending roles below " + std::to_string(roles_) +
                                      " for buffer " + quote(name) + ", got role " +
-                                     std::to_string(sizes[i].role) + " at position " + std::to_string(i));
+                                     std::to_string(sizes[i].role) + " at position " +
+                                     std::to_string(i));
     largest = std::max(largest, sizes[i].bytes);
   }
   const std::uint32_t id = add_buffer(std::move(name), category, pool, largest);
@@ -102,8 +103,8 @@ std::optional<Diagnostic> MemoryLedger::check(std::uint32_t buffer, SimTime t,
                         what + ", got " + std::to_string(buffer));
   if (t < last_t_)
     return ledger_error("expected events in time order, got " + std::string(what) + " of " +
-                        label(buffer) + " at " + std::to_string(t) +
-                        " ns after an event at " + std::to_string(last_t_) + " ns");
+                        label(buffer) + " at " + std::to_string(t) + " ns after an event at " +
+                        std::to_string(last_t_) + " ns");
   return std::nullopt;
 }
 
@@ -211,9 +212,9 @@ struct Interval {
 };
 
 struct PoolScan {
-  std::vector<Interval> intervals;      // intervals[j + 1] starts with role_events[j]
-  std::vector<Interval> steady;         // the same runs, only points from event `from - 1` on
-  std::vector<std::size_t> role_events; // event indices
+  std::vector<Interval> intervals;       // intervals[j + 1] starts with role_events[j]
+  std::vector<Interval> steady;          // the same runs, only points from event `from - 1` on
+  std::vector<std::size_t> role_events;  // event indices
 };
 
 // Keeps the first point reaching the interval's maximum (points before `from - 1` skipped).
@@ -228,8 +229,9 @@ void consider(Interval& iv, std::size_t i, std::size_t from, Bytes c, const Cate
 
 // Walks the events of one pool class once, for the whole run and for the steady window that
 // starts at event `from - 1` (with_steady; otherwise `steady` stays empty).
-PoolScan scan_pool(const std::vector<MemoryLedger::Event>& events, const std::vector<LedgerBuffer>& bufs,
-                   bool device, std::size_t from, bool with_steady) {
+PoolScan scan_pool(const std::vector<MemoryLedger::Event>& events,
+                   const std::vector<LedgerBuffer>& bufs, bool device, std::size_t from,
+                   bool with_steady) {
   PoolScan s;
   s.intervals.emplace_back();
   if (with_steady) s.steady.emplace_back();
@@ -307,8 +309,8 @@ RoleChanges role_changes(const PoolScan& s, const std::vector<MemoryLedger::Even
 
 // Calls f(first interval, last interval, step value) for each run of role k's constant step value.
 template <class F>
-void for_each_run(const PoolScan& s, const std::vector<MemoryLedger::Event>& events, const RoleChanges& rc,
-                  std::uint32_t k, F&& f) {
+void for_each_run(const PoolScan& s, const std::vector<MemoryLedger::Event>& events,
+                  const RoleChanges& rc, std::uint32_t k, F&& f) {
   Bytes r = 0;
   std::size_t start = 0;
   for (std::size_t c = rc.offset[k]; c < rc.offset[k + 1]; ++c) {
@@ -352,8 +354,8 @@ MemoryPeak role_peak(const PoolScan& s, const std::vector<Interval>& ivs, const 
 // analysis) exceeds the capacity, so simulations without an OOM never pay for this replay; a plain
 // walk of the events is used because the first crossing, unlike the maximum, is not decomposable
 // over the common curve and the role's own buffers.
-OomEvent role_oom(const std::vector<MemoryLedger::Event>& events, const std::vector<LedgerBuffer>& bufs,
-                  std::uint32_t k, Bytes cap) {
+OomEvent role_oom(const std::vector<MemoryLedger::Event>& events,
+                  const std::vector<LedgerBuffer>& bufs, std::uint32_t k, Bytes cap) {
   OomEvent oom;
   Bytes live = 0;
   for (const auto& ev : events) {
@@ -371,17 +373,18 @@ OomEvent role_oom(const std::vector<MemoryLedger::Event>& events, const std::vec
 }  // namespace
 
 std::vector<RoleMemory> MemoryLedger::analyze(Bytes device_capacity, SimTime steady_from) const {
-  const auto from = static_cast<std::size_t>(
-      std::upper_bound(events_.begin(), events_.end(), steady_from,
-                       [](SimTime t, const Event& e) { return t < e.t; }) -
-      events_.begin());
+  const auto from =
+      static_cast<std::size_t>(std::upper_bound(events_.begin(), events_.end(), steady_from,
+                                                [](SimTime t, const Event& e) { return t < e.t; }) -
+                               events_.begin());
   const PoolScan dev = scan_pool(events_, buffers_, true, from, true);
   const RangeMax dev_rm(dev.intervals);
   const RangeMax steady_rm(dev.steady);
   const RoleChanges dev_rc = role_changes(dev, events_, buffers_, roles_);
   const bool any_host = std::any_of(buffers_.begin(), buffers_.end(),
                                     [](const LedgerBuffer& b) { return !is_device(b.pool); });
-  const PoolScan host = any_host ? scan_pool(events_, buffers_, false, 0, false) : PoolScan{{Interval{}}, {}, {}};
+  const PoolScan host =
+      any_host ? scan_pool(events_, buffers_, false, 0, false) : PoolScan{{Interval{}}, {}, {}};
   const RangeMax host_rm(host.intervals);
   const RoleChanges host_rc = role_changes(host, events_, buffers_, roles_);
   std::vector<RoleMemory> out(roles_);

@@ -73,7 +73,8 @@ Diagnostics record_memory(const Schedule& s, const Program& p, LoopOutput& out) 
   for (std::uint32_t i : p.memory_ops) {
     const CompiledOp& op = p.ops[i];
     t = std::max(t, out.ops[i].start_ns);
-    auto bad = op.kind == OpKind::Alloc ? out.ledger.allocate(op.buffer, t) : out.ledger.release(op.buffer, t);
+    auto bad = op.kind == OpKind::Alloc ? out.ledger.allocate(op.buffer, t)
+                                        : out.ledger.release(op.buffer, t);
     if (bad) {
       const std::string id = "#" + std::to_string(op.buffer);  // the unnamed ledger buffer's label
       if (const auto at = bad->message.find(id); at != std::string::npos)
@@ -151,8 +152,9 @@ class EventLoop {
     }
     busy_[lane] = true;
     if (dur > std::numeric_limits<SimTime>::max() - now) {
-      diags_.error("simulator", "/ops/" + std::to_string(i),
-                   "expected a run shorter than 292 years, got an op ending beyond the SimTime range");
+      diags_.error(
+          "simulator", "/ops/" + std::to_string(i),
+          "expected a run shorter than 292 years, got an op ending beyond the SimTime range");
       failed_ = true;
       return;
     }
@@ -182,7 +184,8 @@ class EventLoop {
     if (blocker == kNone) return;
     const Stream st = p_.ops[blocker].stream;
     if (st == Stream::Reduce || st == Stream::Gather) out_.blocked_by[i] = Blocker::Comm;
-    if (st == Stream::H2D || st == Stream::D2H || st == Stream::Host) out_.blocked_by[i] = Blocker::Offload;
+    if (st == Stream::H2D || st == Stream::D2H || st == Stream::Host)
+      out_.blocked_by[i] = Blocker::Offload;
   }
 
   void finish(std::uint32_t i, SimTime now) {
@@ -205,14 +208,19 @@ class EventLoop {
       const std::uint32_t i = p_.lanes[l][head_[l]];
       const CompiledOp& op = p_.ops[i];
       std::string why;
-      if (op.gate != kNone && done_[op.gate] == 0) why = "the sync at op " + std::to_string(op.gate);
-      if (op.prev_call != kNone && done_[op.prev_call] == 0) why = "the collective at op " + std::to_string(op.prev_call);
+      if (op.gate != kNone && done_[op.gate] == 0)
+        why = "the sync at op " + std::to_string(op.gate);
+      if (op.prev_call != kNone && done_[op.prev_call] == 0)
+        why = "the collective at op " + std::to_string(op.prev_call);
       for (std::uint32_t k = op.deps_begin; k < op.deps_end; ++k)
-        if (done_[p_.deps[k]] == 0) why = "op " + std::to_string(p_.deps[k]) + " " + quote(s_.ops[p_.deps[k]].label);
-      if (op.kind == OpKind::Sync && why.empty()) why = "op " + std::to_string(prefix_done_) + " (sync)";
+        if (done_[p_.deps[k]] == 0)
+          why = "op " + std::to_string(p_.deps[k]) + " " + quote(s_.ops[p_.deps[k]].label);
+      if (op.kind == OpKind::Sync && why.empty())
+        why = "op " + std::to_string(prefix_done_) + " (sync)";
       diags_.error("simulator", "/ops/" + std::to_string(i),
-                   "deadlock: op " + quote(s_.ops[i].label) + " on stream " + std::string(stream_name(op.stream)) +
-                       " waits on " + (why.empty() ? "nothing that can finish" : why));
+                   "deadlock: op " + quote(s_.ops[i].label) + " on stream " +
+                       std::string(stream_name(op.stream)) + " waits on " +
+                       (why.empty() ? "nothing that can finish" : why));
     }
   }
 
@@ -226,7 +234,7 @@ class EventLoop {
   std::array<std::uint32_t, kStreamCount> dep_pos_{};  // deps of the head op known to be done
   std::array<bool, kStreamCount> busy_{};
   std::array<std::uint32_t, kStreamCount> head_op_{};  // p_.lanes[l][head_[l]], or kNone
-  std::array<std::uint8_t, kStreamCount> used_{};  // streams with ops
+  std::array<std::uint8_t, kStreamCount> used_{};      // streams with ops
   std::size_t used_count_ = 0;
   std::vector<std::uint8_t> done_;
   std::size_t prefix_done_ = 0;      // ops [0, prefix_done_) have all finished

@@ -25,13 +25,14 @@ void check_op(const Schedule& s, const Op& op, std::size_t i, Diagnostics& d) {
     err("/buffer", "expected a buffer index below " + std::to_string(s.buffers.size()) + ", got " +
                        (op.buffer == kNone ? std::string("none") : std::to_string(op.buffer)));
   if (op.slot != kNone && op.slot >= s.meta.slot_names.size())
-    err("/slot", "expected a slot index below " + std::to_string(s.meta.slot_names.size()) + ", got " +
-                     std::to_string(op.slot));
+    err("/slot", "expected a slot index below " + std::to_string(s.meta.slot_names.size()) +
+                     ", got " + std::to_string(op.slot));
   if (static_cast<std::size_t>(op.stream) >= kStreamCount)
     err("/stream", "expected a stream, got an out-of-range value");
   for (std::uint32_t dep : op.deps)
     if (dep >= i)
-      err("/deps", "expected earlier op indices (below " + std::to_string(i) + "), got " + std::to_string(dep));
+      err("/deps", "expected earlier op indices (below " + std::to_string(i) + "), got " +
+                       std::to_string(dep));
 }
 
 bool op_ok(const Schedule& s, const Op& op, std::size_t i) {
@@ -85,13 +86,15 @@ void cost_op(const Op& op, std::uint32_t i, Elements elements, const CostModel& 
   p.ops[i].duration_ns = c.duration_ns;
   p.bytes[i] = c.bytes;
   if (!c.collective) return;
-  seen.emplace(CallKey{op.collective, op.numel, op.out_numel, op.dtype, op.group_size}, p.collectives.size());
+  seen.emplace(CallKey{op.collective, op.numel, op.out_numel, op.dtype, op.group_size},
+               p.collectives.size());
   p.collectives.push_back({i, op.collective, *c.collective});
 }
 
 }  // namespace
 
-Result<Program> compile(const Schedule& s, const CostModel& cost, const std::vector<Elements>& slots) {
+Result<Program> compile(const Schedule& s, const CostModel& cost,
+                        const std::vector<Elements>& slots) {
   Program p;
   Diagnostics d;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
@@ -100,7 +103,8 @@ Result<Program> compile(const Schedule& s, const CostModel& cost, const std::vec
   p.deps.reserve(n);
   p.memory_ops.reserve(n / 2);
   SeenCalls seen;
-  std::map<std::uint32_t, std::uint32_t> last_call;  // communicator (group size) -> latest collective
+  std::map<std::uint32_t, std::uint32_t>
+      last_call;  // communicator (group size) -> latest collective
   std::uint32_t last_sync = kNone;
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];

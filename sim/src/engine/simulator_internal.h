@@ -23,8 +23,9 @@ struct CompiledOp {
   SimTime duration_ns = 0;
   std::uint32_t deps_begin = 0;  ///< [deps_begin, deps_end) in Program::deps
   std::uint32_t deps_end = 0;
-  std::uint32_t gate = kNone;    ///< the latest Sync before this op
-  std::uint32_t prev_call = kNone;  ///< collectives: the previous collective on the same communicator
+  std::uint32_t gate = kNone;  ///< the latest Sync before this op
+  std::uint32_t prev_call =
+      kNone;  ///< collectives: the previous collective on the same communicator
   std::uint32_t step = 0;
   std::uint32_t buffer = kNone;
   OpKind kind = OpKind::Marker;
@@ -53,9 +54,11 @@ std::vector<Elements> timing_slots(const Schedule& s);
 
 /// Checks the ops (buffer, slot and stream indices, deps pointing backwards) and compiles them with
 /// their costs for the timing role's `slots`. Every problem is reported.
-Result<Program> compile(const Schedule& s, const CostModel& cost, const std::vector<Elements>& slots);
+Result<Program> compile(const Schedule& s, const CostModel& cost,
+                        const std::vector<Elements>& slots);
 
-/// Why the compute stream was idle before an op: nothing, a communication stream, an offload stream.
+/// Why the compute stream was idle before an op: nothing, a communication stream, an offload
+/// stream.
 enum class Blocker : std::uint8_t { None, Comm, Offload };
 
 /// What the event loop measured.
@@ -78,6 +81,7 @@ void add_memory_summary(const Schedule& s, const std::vector<RoleMemory>& memory
 
 /// Builds the trace: spans and comm records of every op, memory counters of the chosen roles.
 Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
-                 const std::vector<RoleMemory>& memory, const TraceMeta& meta, std::uint32_t max_roles);
+                 const std::vector<RoleMemory>& memory, const TraceMeta& meta,
+                 std::uint32_t max_roles);
 
 }  // namespace zerosim::sim

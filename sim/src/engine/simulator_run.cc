@@ -24,8 +24,8 @@ std::string num(double x) {
   return s;
 }
 
-TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& o, const CostModel& cost,
-                    Bytes capacity) {
+TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& o,
+                    const CostModel& cost, Bytes capacity) {
   TraceMeta m;
   m.deepspeed_version = std::string(deepspeed_version_name(s.meta.deepspeed_version));
   m.mode = s.meta.mode;
@@ -42,18 +42,20 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
   const LinkParams links = o.links ? *o.links : links_for_gpu(gpu);
   m.notes = {
       "compute: " + num(cost.flops_per_s() / 1e12) + " TFLOP/s (" +
-          std::string(dtype_name(s.meta.lp)) + " dense rate x efficiency " + num(o.compute_efficiency) + ")",
-      "memory-bound ops: HBM " + num(gpu.hbm_gbps) + " GB/s, host " + num(o.host_gbps) + " GB/s, PCIe " +
-          num(gpu.pcie_gbps) + " GB/s; Adam touches 7 x master dtype per element",
-      "collectives: busBw intra-node " + num(links.intra_gbps) + " GB/s, network " + num(links.inter_gbps) +
-          " GB/s per GPU, efficiency " + num(links.efficiency) +
+          std::string(dtype_name(s.meta.lp)) + " dense rate x efficiency " +
+          num(o.compute_efficiency) + ")",
+      "memory-bound ops: HBM " + num(gpu.hbm_gbps) + " GB/s, host " + num(o.host_gbps) +
+          " GB/s, PCIe " + num(gpu.pcie_gbps) + " GB/s; Adam touches 7 x master dtype per element",
+      "collectives: busBw intra-node " + num(links.intra_gbps) + " GB/s, network " +
+          num(links.inter_gbps) + " GB/s per GPU, efficiency " + num(links.efficiency) +
           (o.calibration.empty() ? std::string() : std::string(", nccl-tests calibration")),
       "timing: one timing role (element-wise max slot values of " + std::to_string(s.roles.size()) +
           " roles); every rank shares its op times",
       capacity == 0 ? std::string("memory: no device capacity limit")
                     : "memory: device capacity " + std::to_string(capacity) +
                           " bytes; an OOM is reported and the simulation continues",
-      "memory counts what the schedule allocates: CUDA context, NCCL buffers and fragmentation excluded",
+      "memory counts what the schedule allocates: CUDA context, NCCL buffers and fragmentation "
+      "excluded",
   };
   for (const std::string& n : s.meta.notes) m.notes.push_back("schedule: " + n);
   return m;
@@ -64,13 +66,16 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
 // ledger adds them up). Also returns the timing role's slots.
 Diagnostics check_roles_and_buffers(const Schedule& s, std::vector<Elements>& slots) {
   Diagnostics d;
-  const auto err = [&](const std::string& ptr, const std::string& msg) { d.error("schedule", ptr, msg); };
+  const auto err = [&](const std::string& ptr, const std::string& msg) {
+    d.error("schedule", ptr, msg);
+  };
   const std::size_t n_slots = s.meta.slot_names.size();
   if (s.roles.empty()) err("/roles", "expected at least one rank role, got none");
   for (std::size_t r = 0; r < s.roles.size(); ++r)
     if (s.roles[r].slots.size() != n_slots)
       err("/roles/" + std::to_string(r) + "/slots", "expected " + std::to_string(n_slots) +
-                                                        " slot values, got " + std::to_string(s.roles[r].slots.size()));
+                                                        " slot values, got " +
+                                                        std::to_string(s.roles[r].slots.size()));
   if (d.has_errors()) return d;
   slots = sim::timing_slots(s);
   bool overflow = false;
@@ -78,11 +83,13 @@ Diagnostics check_roles_and_buffers(const Schedule& s, std::vector<Elements>& sl
   for (std::size_t b = 0; b < s.buffers.size(); ++b) {
     const Buffer& buf = s.buffers[b];
     if (buf.slot != kNone && buf.slot >= n_slots) {
-      err("/buffers/" + std::to_string(b) + "/slot",
-          "expected a slot index below " + std::to_string(n_slots) + ", got " + std::to_string(buf.slot));
+      err("/buffers/" + std::to_string(b) + "/slot", "expected a slot index below " +
+                                                         std::to_string(n_slots) + ", got " +
+                                                         std::to_string(buf.slot));
       continue;
     }
-    const auto bytes = mul_checked(buf.slot == kNone ? buf.numel : slots[buf.slot], dtype_size(buf.dtype));
+    const auto bytes =
+        mul_checked(buf.slot == kNone ? buf.numel : slots[buf.slot], dtype_size(buf.dtype));
     overflow = overflow || !bytes || __builtin_add_overflow(total, *bytes, &total);
   }
   if (overflow) err("/buffers", "expected buffer sizes whose sum fits in 64 bits, got an overflow");
@@ -97,9 +104,9 @@ std::size_t vec_bytes(const std::vector<T>& v) {
 }  // namespace
 
 std::size_t SimulationResult::footprint_bytes() const {
-  std::size_t n = sizeof(*this) + vec_bytes(ops) + vec_bytes(timing_slots) + ledger.footprint_bytes() +
-                  vec_bytes(memory) + vec_bytes(summary.steps) + vec_bytes(summary.comm) +
-                  vec_bytes(summary.peaks);
+  std::size_t n = sizeof(*this) + vec_bytes(ops) + vec_bytes(timing_slots) +
+                  ledger.footprint_bytes() + vec_bytes(memory) + vec_bytes(summary.steps) +
+                  vec_bytes(summary.comm) + vec_bytes(summary.peaks);
   for (const RoleMemory& m : memory)
     if (m.oom) n += m.oom->buffer_name.capacity();
   n += vec_bytes(trace.spans) + vec_bytes(trace.comms) + vec_bytes(trace.ranks);
@@ -125,12 +132,13 @@ Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
   out.summary = sim::make_summary(program.value(), loop.value(), schedule.meta.steps);
   out.memory = loop->ledger.analyze(capacity, out.summary.steady_from_ns);
   for (RoleMemory& m : out.memory)  // the ledger's buffers are unnamed (make_ledger says why)
-    if (m.oom && m.oom->buffer < schedule.buffers.size()) m.oom->buffer_name = schedule.buffers[m.oom->buffer].name;
+    if (m.oom && m.oom->buffer < schedule.buffers.size())
+      m.oom->buffer_name = schedule.buffers[m.oom->buffer].name;
   sim::add_memory_summary(schedule, out.memory, out.summary);
   out.summary.meta = make_meta(schedule, gpu, options, cost.value(), capacity);
   if (options.record_trace)
-    out.trace = sim::make_trace(schedule, program.value(), loop.value(), out.memory, out.summary.meta,
-                                options.max_trace_roles);
+    out.trace = sim::make_trace(schedule, program.value(), loop.value(), out.memory,
+                                out.summary.meta, options.max_trace_roles);
   out.ops = std::move(loop->ops);
   out.ledger = std::move(loop->ledger);
   return out;

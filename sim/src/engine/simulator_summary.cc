@@ -76,7 +76,8 @@ void add_memory(const Schedule& s, const std::vector<RoleMemory>& memory, Summar
     p.host_peak = memory[r].host.bytes;
     out.peaks.push_back(p);
     if (out.peaks[r].device.bytes > out.peaks[out.peak_role].device.bytes) out.peak_role = r;
-    if (out.peaks[r].steady.bytes > out.peaks[out.steady_peak_role].steady.bytes) out.steady_peak_role = r;
+    if (out.peaks[r].steady.bytes > out.peaks[out.steady_peak_role].steady.bytes)
+      out.steady_peak_role = r;
     const auto& oom = memory[r].oom;
     if (!oom) continue;
     out.oom_ranks += p.rank_count;
@@ -122,7 +123,8 @@ Span make_span(const Schedule& s, const Program& p, const LoopOutput& loop, std:
   return sp;
 }
 
-CommRecord make_comm(const Op& op, std::uint32_t i, const CollectiveCost& c, const LoopOutput& loop) {
+CommRecord make_comm(const Op& op, std::uint32_t i, const CollectiveCost& c,
+                     const LoopOutput& loop) {
   CommRecord r;
   r.op = i;
   r.kind = op.collective;
@@ -158,15 +160,19 @@ std::vector<std::uint32_t> traced_roles(const Schedule& s, const std::vector<Rol
   if (peak != 0 && max_roles > 1) roles.push_back(peak);
   for (std::uint32_t r = 1; r < memory.size() && roles.size() < max_roles; ++r)
     if (r != peak) roles.push_back(r);
-  const auto rank_of = [&](std::uint32_t r) { return r < s.roles.size() ? s.roles[r].representative : 0; };
-  std::sort(roles.begin(), roles.end(), [&](std::uint32_t a, std::uint32_t b) { return rank_of(a) < rank_of(b); });
+  const auto rank_of = [&](std::uint32_t r) {
+    return r < s.roles.size() ? s.roles[r].representative : 0;
+  };
+  std::sort(roles.begin(), roles.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return rank_of(a) < rank_of(b); });
   return roles;
 }
 
 }  // namespace
 
 Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
-                 const std::vector<RoleMemory>& memory, const TraceMeta& meta, std::uint32_t max_roles) {
+                 const std::vector<RoleMemory>& memory, const TraceMeta& meta,
+                 std::uint32_t max_roles) {
   Trace t;
   t.meta = meta;
   for (std::uint32_t r : traced_roles(s, memory, max_roles)) {

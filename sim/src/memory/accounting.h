@@ -20,7 +20,7 @@ struct AccountingInput {
   const ModelDesc& model;
   const PartitionPlan& plan;  ///< matches ds's stage and `world` (estimate_memory re-plans if not)
   const DsConfig& ds;
-  std::uint64_t world = 1;    ///< W, >= 1
+  std::uint64_t world = 1;  ///< W, >= 1
 };
 
 /// Number of optimizer state tensors per parameter for ds.optimizer_type (Adam family and LAMB: 2;

@@ -29,9 +29,8 @@
 // an fp32 copy 4·sbV that the cross-entropy keeps (HF upcasts logits to fp32 for the loss).
 // Full checkpointing (paper §5, "full activation recomputation"): each block keeps only its input
 // e·sbh; during the backward of one block its full activations are recomputed and alive at once.
-#include "zerosim/memory_model.h"
-
 #include "memory/exact_math.h"
+#include "zerosim/memory_model.h"
 
 namespace zerosim {
 
@@ -53,14 +52,15 @@ U128 block_bytes(const Dims& d) {
   U128 total = mul128(mul128(4, d.e), sbh);                         // LN1, QKV in, LN2, MLP in
   total = add128(total, mul128(mul128(2, d.e), mul128(sb, d.q)));   // Q, output-projection input
   total = add128(total, mul128(mul128(2, d.e), mul128(sb, d.kv)));  // K, V
-  total = add128(total, mul128(mul128(d.gated ? 4 : 2, d.e), mul128(sb, d.f)));  // MLP inner tensors
-  if (d.dropout) total = add128(total, mul128(2, sbh));          // attention and MLP dropout masks
+  total =
+      add128(total, mul128(mul128(d.gated ? 4 : 2, d.e), mul128(sb, d.f)));  // MLP inner tensors
+  if (d.dropout) total = add128(total, mul128(2, sbh));  // attention and MLP dropout masks
   const U128 asb = mul128(d.a, sb);
   if (d.flash) {
-    total = add128(total, mul128(4, asb));                       // fp32 log-sum-exp
+    total = add128(total, mul128(4, asb));  // fp32 log-sum-exp
   } else {
     const U128 as2b = mul128(asb, d.s);
-    total = add128(total, mul128(d.e, as2b));                    // softmax output
+    total = add128(total, mul128(d.e, as2b));                            // softmax output
     if (d.dropout) total = add128(total, mul128(add128(1, d.e), as2b));  // mask + dropout output
   }
   return total;

@@ -22,8 +22,9 @@ Elements flat_numel(const PartitionPlan& plan) {
   return p;
 }
 
-// The engine all-reduce after backward (stage 0): grads are flattened chunk by chunk (a chunk closes
-// once it exceeds 5e8 elements, so it holds at most 5e8 + one param) and cast to CD when CD != LP.
+// The engine all-reduce after backward (stage 0): grads are flattened chunk by chunk (a chunk
+// closes once it exceeds 5e8 elements, so it holds at most 5e8 + one param) and cast to CD when CD
+// != LP.
 void add_engine_allreduce(const AccountingInput& in, Elements grads, ReportBuilder& rb) {
   const Elements chunk = std::min(grads, kEngineChunk + largest_trainable_param(in.model));
   rb.during(kAllReduce, Layer::Buffers,
@@ -59,7 +60,8 @@ std::uint64_t optimizer_state_count(const std::string& optimizer_type, ReportBui
             (t == "muon" ? "; Muon's AdamW part for non-matrix params is not modelled)" : ")"));
     return 1;
   }
-  rb.note("optimizer " + optimizer_type + " is not modelled: Adam assumed (2 states per parameter)");
+  rb.note("optimizer " + optimizer_type +
+          " is not modelled: Adam assumed (2 states per parameter)");
   return 2;
 }
 
@@ -68,24 +70,27 @@ void add_stage0_terms(const AccountingInput& in, ReportBuilder& rb) {
   const DType lp = ds.lp_dtype();
   const Elements p = in.model.num_trainable();
   const std::uint64_t k = optimizer_state_count(ds.optimizer_type, rb);
-  rb.persistent(Layer::Params, "frozen params (requires_grad=False)", bytes_of(frozen_numel(in.model), lp));
+  rb.persistent(Layer::Params, "frozen params (requires_grad=False)",
+                bytes_of(frozen_numel(in.model), lp));
   if (ds.optimizer_path() == OptimizerPath::Plain) {
     // fp32: the bare optimizer on the model's own params; states created at the first step.
     rb.persistent(Layer::Params, "params (fp32, stage 0): " + elements_text(p), bytes_of(p, lp));
-    rb.persistent(Layer::OptimizerStates, "optimizer states (stage 0): " + std::to_string(k) + " x P",
+    rb.persistent(Layer::OptimizerStates,
+                  "optimizer states (stage 0): " + std::to_string(k) + " x P",
                   sat_mul(k, bytes_of(p, lp)));
   } else {
     // FP16_Optimizer (§3.5): flat LP params without alignment, fp32 master, states at init.
     const DType mw = ds.master_dtype();
-    rb.persistent(Layer::Params, "flat LP params (stage 0, no alignment padding): " + elements_text(p),
+    rb.persistent(Layer::Params,
+                  "flat LP params (stage 0, no alignment padding): " + elements_text(p),
                   bytes_of(p, lp));
     rb.persistent(Layer::OptimizerStates, "fp32 master params (stage 0): " + elements_text(p),
                   bytes_of(p, mw));
     rb.persistent(Layer::OptimizerStates,
                   "optimizer states (stage 0, allocated at init): " + std::to_string(k) + " x P",
                   sat_mul(k, bytes_of(p, mw)));
-    rb.during(kStep, Layer::Buffers, "flat fp32 gradient copy at step (stage 0): " + elements_text(p),
-              bytes_of(p, mw));
+    rb.during(kStep, Layer::Buffers,
+              "flat fp32 gradient copy at step (stage 0): " + elements_text(p), bytes_of(p, mw));
   }
   for (const char* phase : {kBackward, kAllReduce, kStep})
     rb.during(phase, Layer::Grads, "LP gradients from autograd (stage 0): " + elements_text(p),
@@ -99,26 +104,31 @@ void add_bf16_optimizer_terms(const AccountingInput& in, ReportBuilder& rb) {
   const Elements pal = in.plan.aligned_numel(), s = in.plan.partition_numel();
   const Elements p = flat_numel(in.plan);
   const std::uint64_t k = optimizer_state_count(ds.optimizer_type, rb);
-  rb.persistent(Layer::Params, "flat bf16 params (BF16_Optimizer, §3.4): Pal = " + elements_text(pal),
+  rb.persistent(Layer::Params,
+                "flat bf16 params (BF16_Optimizer, §3.4): Pal = " + elements_text(pal),
                 bytes_of(pal, lp));
-  rb.persistent(Layer::Params, "frozen params (requires_grad=False)", bytes_of(frozen_numel(in.model), lp));
-  rb.persistent(Layer::OptimizerStates, "fp32 master partition (BF16_Optimizer): S = " + elements_text(s),
-                bytes_of(s, mw));
+  rb.persistent(Layer::Params, "frozen params (requires_grad=False)",
+                bytes_of(frozen_numel(in.model), lp));
   rb.persistent(Layer::OptimizerStates,
-                "optimizer states (BF16_Optimizer): " + std::to_string(k) + " x S", sat_mul(k, bytes_of(s, mw)));
+                "fp32 master partition (BF16_Optimizer): S = " + elements_text(s), bytes_of(s, mw));
+  rb.persistent(Layer::OptimizerStates,
+                "optimizer states (BF16_Optimizer): " + std::to_string(k) + " x S",
+                sat_mul(k, bytes_of(s, mw)));
   rb.persistent(Layer::Grads,
-                "fp32 gradient buffer, full and not partitioned (BF16_Optimizer): Pal = " + elements_text(pal),
+                "fp32 gradient buffer, full and not partitioned (BF16_Optimizer): Pal = " +
+                    elements_text(pal),
                 bytes_of(pal, ga));
   for (const char* phase : {kBackward, kAllReduce, kStep})
-    rb.during(phase, Layer::Grads, "bf16 autograd gradients (zeroed, not freed, until zero_grad): " +
-                                       elements_text(p),
+    rb.during(phase, Layer::Grads,
+              "bf16 autograd gradients (zeroed, not freed, until zero_grad): " + elements_text(p),
               bytes_of(p, lp));
   // The engine all-reduces each group's fp32 buffer (one tensor per chunk) through a CD copy.
   Elements largest_group = 0;
   for (const auto& g : in.plan.groups) largest_group = std::max(largest_group, g.aligned);
   if (ds.comm_dtype() != ga)
     rb.during(kAllReduce, Layer::Buffers,
-              "engine all-reduce CD copy of one group's fp32 gradient buffer: " + elements_text(largest_group),
+              "engine all-reduce CD copy of one group's fp32 gradient buffer: " +
+                  elements_text(largest_group),
               bytes_of(largest_group, ds.comm_dtype()));
   else
     rb.during(kAllReduce, Layer::Buffers, "engine all-reduce (in place)", 0);

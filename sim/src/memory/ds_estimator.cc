@@ -1,9 +1,9 @@
 // DeepSpeed's memory estimators (deepspeed_zero.md §8), as exact integer/rational arithmetic.
 //
 // Python evaluates e.g. `total_params * max(4 * total_gpus, 16) * additional_buffer_factor` and
-// `int(18 * total_params / total_gpus)` in floats; the spec states them as exact math (floor), which
-// is what this file computes. For the zero3 `gpus_factor = 1 / num_nodes` terms the rational value
-// k/n is used, so max(4g, k/n) is compared exactly as 4g·n vs k.
+// `int(18 * total_params / total_gpus)` in floats; the spec states them as exact math (floor),
+// which is what this file computes. For the zero3 `gpus_factor = 1 / num_nodes` terms the rational
+// value k/n is used, so max(4g, k/n) is compared exactly as 4g·n vs k.
 #include "zerosim/ds_estimator.h"
 
 #include <cmath>
@@ -19,13 +19,15 @@ using memory::U128;
 constexpr const char* kZero2 = "estimate_zero2_model_states_mem_needs";
 constexpr const char* kZero3 = "estimate_zero3_model_states_mem_needs";
 
-// The argument checks both estimators share: "" when the arguments are valid, else the first problem.
+// The argument checks both estimators share: "" when the arguments are valid, else the first
+// problem.
 std::string check_args(const char* fn, std::uint64_t gpus_per_node, std::uint64_t nodes, double f) {
   const std::string prefix = std::string(fn) + ": ";
   if (gpus_per_node == 0) return prefix + "num_gpus_per_node: expected an integer >= 1, got 0";
   if (nodes == 0) return prefix + "num_nodes: expected an integer >= 1, got 0";
   if (!std::isfinite(f) || f < 0)
-    return prefix + "additional_buffer_factor: expected a finite number >= 0, got " + std::to_string(f);
+    return prefix + "additional_buffer_factor: expected a finite number >= 0, got " +
+           std::to_string(f);
   return {};
 }
 
@@ -92,11 +94,11 @@ EstimatorResult estimate_zero3_model_states_mem_needs(Elements total_params,
     r.cpu = zero_init ? per_node(16, p, num_nodes, f) : cpu_max(16);
   } else {
     r.gpu = memory::sat_add(r.largest_layer_memory, per_gpu(18, p, total_gpus));
-    r.cpu = zero_init ? memory::floor_scaled(
-                            memory::mul128(memory::mul128(largest_layer_params, 4), num_gpus_per_node),
-                            1, f)
-                      : memory::floor_scaled(
-                            memory::mul128(memory::mul128(p, 4), num_gpus_per_node), 1, f);
+    r.cpu =
+        zero_init
+            ? memory::floor_scaled(
+                  memory::mul128(memory::mul128(largest_layer_params, 4), num_gpus_per_node), 1, f)
+            : memory::floor_scaled(memory::mul128(memory::mul128(p, 4), num_gpus_per_node), 1, f);
   }
   return r;
 }

@@ -23,8 +23,8 @@ Bytes floor_scaled(U128 num, U128 den, double f) {
   }
   // Beyond 128 bits (only for absurd inputs): long double, then clamp.
   auto approx = [&] {
-    long double v = static_cast<long double>(num) / static_cast<long double>(den) *
-                    static_cast<long double>(f);
+    long double v =
+        static_cast<long double>(num) / static_cast<long double>(den) * static_cast<long double>(f);
     return v >= static_cast<long double>(kBytesMax) ? kBytesMax : static_cast<Bytes>(v);
   };
   U128 prod = mul128(num, m);

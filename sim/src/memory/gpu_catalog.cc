@@ -54,7 +54,8 @@ std::optional<GpuSpec> read_gpu(json::JsonReader& r) {
   g.intra_node_gbps = required_rate(r, "intra_node_gbps");
   g.network_gbps = required_rate(r, "network_gbps");
   g.pcie_gbps = required_rate(r, "pcie_gbps");
-  if (!r.has("source")) r.error("missing required key \"source\" (every entry names its data sheet)");
+  if (!r.has("source"))
+    r.error("missing required key \"source\" (every entry names its data sheet)");
   g.source = r.get_string("source").value_or("");
   g.notes = r.get_string("notes").value_or("");
   r.reject_unknown({"name", "description", "aliases", "memory_bytes", "bf16_tflops", "fp16_tflops",
@@ -86,7 +87,8 @@ const LoadedCatalog& embedded() {
 
 }  // namespace
 
-Result<std::vector<GpuSpec>> load_gpu_catalog_text(const std::string& text, const std::string& source) {
+Result<std::vector<GpuSpec>> load_gpu_catalog_text(const std::string& text,
+                                                   const std::string& source) {
   Diagnostics diags;
   auto doc = json::parse(text, source, diags);
   if (!doc) return diags;

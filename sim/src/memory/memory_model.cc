@@ -13,24 +13,29 @@ namespace zerosim {
 
 std::string_view offload_name(OffloadVariant v) {
   switch (v) {
-    case OffloadVariant::None: return "none";
-    case OffloadVariant::OptimizerCpu: return "optimizer";
-    case OffloadVariant::OptimizerAndParamsCpu: return "optimizer+params";
+    case OffloadVariant::None:
+      return "none";
+    case OffloadVariant::OptimizerCpu:
+      return "optimizer";
+    case OffloadVariant::OptimizerAndParamsCpu:
+      return "optimizer+params";
   }
   return "?";
 }
 
 namespace {
 
-bool plan_matches(const PartitionPlan& plan, const ModelDesc& model, int stage, std::uint64_t world) {
+bool plan_matches(const PartitionPlan& plan, const ModelDesc& model, int stage,
+                  std::uint64_t world) {
   if (plan.world != world) return false;
   if (stage == 3) return plan.stage == 3 && plan.s3.size() == model.params.size();
   return plan.stage != 3 && !plan.groups.empty();
 }
 
 // The plan to use: `plan` when it fits the stage and world size, else a fresh one (noted).
-const PartitionPlan* resolve_plan(const ModelDesc& model, const PartitionPlan& plan, const DsConfig& ds,
-                                  std::uint64_t world, PartitionPlan& storage, memory::ReportBuilder& rb) {
+const PartitionPlan* resolve_plan(const ModelDesc& model, const PartitionPlan& plan,
+                                  const DsConfig& ds, std::uint64_t world, PartitionPlan& storage,
+                                  memory::ReportBuilder& rb) {
   const int stage = ds.zero.stage;
   if (stage == 0 || plan_matches(plan, model, stage, world)) return &plan;
   if (world > kMaxPartitionWorld) {
@@ -41,7 +46,8 @@ const PartitionPlan* resolve_plan(const ModelDesc& model, const PartitionPlan& p
   o.stage = stage;
   o.world = static_cast<std::uint32_t>(world);
   // BF16_Optimizer has no round robin (§2.1).
-  o.round_robin = ds.zero.round_robin_gradients && ds.optimizer_path() == OptimizerPath::ZeroStage1And2;
+  o.round_robin =
+      ds.zero.round_robin_gradients && ds.optimizer_path() == OptimizerPath::ZeroStage1And2;
   o.sub_group_size = ds.zero.sub_group_size;
   o.param_persistence_threshold = ds.zero.param_persistence_threshold;
   o.model_persistence_threshold = ds.zero.model_persistence_threshold;
@@ -53,8 +59,8 @@ const PartitionPlan* resolve_plan(const ModelDesc& model, const PartitionPlan& p
   }
   storage = std::move(r.value());
   rb.note("the partition plan passed in was for stage " + std::to_string(plan.stage) + ", world " +
-          std::to_string(plan.world) + "; re-planned for stage " + std::to_string(stage) + ", world " +
-          std::to_string(world));
+          std::to_string(plan.world) + "; re-planned for stage " + std::to_string(stage) +
+          ", world " + std::to_string(world));
   return &storage;
 }
 
@@ -86,10 +92,11 @@ MemoryReport estimate_memory(const ModelDesc& model, const PartitionPlan& plan, 
     world = 1;
   }
   const Bytes act = activation_bytes(model, t, ds.lp_dtype());
-  if (!model.arch) rb.note("no transformer hyper-parameters for this model: activations not counted");
+  if (!model.arch)
+    rb.note("no transformer hyper-parameters for this model: activations not counted");
   PartitionPlan storage;
-  const PartitionPlan* use = mode == Accounting::Paper ? &plan
-                                                       : resolve_plan(model, plan, ds, world, storage, rb);
+  const PartitionPlan* use =
+      mode == Accounting::Paper ? &plan : resolve_plan(model, plan, ds, world, storage, rb);
   if (use != nullptr) {
     const memory::AccountingInput in{model, *use, ds, world};
     if (mode == Accounting::Paper) {
@@ -97,10 +104,18 @@ MemoryReport estimate_memory(const ModelDesc& model, const PartitionPlan& plan, 
     } else {
       switch (ds.optimizer_path()) {
         case OptimizerPath::Plain:
-        case OptimizerPath::Fp16Optimizer: memory::add_stage0_terms(in, rb); break;
-        case OptimizerPath::Bf16Optimizer: memory::add_bf16_optimizer_terms(in, rb); break;
-        case OptimizerPath::ZeroStage1And2: memory::add_stage12_terms(in, rb); break;
-        case OptimizerPath::ZeroStage3: memory::add_stage3_terms(in, rb); break;
+        case OptimizerPath::Fp16Optimizer:
+          memory::add_stage0_terms(in, rb);
+          break;
+        case OptimizerPath::Bf16Optimizer:
+          memory::add_bf16_optimizer_terms(in, rb);
+          break;
+        case OptimizerPath::ZeroStage1And2:
+          memory::add_stage12_terms(in, rb);
+          break;
+        case OptimizerPath::ZeroStage3:
+          memory::add_stage3_terms(in, rb);
+          break;
       }
       add_not_modelled_notes(ds, rb);
     }

@@ -1,10 +1,10 @@
 // Paper accounting: model states as in the ZeRO paper (Rajbhandari et al. 2020, "ZeRO: Memory
 // Optimizations Toward Training Trillion Parameter Models", §5 and Figure 1): mixed-precision Adam
 // keeps 2Ψ fp16 parameters, 2Ψ fp16 gradients and KΨ optimizer state (K = 12: fp32 parameters,
-// momentum, variance). P_os divides the K part by N, P_os+g also the gradients, P_os+g+p everything:
-// 16Ψ, 4Ψ + 12Ψ/N, 2Ψ + 14Ψ/N, 16Ψ/N. The paper does not count runtime buffers, so paper mode
-// reports none; activations and overheads are the same as in DeepSpeed mode, so the two modes differ
-// only in layers 1 and 2.
+// momentum, variance). P_os divides the K part by N, P_os+g also the gradients, P_os+g+p
+// everything: 16Ψ, 4Ψ + 12Ψ/N, 2Ψ + 14Ψ/N, 16Ψ/N. The paper does not count runtime buffers, so
+// paper mode reports none; activations and overheads are the same as in DeepSpeed mode, so the two
+// modes differ only in layers 1 and 2.
 #include "memory/accounting.h"
 #include "memory/exact_math.h"
 #include "zerosim/memory_model.h"
@@ -42,14 +42,16 @@ void add_paper_terms(const AccountingInput& in, ReportBuilder& rb) {
     opt = total >= sat_add(params, grads) ? total - params - grads : 0;
   }
   const std::string by_n = " / N";
-  rb.persistent(Layer::Params, std::string("fp16 parameters 2Ψ") + (stage >= 3 ? by_n : ""), params);
+  rb.persistent(Layer::Params, std::string("fp16 parameters 2Ψ") + (stage >= 3 ? by_n : ""),
+                params);
   rb.persistent(Layer::Grads, std::string("fp16 gradients 2Ψ") + (stage >= 2 ? by_n : ""), grads);
   rb.persistent(Layer::OptimizerStates,
                 std::string("optimizer states KΨ, K = 12 (fp32 params, momentum, variance)") +
                     (stage >= 1 ? by_n : ""),
                 opt);
-  rb.note("paper accounting (ZeRO paper §5): mixed-precision Adam model states only (2 + 2 + 12 bytes "
-          "per parameter whatever the dtypes); runtime buffers are not counted");
+  rb.note(
+      "paper accounting (ZeRO paper §5): mixed-precision Adam model states only (2 + 2 + 12 bytes "
+      "per parameter whatever the dtypes); runtime buffers are not counted");
 }
 
 }  // namespace memory

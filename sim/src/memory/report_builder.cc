@@ -11,11 +11,16 @@ namespace zerosim::memory {
 
 const char* layer_name(Layer layer) {
   switch (layer) {
-    case Layer::Params: return "params";
-    case Layer::Grads: return "grads";
-    case Layer::OptimizerStates: return "optimizer_states";
-    case Layer::Buffers: return "buffers";
-    case Layer::Activations: return "activations";
+    case Layer::Params:
+      return "params";
+    case Layer::Grads:
+      return "grads";
+    case Layer::OptimizerStates:
+      return "optimizer_states";
+    case Layer::Buffers:
+      return "buffers";
+    case Layer::Activations:
+      return "activations";
   }
   return "?";
 }
@@ -43,11 +48,21 @@ namespace {
 
 void add_to_layer(MemoryReport& r, Layer layer, Bytes b) {
   switch (layer) {
-    case Layer::Params: r.params = sat_add(r.params, b); break;
-    case Layer::Grads: r.grads = sat_add(r.grads, b); break;
-    case Layer::OptimizerStates: r.optimizer_states = sat_add(r.optimizer_states, b); break;
-    case Layer::Buffers: r.buffers = sat_add(r.buffers, b); break;
-    case Layer::Activations: r.activations = sat_add(r.activations, b); break;
+    case Layer::Params:
+      r.params = sat_add(r.params, b);
+      break;
+    case Layer::Grads:
+      r.grads = sat_add(r.grads, b);
+      break;
+    case Layer::OptimizerStates:
+      r.optimizer_states = sat_add(r.optimizer_states, b);
+      break;
+    case Layer::Buffers:
+      r.buffers = sat_add(r.buffers, b);
+      break;
+    case Layer::Activations:
+      r.activations = sat_add(r.activations, b);
+      break;
   }
 }
 
@@ -66,7 +81,8 @@ MemoryReport ReportBuilder::finish(const OverheadParams& overheads) const {
     if (t.phase == kPersistent) base = sat_add(base, t.bytes);
   r.peak_phase = kPersistent;
   Bytes peak = base;
-  // Phases in time order within a step (backward, then the engine all-reduce, then step), others after.
+  // Phases in time order within a step (backward, then the engine all-reduce, then step), others
+  // after.
   std::vector<std::string> order;
   for (const char* known : {kBackward, kAllReduce, kStep})
     if (std::find(phase_order_.begin(), phase_order_.end(), known) != phase_order_.end())

@@ -31,8 +31,8 @@ class ReportBuilder {
   void note(std::string text);
 
   /// Picks the phase with the most GPU bytes (the first one on ties, in time order: backward,
-  /// allreduce, step, then other phases in first-use order), adds the overheads (fragmentation as a fraction of the peak tensor bytes) and fills the
-  /// report.
+  /// allreduce, step, then other phases in first-use order), adds the overheads (fragmentation as a
+  /// fraction of the peak tensor bytes) and fills the report.
   MemoryReport finish(const OverheadParams& overheads) const;
 
  private:

@@ -4,12 +4,13 @@
 // Partition plans are cached per (world size, stage family) because every variant of a stage family
 // shares one layout; that keeps the full sweep of Llama-3.1-405B (8 variants x 13 GPU counts x a
 // micro-batch search) well inside the 50 ms budget measured by bench/plan_bench.cc.
+#include "zerosim/planner.h"
+
 #include <algorithm>
 #include <map>
 #include <sstream>
 
 #include "zerosim/partition_plan.h"
-#include "zerosim/planner.h"
 
 namespace zerosim {
 namespace {
@@ -19,10 +20,10 @@ struct Variant {
   OffloadVariant offload;
 };
 constexpr Variant kVariants[] = {
-    {0, OffloadVariant::None},         {1, OffloadVariant::None}, {1, OffloadVariant::OptimizerCpu},
-    {2, OffloadVariant::None},         {2, OffloadVariant::OptimizerCpu},
-    {3, OffloadVariant::None},         {3, OffloadVariant::OptimizerCpu},
-    {3, OffloadVariant::OptimizerAndParamsCpu},
+    {0, OffloadVariant::None},         {1, OffloadVariant::None},
+    {1, OffloadVariant::OptimizerCpu}, {2, OffloadVariant::None},
+    {2, OffloadVariant::OptimizerCpu}, {3, OffloadVariant::None},
+    {3, OffloadVariant::OptimizerCpu}, {3, OffloadVariant::OptimizerAndParamsCpu},
 };
 
 /// Micro-batch search stops here: beyond it the answer is "at least this" (models without a
@@ -31,11 +32,16 @@ constexpr std::uint64_t kMaxMicroBatch = 65536;
 
 std::string optimizer_name(OptimizerPath p) {
   switch (p) {
-    case OptimizerPath::Plain: return "torch optimizer (engine all-reduce)";
-    case OptimizerPath::Fp16Optimizer: return "FP16_Optimizer";
-    case OptimizerPath::Bf16Optimizer: return "BF16_Optimizer";
-    case OptimizerPath::ZeroStage1And2: return "DeepSpeedZeroOptimizer";
-    case OptimizerPath::ZeroStage3: return "DeepSpeedZeroOptimizer_Stage3";
+    case OptimizerPath::Plain:
+      return "torch optimizer (engine all-reduce)";
+    case OptimizerPath::Fp16Optimizer:
+      return "FP16_Optimizer";
+    case OptimizerPath::Bf16Optimizer:
+      return "BF16_Optimizer";
+    case OptimizerPath::ZeroStage1And2:
+      return "DeepSpeedZeroOptimizer";
+    case OptimizerPath::ZeroStage3:
+      return "DeepSpeedZeroOptimizer_Stage3";
   }
   return "?";
 }
@@ -88,7 +94,8 @@ class Evaluator {
   bool fits(const MemoryReport& m) const { return m.total() <= req_.cluster.gpu.memory_bytes; }
 
   /// Largest b in [1, kMaxMicroBatch] that fits (memory grows with b); 0 when b = 1 does not fit.
-  std::uint64_t max_micro_batch(const DsConfig& ds, const PartitionPlan& plan, std::uint64_t gpus) const {
+  std::uint64_t max_micro_batch(const DsConfig& ds, const PartitionPlan& plan,
+                                std::uint64_t gpus) const {
     if (!fits(memory(ds, plan, gpus, 1))) return 0;
     std::uint64_t lo = 1, hi = 2;
     while (hi <= kMaxMicroBatch && fits(memory(ds, plan, gpus, hi))) {
@@ -138,7 +145,9 @@ void recommend(PlanResult& out) {
   for (std::size_t i = 0; i < out.rows.size(); ++i) {
     const auto& r = out.rows[i];
     if (!r.fits) continue;
-    auto key = [](const PlanRow& x) { return std::make_tuple(x.offload != OffloadVariant::None, x.stage); };
+    auto key = [](const PlanRow& x) {
+      return std::make_tuple(x.offload != OffloadVariant::None, x.stage);
+    };
     if (!best || key(r) < key(out.rows[*best])) best = i;
   }
   const auto& req = out.request;
@@ -146,10 +155,14 @@ void recommend(PlanResult& out) {
   if (best) {
     const auto& r = out.rows[*best];
     os << "ZeRO stage " << r.stage;
-    if (r.offload != OffloadVariant::None) os << " with " << offload_name(r.offload) << " offload to CPU";
-    os << ": the lowest stage that fits" << (r.offload != OffloadVariant::None ? " (nothing fits without offload)" : " without offload")
+    if (r.offload != OffloadVariant::None)
+      os << " with " << offload_name(r.offload) << " offload to CPU";
+    os << ": the lowest stage that fits"
+       << (r.offload != OffloadVariant::None ? " (nothing fits without offload)"
+                                             : " without offload")
        << ", with " << gib(static_cast<Bytes>(r.headroom_bytes)) << " headroom; "
-       << gib(r.comm_bytes_per_step) << " sent per GPU per step; largest micro-batch " << r.max_micro_batch;
+       << gib(r.comm_bytes_per_step) << " sent per GPU per step; largest micro-batch "
+       << r.max_micro_batch;
     out.recommended = best;
   } else {
     std::optional<std::uint64_t> fewest;
@@ -161,7 +174,8 @@ void recommend(PlanResult& out) {
       os << "; the smallest power-of-two GPU count that fits is " << *fewest;
     else
       os << " even at " << req.sweep_max_gpus << " GPUs";
-    os << (req.training.activation_checkpointing ? "" : "; activation checkpointing would also help");
+    os << (req.training.activation_checkpointing ? ""
+                                                 : "; activation checkpointing would also help");
   }
   out.recommendation = os.str();
 }
@@ -170,16 +184,20 @@ void add_notes(PlanResult& out) {
   const auto& req = out.request;
   for (const auto& n : req.base.notes) out.notes.push_back(n);
   if (!req.model.arch)
-    out.notes.push_back("activations are not modelled for this model (no transformer shape); "
-                        "use a zoo model or --hf-config for activation memory");
+    out.notes.push_back(
+        "activations are not modelled for this model (no transformer shape); "
+        "use a zoo model or --hf-config for activation memory");
   if (req.mode == Accounting::DeepSpeed) {
-    out.notes.push_back("stage 1 keeps the full 16-bit gradient on every GPU (like plain data parallel); "
-                        "only stage 2 and 3 partition gradients");
-    out.notes.push_back("DeepSpeed's stage 1/2 all-reduce gradient buckets (no reduce-scatter), so their "
-                        "gradient traffic equals plain data parallel's; the parameter all-gather comes on top");
+    out.notes.push_back(
+        "stage 1 keeps the full 16-bit gradient on every GPU (like plain data parallel); "
+        "only stage 2 and 3 partition gradients");
+    out.notes.push_back(
+        "DeepSpeed's stage 1/2 all-reduce gradient buckets (no reduce-scatter), so their "
+        "gradient traffic equals plain data parallel's; the parameter all-gather comes on top");
   } else {
-    out.notes.push_back("paper accounting: model states as in the ZeRO paper (16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, "
-                        "16Ψ/N); runtime buffers are not counted");
+    out.notes.push_back(
+        "paper accounting: model states as in the ZeRO paper (16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, "
+        "16Ψ/N); runtime buffers are not counted");
   }
 }
 
@@ -226,7 +244,8 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       bool fit = ev.fits(m);
       if (fit && !row.min_gpus) row.min_gpus = g;
       if (request.full_sweep)
-        out.sweep.push_back({g, v.stage, v.offload, m.total(), fit, fit ? ev.max_micro_batch(ds, *pg, g) : 0});
+        out.sweep.push_back(
+            {g, v.stage, v.offload, m.total(), fit, fit ? ev.max_micro_batch(ds, *pg, g) : 0});
       if (!request.full_sweep && row.min_gpus) break;
     }
     out.rows.push_back(std::move(row));

@@ -28,10 +28,12 @@ Elements trainable_nonzero(const ModelDesc& m) {
   return e;
 }
 
-// Stage 3: elements re-gathered in backward. A module's params stay gathered from forward to backward
-// when its next use lies within max_reuse_distance elements of trace (§7.4); in a layer stack the
-// trace between layer i's forward release and its backward fetch holds the later layers twice.
-Elements stage3_backward_regather(const ModelDesc& m, const PartitionPlan& plan, std::uint64_t reuse) {
+// Stage 3: elements re-gathered in backward. A module's params stay gathered from forward to
+// backward when its next use lies within max_reuse_distance elements of trace (§7.4); in a layer
+// stack the trace between layer i's forward release and its backward fetch holds the later layers
+// twice.
+Elements stage3_backward_regather(const ModelDesc& m, const PartitionPlan& plan,
+                                  std::uint64_t reuse) {
   std::vector<Elements> layer_numel;
   if (!m.layers.empty()) {
     for (const auto& l : m.layers) {
@@ -53,7 +55,8 @@ Elements stage3_backward_regather(const ModelDesc& m, const PartitionPlan& plan,
   return regather;
 }
 
-u128 stage3_traffic(const ModelDesc& m, const PartitionPlan& plan, const DsConfig& ds, std::uint64_t n) {
+u128 stage3_traffic(const ModelDesc& m, const PartitionPlan& plan, const DsConfig& ds,
+                    std::uint64_t n) {
   const Bytes lp = dtype_size(ds.lp_dtype()), cd = dtype_size(ds.comm_dtype());
   u128 gathered_nonpersistent = 0;  // W*c over non-persistent params
   for (const auto& p : plan.s3)
@@ -65,11 +68,12 @@ u128 stage3_traffic(const ModelDesc& m, const PartitionPlan& plan, const DsConfi
   u128 per_micro = fwd + bwd + rs;
   u128 step = ring_gather(static_cast<u128>(plan.s3_persistent_gathered) * lp, n);
   step += ring_all_reduce(8 * plan.sub_groups.size(), n);  // float64 norm per sub-group
-  if (ds.fp16) step += ring_all_reduce(1, n);                // uint8 overflow flag
+  if (ds.fp16) step += ring_all_reduce(1, n);              // uint8 overflow flag
   return per_micro * ds.grad_accum_steps + step;
 }
 
-u128 stage12_traffic(const ModelDesc& m, const PartitionPlan& plan, const DsConfig& ds, std::uint64_t n) {
+u128 stage12_traffic(const ModelDesc& m, const PartitionPlan& plan, const DsConfig& ds,
+                     std::uint64_t n) {
   const Bytes lp = dtype_size(ds.lp_dtype()), cd = dtype_size(ds.comm_dtype());
   const u128 grad_bytes = static_cast<u128>(trainable_nonzero(m)) * cd;
   u128 reduce = ds.zero.reduce_scatter && !ds.zero.use_multi_rank_bucket_allreduce
@@ -105,12 +109,17 @@ Bytes comm_bytes_per_step(const ModelDesc& model, const PartitionPlan& plan, con
       return clamp64(ring_all_reduce(bytes, n));
     }
     case OptimizerPath::Bf16Optimizer: {
-      // §3.4: engine all-reduce of the fp32 flat buffers converted to CD, then the parameter all-gather.
-      u128 ar = ring_all_reduce(static_cast<u128>(plan.aligned_numel()) * dtype_size(ds.comm_dtype()), n);
-      return clamp64(ar + ring_gather(static_cast<u128>(plan.aligned_numel()) * dtype_size(ds.lp_dtype()), n));
+      // §3.4: engine all-reduce of the fp32 flat buffers converted to CD, then the parameter
+      // all-gather.
+      u128 ar =
+          ring_all_reduce(static_cast<u128>(plan.aligned_numel()) * dtype_size(ds.comm_dtype()), n);
+      return clamp64(
+          ar + ring_gather(static_cast<u128>(plan.aligned_numel()) * dtype_size(ds.lp_dtype()), n));
     }
-    case OptimizerPath::ZeroStage1And2: return clamp64(stage12_traffic(model, plan, ds, n));
-    case OptimizerPath::ZeroStage3: return clamp64(stage3_traffic(model, plan, ds, n));
+    case OptimizerPath::ZeroStage1And2:
+      return clamp64(stage12_traffic(model, plan, ds, n));
+    case OptimizerPath::ZeroStage3:
+      return clamp64(stage3_traffic(model, plan, ds, n));
   }
   return 0;
 }

@@ -31,7 +31,8 @@ ojson row_json(const PlanRow& r, bool verbose) {
   j["min_gpus"] = r.min_gpus ? ojson(*r.min_gpus) : ojson(nullptr);
   j["comm_bytes_per_step"] = r.comm_bytes_per_step;
   if (r.ds_estimate)
-    j["deepspeed_estimator"] = {{"gpu_bytes", r.ds_estimate->gpu}, {"cpu_bytes", r.ds_estimate->cpu}};
+    j["deepspeed_estimator"] = {{"gpu_bytes", r.ds_estimate->gpu},
+                                {"cpu_bytes", r.ds_estimate->cpu}};
   else
     j["deepspeed_estimator"] = nullptr;
   j["matches_ds_config"] = r.matches_ds_config;
@@ -63,7 +64,9 @@ void write_plan_json(const PlanResult& p, std::ostream& out, bool verbose) {
                   {"nodes", r.cluster.nodes},
                   {"gpus_per_node", r.cluster.gpus_per_node},
                   {"world_size", r.cluster.world_size()}};
-  j["training"] = {{"precision", r.base.fp16 ? "fp16" : r.base.bf16 ? "bf16" : "fp32"},
+  j["training"] = {{"precision", r.base.fp16   ? "fp16"
+                                 : r.base.bf16 ? "bf16"
+                                               : "fp32"},
                    {"micro_batch", r.training.micro_batch},
                    {"seq_len", r.training.seq_len},
                    {"gradient_accumulation_steps", r.base.grad_accum_steps},

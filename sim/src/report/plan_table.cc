@@ -1,5 +1,5 @@
-// Table, Markdown and CSV output of a plan. All three share one row model (cells as strings) so they
-// can never disagree; JSON lives in plan_json.cc.
+// Table, Markdown and CSV output of a plan. All three share one row model (cells as strings) so
+// they can never disagree; JSON lives in plan_json.cc.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -13,9 +13,12 @@ using Cells = std::vector<std::string>;
 
 std::string offload_label(OffloadVariant v) {
   switch (v) {
-    case OffloadVariant::None: return "none";
-    case OffloadVariant::OptimizerCpu: return "optimizer->cpu";
-    case OffloadVariant::OptimizerAndParamsCpu: return "opt+params->cpu";
+    case OffloadVariant::None:
+      return "none";
+    case OffloadVariant::OptimizerCpu:
+      return "optimizer->cpu";
+    case OffloadVariant::OptimizerAndParamsCpu:
+      return "opt+params->cpu";
   }
   return "?";
 }
@@ -35,9 +38,9 @@ std::string with_commas(std::uint64_t v) {
   return out;
 }
 
-const Cells kHeader = {"stage", "offload", "model states", "buffers", "activations", "overhead",
-                       "total/GPU", "peak at", "fits", "headroom", "max micro-batch", "min GPUs",
-                       "traffic/step/GPU"};
+const Cells kHeader = {"stage",           "offload",   "model states",    "buffers", "activations",
+                       "overhead",        "total/GPU", "peak at",         "fits",    "headroom",
+                       "max micro-batch", "min GPUs",  "traffic/step/GPU"};
 
 Cells row_cells(const PlanRow& r, bool raw_bytes) {
   auto b = [&](Bytes x) { return raw_bytes ? std::to_string(x) : format_gib(x); };
@@ -74,9 +77,7 @@ void write_aligned(const std::vector<Cells>& rows, std::ostream& out) {
   }
 }
 
-std::string precision_name(const DsConfig& d) {
-  return d.fp16 ? "fp16" : d.bf16 ? "bf16" : "fp32";
-}
+std::string precision_name(const DsConfig& d) { return d.fp16 ? "fp16" : d.bf16 ? "bf16" : "fp32"; }
 
 void write_header(const PlanResult& p, std::ostream& out, const std::string& prefix) {
   const auto& r = p.request;
@@ -84,9 +85,10 @@ void write_header(const PlanResult& p, std::ostream& out, const std::string& pre
       << " parameters) on " << r.cluster.world_size() << " x " << r.cluster.gpu.name << " ("
       << format_gib(r.cluster.gpu.memory_bytes) << " each; " << r.cluster.nodes << " node"
       << (r.cluster.nodes == 1 ? "" : "s") << " x " << r.cluster.gpus_per_node << ")\n";
-  out << prefix << precision_name(r.base) << ", micro-batch " << r.training.micro_batch << ", sequence "
-      << r.training.seq_len << " tokens, gradient accumulation " << r.base.grad_accum_steps
-      << ", activation checkpointing " << (r.training.activation_checkpointing ? "on" : "off")
+  out << prefix << precision_name(r.base) << ", micro-batch " << r.training.micro_batch
+      << ", sequence " << r.training.seq_len << " tokens, gradient accumulation "
+      << r.base.grad_accum_steps << ", activation checkpointing "
+      << (r.training.activation_checkpointing ? "on" : "off")
       << "; accounting: " << (r.mode == Accounting::DeepSpeed ? "deepspeed" : "paper")
       << " (DeepSpeed " << std::string(kDeepSpeedCommit).substr(0, 8) << ")\n";
 }
@@ -139,8 +141,10 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
   }
   out << "\n";
   if (p.request.ds_config_given) out << "* = the stage and offload of the given ds_config\n";
-  out << "sizes in GiB (2^30 bytes) per GPU at the peak of the step (\"peak at\": backward or step phase; "
-         "activations are freed before the step);\ntraffic = bytes each GPU sends per optimizer step (ring "
+  out << "sizes in GiB (2^30 bytes) per GPU at the peak of the step (\"peak at\": backward or step "
+         "phase; "
+         "activations are freed before the step);\ntraffic = bytes each GPU sends per optimizer "
+         "step (ring "
          "algorithms)\n\n";
   write_estimators(p, out, pre);
   out << "\nrecommendation: " << p.recommendation << "\n";
@@ -153,7 +157,8 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
     std::vector<Cells> sw = {{"gpus", "stage", "offload", "total/GPU", "fits", "max micro-batch"}};
     for (const auto& c : p.sweep)
       sw.push_back({std::to_string(c.gpus), std::to_string(c.stage), offload_label(c.offload),
-                    format_gib(c.total_bytes), c.fits ? "yes" : "no", std::to_string(c.max_micro_batch)});
+                    format_gib(c.total_bytes), c.fits ? "yes" : "no",
+                    std::to_string(c.max_micro_batch)});
     write_aligned(sw, out);
   }
   if (verbose) {
@@ -163,7 +168,8 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
 }
 
 void write_csv(const PlanResult& p, std::ostream& out) {
-  out << "stage,offload,model_states_bytes,buffers_bytes,activations_bytes,overhead_bytes,total_bytes,"
+  out << "stage,offload,model_states_bytes,buffers_bytes,activations_bytes,overhead_bytes,total_"
+         "bytes,"
          "peak_phase,fits,headroom_bytes,max_micro_batch,min_gpus,comm_bytes_per_step\n";
   for (const auto& r : p.rows) {
     Cells c = row_cells(r, true);
@@ -186,10 +192,18 @@ void write_plan_json(const PlanResult& plan, std::ostream& out, bool verbose);
 
 void write_plan(const PlanResult& plan, OutputFormat format, std::ostream& out, bool verbose) {
   switch (format) {
-    case OutputFormat::Table: write_text(plan, out, verbose, false); break;
-    case OutputFormat::Markdown: write_text(plan, out, verbose, true); break;
-    case OutputFormat::Csv: write_csv(plan, out); break;
-    case OutputFormat::Json: write_plan_json(plan, out, verbose); break;
+    case OutputFormat::Table:
+      write_text(plan, out, verbose, false);
+      break;
+    case OutputFormat::Markdown:
+      write_text(plan, out, verbose, true);
+      break;
+    case OutputFormat::Csv:
+      write_csv(plan, out);
+      break;
+    case OutputFormat::Json:
+      write_plan_json(plan, out, verbose);
+      break;
   }
 }
 

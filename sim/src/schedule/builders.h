@@ -81,8 +81,8 @@ class Emitter {
     return op(std::move(o));
   }
   /// A collective with the group of the whole data-parallel world.
-  std::uint32_t collective(CollectiveKind k, Elements numel, Elements out_numel, DType dt, ReduceOp r,
-                           Stream st, std::string label, std::int32_t dst = -1) {
+  std::uint32_t collective(CollectiveKind k, Elements numel, Elements out_numel, DType dt,
+                           ReduceOp r, Stream st, std::string label, std::int32_t dst = -1) {
     Op o;
     o.kind = OpKind::Collective;
     o.collective = k;
@@ -121,8 +121,8 @@ class Emitter {
 double layer_forward_flops(const ModelDesc& m, std::uint32_t layer, const TrainingSettings& t);
 
 /// Activation bytes held from a layer's forward to its backward, per layer, summing to
-/// activation_bytes(model, t, lp): transformer blocks share the per-block term, the rest goes to the
-/// head (logits). Empty activations for models without ArchInfo.
+/// activation_bytes(model, t, lp): transformer blocks share the per-block term, the rest goes to
+/// the head (logits). Empty activations for models without ArchInfo.
 std::vector<Bytes> layer_activation_bytes(const ModelDesc& m, const TrainingSettings& t, DType lp);
 
 /// Layer (index into model.layers) whose backward makes each param's gradient ready: the earliest
@@ -140,7 +140,8 @@ void emit_forward_backward_with(Emitter& e, const ModelDesc& m, const TrainingSe
   const auto n_layers = static_cast<std::uint32_t>(m.layers.size());
   e.set_phase(Phase::Forward);
   for (std::uint32_t l = 0; l < n_layers; ++l) {
-    if (l < activation_buffers.size() && activation_buffers[l] != kNone) e.alloc(activation_buffers[l]);
+    if (l < activation_buffers.size() && activation_buffers[l] != kNone)
+      e.alloc(activation_buffers[l]);
     Op f;
     f.kind = OpKind::Forward;
     f.layer = l;
@@ -181,16 +182,17 @@ void emit_forward_backward_with(Emitter& e, const ModelDesc& m, const TrainingSe
 }
 
 /// Emits the forward and backward compute of one micro-step for builders without per-module hooks
-/// (stage 0/1/2, paper). Forward: every layer in order, allocating `activation_buffers[layer]` (kNone:
-/// none). Backward: walks model.grad_order exactly; before a param's GradReady it emits the backward
-/// of every not-yet-run layer down to the param's ready layer (freeing its activations), then calls
-/// `on_grad(param_id)`, which emits GradReady and whatever the hook does. Remaining layers run last.
+/// (stage 0/1/2, paper). Forward: every layer in order, allocating `activation_buffers[layer]`
+/// (kNone: none). Backward: walks model.grad_order exactly; before a param's GradReady it emits the
+/// backward of every not-yet-run layer down to the param's ready layer (freeing its activations),
+/// then calls `on_grad(param_id)`, which emits GradReady and whatever the hook does. Remaining
+/// layers run last.
 template <class OnGrad>
 void emit_forward_backward(Emitter& e, const ModelDesc& m, const TrainingSettings& t,
                            const std::vector<std::uint32_t>& activation_buffers,
                            const std::vector<std::uint32_t>& ready_layer, OnGrad&& on_grad) {
-  emit_forward_backward_with(e, m, t, activation_buffers, ready_layer, [] {},
-                             std::forward<OnGrad>(on_grad));
+  emit_forward_backward_with(
+      e, m, t, activation_buffers, ready_layer, [] {}, std::forward<OnGrad>(on_grad));
 }
 
 }  // namespace zerosim::schedule

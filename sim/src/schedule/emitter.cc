@@ -12,7 +12,8 @@ double layer_forward_flops(const ModelDesc& m, std::uint32_t layer, const Traini
   // Causal attention sees on average about half the context; the layer description gives FLOPs per
   // token per context token, so the full-context value is used (Korthikanti et al. count s^2 terms
   // without the causal discount, as does Megatron's FLOPs formula).
-  return l.fwd_flops_per_token * tokens + l.attn_flops_per_token_per_ctx * tokens * static_cast<double>(t.seq_len);
+  return l.fwd_flops_per_token * tokens +
+         l.attn_flops_per_token_per_ctx * tokens * static_cast<double>(t.seq_len);
 }
 
 std::vector<Bytes> layer_activation_bytes(const ModelDesc& m, const TrainingSettings& t, DType lp) {
@@ -55,7 +56,8 @@ std::string overflow_note(const std::vector<std::uint32_t>& overflow_steps) {
            "check fails)";
   std::string list;
   for (std::uint32_t s : overflow_steps) list += (list.empty() ? "" : ", ") + std::to_string(s);
-  return "overflow steps " + list + ": the check finds inf/nan, step() returns (no norm, update or "
+  return "overflow steps " + list +
+         ": the check finds inf/nan, step() returns (no norm, update or "
          "parameter all-gather)";
 }
 

@@ -3,7 +3,8 @@
 //   DDP (stage 0): one all_reduce of the Ψ gradient elements per optimizer step.
 //   ZeRO-1/2:      reduce_scatter of the gradients in buckets of reduce_bucket_size elements, then,
 //                  after the step on the rank's Ψ/N shard, one all_gather of the parameters.
-//   ZeRO-3:        all_gather of each layer's parameters before its forward AND before its backward,
+//   ZeRO-3:        all_gather of each layer's parameters before its forward AND before its
+//   backward,
 //                  reduce_scatter of the gradients; no parameter all-gather after the step.
 // Per-rank traffic with ring algorithms: ZeRO-1/2 move exactly DDP's 2Ψ(N−1)/N, ZeRO-3 1.5× that.
 // The flat gradient buffer (grad-ready order) is padded to a multiple of N so every reduce_scatter
@@ -25,7 +26,8 @@ struct Unit {  // a layer, or a param when the model has no layers
   double flops = 0;
 };
 
-Buffer paper_buffer(std::string name, BufferCategory cat, DType dt, Elements numel, bool persistent) {
+Buffer paper_buffer(std::string name, BufferCategory cat, DType dt, Elements numel,
+                    bool persistent) {
   Buffer b;
   b.name = std::move(name);
   b.category = cat;
@@ -65,10 +67,12 @@ class PaperBuilder {
   void build_units() {
     if (!m_.layers.empty()) {
       for (std::uint32_t l = 0; l < m_.layers.size(); ++l)
-        units_.push_back({m_.layers[l].name, m_.layers[l].param_ids, layer_forward_flops(m_, l, in_.training)});
+        units_.push_back(
+            {m_.layers[l].name, m_.layers[l].param_ids, layer_forward_flops(m_, l, in_.training)});
       return;
     }
-    for (std::uint32_t p = 0; p < m_.params.size(); ++p) units_.push_back({m_.params[p].name, {p}, 0});
+    for (std::uint32_t p = 0; p < m_.params.size(); ++p)
+      units_.push_back({m_.params[p].name, {p}, 0});
   }
 
   // Trainable elements whose gradient becomes ready at each unit's backward (its earliest use).
@@ -107,10 +111,12 @@ class PaperBuilder {
     const Elements c = ceil_div(unit_numel(u), w_);
     if (c == 0) return;
     if (gathered_buf_[l] == kNone)
-      gathered_buf_[l] = e_.buffer(paper_buffer("gathered " + u.name, BufferCategory::GatheredParam, lp_, c * w_, false));
+      gathered_buf_[l] = e_.buffer(
+          paper_buffer("gathered " + u.name, BufferCategory::GatheredParam, lp_, c * w_, false));
     e_.alloc(gathered_buf_[l]);
-    e_.collective(CollectiveKind::AllGather, c, c * w_, lp_, ReduceOp::None, Stream::Compute,
-                  why + " " + u.name + ": AG(" + std::to_string(c * w_) + "," + std::to_string(c) + ")");
+    e_.collective(
+        CollectiveKind::AllGather, c, c * w_, lp_, ReduceOp::None, Stream::Compute,
+        why + " " + u.name + ": AG(" + std::to_string(c * w_) + "," + std::to_string(c) + ")");
     live_ = gathered_buf_[l];
   }
 
@@ -135,8 +141,9 @@ class PaperBuilder {
     while (reduced_ < psi_pad_) {
       const Elements in = std::min(bucket_, psi_pad_ - reduced_);
       if (produced < std::min(reduced_ + in, psi_)) break;
-      e_.collective(CollectiveKind::ReduceScatter, in, in / w_, lp_, ReduceOp::Sum, Stream::Compute,
-                    "reduce_scatter grads: RS(" + std::to_string(in) + "," + std::to_string(in / w_) + ")");
+      e_.collective(
+          CollectiveKind::ReduceScatter, in, in / w_, lp_, ReduceOp::Sum, Stream::Compute,
+          "reduce_scatter grads: RS(" + std::to_string(in) + "," + std::to_string(in / w_) + ")");
       reduced_ += in;
     }
   }
@@ -144,7 +151,8 @@ class PaperBuilder {
   void micro_step(std::uint32_t step, std::uint32_t micro) {
     e_.set_step(step, micro);
     const bool boundary = micro + 1 == gas_;
-    const bool reduce = stage_ >= 2 || (stage_ == 1 && boundary);  // stage 1 keeps full grads until then
+    const bool reduce =
+        stage_ >= 2 || (stage_ == 1 && boundary);  // stage 1 keeps full grads until then
     e_.set_phase(Phase::Forward);
     for (std::uint32_t l = 0; l < units_.size(); ++l) {
       if (stage_ >= 3) gather(l, "forward");
@@ -180,8 +188,9 @@ class PaperBuilder {
     e_.op(std::move(o));
     e_.set_phase(Phase::PostStep);
     if ((stage_ == 1 || stage_ == 2) && w_ > 1)
-      e_.collective(CollectiveKind::AllGather, shard_, psi_pad_, lp_, ReduceOp::None, Stream::Compute,
-                    "all_gather params: AG(" + std::to_string(psi_pad_) + "," + std::to_string(shard_) + ")");
+      e_.collective(
+          CollectiveKind::AllGather, shard_, psi_pad_, lp_, ReduceOp::None, Stream::Compute,
+          "all_gather params: AG(" + std::to_string(psi_pad_) + "," + std::to_string(shard_) + ")");
   }
 
   const ScheduleInput& in_;
@@ -201,7 +210,8 @@ class PaperBuilder {
 
 Result<Schedule> build_paper(const ScheduleInput& in) {
   if (in.model == nullptr || in.plan == nullptr || in.ds == nullptr || in.plan->world == 0)
-    return fail<Schedule>("schedule", "", "expected a model, a partition plan and a DeepSpeed config");
+    return fail<Schedule>("schedule", "",
+                          "expected a model, a partition plan and a DeepSpeed config");
   Schedule s;
   ScheduleMeta& meta = s.meta;
   meta.model = in.model->name;
@@ -216,7 +226,8 @@ Result<Schedule> build_paper(const ScheduleInput& in) {
   meta.grad_accum = static_cast<std::uint32_t>(in.ds->grad_accum_steps);
   meta.lp = meta.grad_accum_dtype = meta.comm = in.ds->lp_dtype();
   meta.master = DType::Float32;
-  meta.notes.push_back("paper mode: the ZeRO paper's schedule, not what DeepSpeed issues (deepspeed_zero.md §10.1)");
+  meta.notes.push_back(
+      "paper mode: the ZeRO paper's schedule, not what DeepSpeed issues (deepspeed_zero.md §10.1)");
   meta.notes.push_back("gradients padded to a multiple of the world size for even reduce-scatters");
   PaperBuilder(in, s).run();
   RankRole all;

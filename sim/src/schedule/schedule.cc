@@ -1,6 +1,8 @@
 // Schedule IR basics: enum names, DeepSpeed version parsing, per-role size lookups, the consistency
 // checker every schedule passes after building or reading, and build_schedule, which checks the
 // inputs every builder relies on and dispatches to the stage builders (builders.h).
+#include "zerosim/schedule.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
@@ -9,89 +11,130 @@
 #include <vector>
 
 #include "schedule/builders.h"
-#include "zerosim/schedule.h"
 
 namespace zerosim {
 
 std::string_view deepspeed_version_name(DeepSpeedVersion v) {
   switch (v) {
-    case DeepSpeedVersion::Edaa722: return "edaa722";
-    case DeepSpeedVersion::V0_14_4: return "0.14.4";
+    case DeepSpeedVersion::Edaa722:
+      return "edaa722";
+    case DeepSpeedVersion::V0_14_4:
+      return "0.14.4";
   }
   return "unknown";
 }
 
 std::optional<DeepSpeedVersion> parse_deepspeed_version(std::string_view s) {
-  if (s == "edaa722" || s == "edaa7221267243c7be7fb49c5d5f5c4fb97b4641") return DeepSpeedVersion::Edaa722;
+  if (s == "edaa722" || s == "edaa7221267243c7be7fb49c5d5f5c4fb97b4641")
+    return DeepSpeedVersion::Edaa722;
   if (s == "0.14.4" || s == "v0.14.4") return DeepSpeedVersion::V0_14_4;
   return std::nullopt;
 }
 
 std::string_view stream_name(Stream s) {
   switch (s) {
-    case Stream::Compute: return "compute";
-    case Stream::Reduce: return "reduce";
-    case Stream::Gather: return "gather";
-    case Stream::H2D: return "h2d";
-    case Stream::D2H: return "d2h";
-    case Stream::Host: return "host";
+    case Stream::Compute:
+      return "compute";
+    case Stream::Reduce:
+      return "reduce";
+    case Stream::Gather:
+      return "gather";
+    case Stream::H2D:
+      return "h2d";
+    case Stream::D2H:
+      return "d2h";
+    case Stream::Host:
+      return "host";
   }
   return "unknown";
 }
 
 std::string_view op_kind_name(OpKind k) {
   switch (k) {
-    case OpKind::Alloc: return "alloc";
-    case OpKind::Free: return "free";
-    case OpKind::Forward: return "forward";
-    case OpKind::Backward: return "backward";
-    case OpKind::Recompute: return "recompute";
-    case OpKind::GradReady: return "grad_ready";
-    case OpKind::CopyToBucket: return "copy_to_bucket";
-    case OpKind::Copy: return "copy";
-    case OpKind::Collective: return "collective";
-    case OpKind::OptimizerStep: return "optimizer_step";
-    case OpKind::WriteBack: return "write_back";
-    case OpKind::HostToDevice: return "host_to_device";
-    case OpKind::DeviceToHost: return "device_to_host";
-    case OpKind::Sync: return "sync";
-    case OpKind::Marker: return "marker";
+    case OpKind::Alloc:
+      return "alloc";
+    case OpKind::Free:
+      return "free";
+    case OpKind::Forward:
+      return "forward";
+    case OpKind::Backward:
+      return "backward";
+    case OpKind::Recompute:
+      return "recompute";
+    case OpKind::GradReady:
+      return "grad_ready";
+    case OpKind::CopyToBucket:
+      return "copy_to_bucket";
+    case OpKind::Copy:
+      return "copy";
+    case OpKind::Collective:
+      return "collective";
+    case OpKind::OptimizerStep:
+      return "optimizer_step";
+    case OpKind::WriteBack:
+      return "write_back";
+    case OpKind::HostToDevice:
+      return "host_to_device";
+    case OpKind::DeviceToHost:
+      return "device_to_host";
+    case OpKind::Sync:
+      return "sync";
+    case OpKind::Marker:
+      return "marker";
   }
   return "unknown";
 }
 
 std::string_view phase_name(Phase p) {
   switch (p) {
-    case Phase::Init: return "init";
-    case Phase::Forward: return "forward";
-    case Phase::Backward: return "backward";
-    case Phase::BoundaryReduce: return "boundary_reduce";
-    case Phase::Epilogue: return "epilogue";
-    case Phase::Step: return "step";
-    case Phase::PostStep: return "post_step";
+    case Phase::Init:
+      return "init";
+    case Phase::Forward:
+      return "forward";
+    case Phase::Backward:
+      return "backward";
+    case Phase::BoundaryReduce:
+      return "boundary_reduce";
+    case Phase::Epilogue:
+      return "epilogue";
+    case Phase::Step:
+      return "step";
+    case Phase::PostStep:
+      return "post_step";
   }
   return "unknown";
 }
 
 std::string_view reduce_op_name(ReduceOp r) {
   switch (r) {
-    case ReduceOp::None: return "";
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Max: return "max";
+    case ReduceOp::None:
+      return "";
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Max:
+      return "max";
   }
   return "";
 }
 
 std::string_view category_name(BufferCategory c) {
   switch (c) {
-    case BufferCategory::Param16: return "param16";
-    case BufferCategory::Param32: return "param32";
-    case BufferCategory::Grad: return "grad";
-    case BufferCategory::OptimState: return "optim_state";
-    case BufferCategory::Activation: return "activation";
-    case BufferCategory::CommBucket: return "comm_bucket";
-    case BufferCategory::GatheredParam: return "gathered_param";
-    case BufferCategory::Temp: return "temp";
+    case BufferCategory::Param16:
+      return "param16";
+    case BufferCategory::Param32:
+      return "param32";
+    case BufferCategory::Grad:
+      return "grad";
+    case BufferCategory::OptimState:
+      return "optim_state";
+    case BufferCategory::Activation:
+      return "activation";
+    case BufferCategory::CommBucket:
+      return "comm_bucket";
+    case BufferCategory::GatheredParam:
+      return "gathered_param";
+    case BufferCategory::Temp:
+      return "temp";
   }
   return "unknown";
 }
@@ -139,9 +182,10 @@ void validate_roles(const Schedule& s, const std::string& src, Diagnostics& d) {
     const std::string ptr = "/roles/" + str(r);
     if (role.slots.size() != s.meta.slot_names.size())
       d.error(src, ptr + "/slots",
-              "expected " + str(s.meta.slot_names.size()) + " slot values (one per slot name), got " +
-                  str(role.slots.size()));
-    if (role.ranks.empty()) d.error(src, ptr + "/ranks", "expected at least one rank range, got none");
+              "expected " + str(s.meta.slot_names.size()) +
+                  " slot values (one per slot name), got " + str(role.slots.size()));
+    if (role.ranks.empty())
+      d.error(src, ptr + "/ranks", "expected at least one rank range, got none");
     for (std::size_t i = 0; i < role.ranks.size(); ++i) {
       const auto& [first, last] = role.ranks[i];
       if (first > last)
@@ -160,31 +204,38 @@ void validate_roles(const Schedule& s, const std::string& src, Diagnostics& d) {
   std::uint64_t next = 0;  // first rank not yet covered
   for (const auto& [first, last] : all) {
     if (first != next) {
-      d.error(src, "/roles",
-              "expected the roles to cover ranks 0.." + str(s.meta.world - 1) + " exactly once, " +
-                  (first < next ? "got rank " + str(first) + " twice"
-                                : "got ranks " + str(next) + ".." + str(first - 1) + " in no role"));
+      d.error(
+          src, "/roles",
+          "expected the roles to cover ranks 0.." + str(s.meta.world - 1) + " exactly once, " +
+              (first < next ? "got rank " + str(first) + " twice"
+                            : "got ranks " + str(next) + ".." + str(first - 1) + " in no role"));
       return;
     }
     next = static_cast<std::uint64_t>(last) + 1;
   }
   if (next != s.meta.world)
     d.error(src, "/roles",
-            "expected the roles to cover ranks 0.." + str(s.meta.world - 1) + " exactly once, got " +
-                (next < s.meta.world ? "ranks " + str(next) + ".." + str(s.meta.world - 1) + " in no role"
-                                     : "ranks up to " + str(next - 1)));
+            "expected the roles to cover ranks 0.." + str(s.meta.world - 1) +
+                " exactly once, got " +
+                (next < s.meta.world
+                     ? "ranks " + str(next) + ".." + str(s.meta.world - 1) + " in no role"
+                     : "ranks up to " + str(next - 1)));
 }
 
-void validate_collective(const Op& op, const std::string& src, const std::string& ptr, Diagnostics& d) {
-  if (op.group_size == 0) d.error(src, ptr + "/group_size", "expected a group of at least 1 rank, got 0");
-  const bool rooted = op.collective == CollectiveKind::Reduce || op.collective == CollectiveKind::Broadcast;
+void validate_collective(const Op& op, const std::string& src, const std::string& ptr,
+                         Diagnostics& d) {
+  if (op.group_size == 0)
+    d.error(src, ptr + "/group_size", "expected a group of at least 1 rank, got 0");
+  const bool rooted =
+      op.collective == CollectiveKind::Reduce || op.collective == CollectiveKind::Broadcast;
   if (rooted && (op.dst < 0 || static_cast<std::uint64_t>(op.dst) >= op.group_size))
     d.error(src, ptr + "/dst",
-            "expected a root rank in 0.." + str(op.group_size == 0 ? 0 : op.group_size - 1) + ", got " +
-                std::to_string(op.dst));
+            "expected a root rank in 0.." + str(op.group_size == 0 ? 0 : op.group_size - 1) +
+                ", got " + std::to_string(op.dst));
   if (!rooted && op.dst != -1)
-    d.error(src, ptr + "/dst", "expected no root (-1) for " + std::string(collective_name(op.collective)) +
-                                   ", got " + std::to_string(op.dst));
+    d.error(src, ptr + "/dst",
+            "expected no root (-1) for " + std::string(collective_name(op.collective)) + ", got " +
+                std::to_string(op.dst));
 }
 
 // Alloc/Free pairing in program order: no double Alloc, no Free of a dead buffer, nothing but
@@ -197,21 +248,24 @@ void validate_lifetimes(const Schedule& s, const std::string& src, Diagnostics& 
     const std::string ptr = "/ops/" + str(i);
     if (op.kind == OpKind::Alloc) {
       if (live_since[op.buffer] != kNone)
-        d.error(src, ptr, "expected buffer " + quote(s.buffers[op.buffer].name) +
-                              " to be free before its Alloc, got it live since op " +
-                              str(live_since[op.buffer]));
+        d.error(src, ptr,
+                "expected buffer " + quote(s.buffers[op.buffer].name) +
+                    " to be free before its Alloc, got it live since op " +
+                    str(live_since[op.buffer]));
       live_since[op.buffer] = static_cast<std::uint32_t>(i);
     } else if (op.kind == OpKind::Free) {
       if (live_since[op.buffer] == kNone)
-        d.error(src, ptr, "expected buffer " + quote(s.buffers[op.buffer].name) +
-                              " to be live before its Free, got it free");
+        d.error(src, ptr,
+                "expected buffer " + quote(s.buffers[op.buffer].name) +
+                    " to be live before its Free, got it free");
       live_since[op.buffer] = kNone;
     }
   }
   for (std::size_t b = 0; b < s.buffers.size(); ++b)
     if (live_since[b] != kNone && !s.buffers[b].persistent)
       d.error(src, "/buffers/" + str(b),
-              "expected buffer " + quote(s.buffers[b].name) + " (allocated at op " + str(live_since[b]) +
+              "expected buffer " + quote(s.buffers[b].name) + " (allocated at op " +
+                  str(live_since[b]) +
                   ") to be freed or marked persistent, got it live at the end");
 }
 
@@ -227,16 +281,19 @@ void validate_ops(const Schedule& s, const std::string& src, Diagnostics& d) {
     if (needs_buffer && op.buffer == kNone)
       d.error(src, ptr + "/buffer", "expected a buffer for " + std::string(op_kind_name(op.kind)));
     if (op.slot != kNone && op.slot >= n_slots)
-      d.error(src, ptr + "/slot", "expected a slot index below " + str(n_slots) + ", got " + str(op.slot));
+      d.error(src, ptr + "/slot",
+              "expected a slot index below " + str(n_slots) + ", got " + str(op.slot));
     for (std::size_t k = 0; k < op.deps.size(); ++k)
       if (op.deps[k] >= i)
         d.error(src, ptr + "/deps/" + str(k),
                 "expected an earlier op index (below " + str(i) + "), got " + str(op.deps[k]));
     if (op.step >= s.meta.steps)
-      d.error(src, ptr + "/step", "expected a step below " + str(s.meta.steps) + ", got " + str(op.step));
+      d.error(src, ptr + "/step",
+              "expected a step below " + str(s.meta.steps) + ", got " + str(op.step));
     if (op.micro_step >= s.meta.grad_accum)
-      d.error(src, ptr + "/micro_step",
-              "expected a micro-step below " + str(s.meta.grad_accum) + ", got " + str(op.micro_step));
+      d.error(
+          src, ptr + "/micro_step",
+          "expected a micro-step below " + str(s.meta.grad_accum) + ", got " + str(op.micro_step));
     if (op.kind == OpKind::Collective) validate_collective(op, src, ptr, d);
   }
 }
@@ -245,9 +302,11 @@ void validate_ops(const Schedule& s, const std::string& src, Diagnostics& d) {
 
 Diagnostics validate_schedule(const Schedule& s, const std::string& source) {
   Diagnostics d;
-  if (s.meta.world == 0) d.error(source, "/meta/world", "expected a world size of at least 1, got 0");
+  if (s.meta.world == 0)
+    d.error(source, "/meta/world", "expected a world size of at least 1, got 0");
   if (s.meta.steps == 0) d.error(source, "/meta/steps", "expected at least 1 step, got 0");
-  if (s.meta.grad_accum == 0) d.error(source, "/meta/grad_accum", "expected at least 1 micro-step, got 0");
+  if (s.meta.grad_accum == 0)
+    d.error(source, "/meta/grad_accum", "expected at least 1 micro-step, got 0");
   if (d.has_errors()) return d;
   for (std::size_t b = 0; b < s.buffers.size(); ++b)
     if (s.buffers[b].slot != kNone && s.buffers[b].slot >= s.meta.slot_names.size())
@@ -269,7 +328,8 @@ constexpr const char* kSource = "schedule";
 Diagnostics check_input(const ScheduleInput& in) {
   Diagnostics d;
   if (in.model == nullptr || in.plan == nullptr || in.ds == nullptr) {
-    d.error(kSource, "", "expected a model, a partition plan and a DeepSpeed config, got a missing input");
+    d.error(kSource, "",
+            "expected a model, a partition plan and a DeepSpeed config, got a missing input");
     return d;
   }
   const ModelDesc& m = *in.model;
@@ -279,7 +339,8 @@ Diagnostics check_input(const ScheduleInput& in) {
     d.error(kSource, "/gradient_accumulation_steps",
             "expected 1..4294967295 micro-steps per step, got " + str(in.ds->grad_accum_steps));
   if (in.ds->zero.stage < 0 || in.ds->zero.stage > 3)
-    d.error(kSource, "/zero_optimization/stage", "expected a ZeRO stage 0..3, got " + std::to_string(in.ds->zero.stage));
+    d.error(kSource, "/zero_optimization/stage",
+            "expected a ZeRO stage 0..3, got " + std::to_string(in.ds->zero.stage));
   if (in.training.zero_init)
     if (const std::string why = zero_init_problem(in.ds->zero.stage, in.mode); !why.empty())
       d.error(kSource, "/training/zero_init", why);
@@ -288,40 +349,51 @@ Diagnostics check_input(const ScheduleInput& in) {
   if (!in.overflow_steps.empty()) {
     const DType lp = in.ds->lp_dtype();
     const int stage = in.ds->zero.stage;
-    const bool checked = lp == DType::Float16 || (stage != 3 && lp == DType::BFloat16 && in.ds->bf16_check_grad_overflow);
+    const bool checked = lp == DType::Float16 ||
+                         (stage != 3 && lp == DType::BFloat16 && in.ds->bf16_check_grad_overflow);
     const OptimizerPath path = in.ds->optimizer_path();
     const bool zero = path == OptimizerPath::ZeroStage1And2 || path == OptimizerPath::ZeroStage3;
     if (in.mode != Accounting::DeepSpeed || !zero)
-      d.error(kSource, "/overflow_steps",
-              "expected DeepSpeedZeroOptimizer (stage 1/2) or stage 3 in deepspeed mode for overflow steps, got " +
-                  std::string(in.mode == Accounting::DeepSpeed ? "stage " + std::to_string(stage) + " (" +
-                                                                      (path == OptimizerPath::Bf16Optimizer ? "BF16_Optimizer" : "no ZeRO optimizer") + ")"
-                                                                : "paper mode"));
+      d.error(
+          kSource, "/overflow_steps",
+          "expected DeepSpeedZeroOptimizer (stage 1/2) or stage 3 in deepspeed mode for overflow "
+          "steps, got " +
+              std::string(in.mode == Accounting::DeepSpeed
+                              ? "stage " + std::to_string(stage) + " (" +
+                                    (path == OptimizerPath::Bf16Optimizer ? "BF16_Optimizer"
+                                                                          : "no ZeRO optimizer") +
+                                    ")"
+                              : "paper mode"));
     else if (!checked)
       d.error(kSource, "/overflow_steps",
-              "expected a precision whose step() checks for overflow (fp16; bf16 with check_grad_overflow in stage "
-              "1/2), got " + std::string(dtype_name(lp)) + " in stage " + std::to_string(stage));
+              "expected a precision whose step() checks for overflow (fp16; bf16 with "
+              "check_grad_overflow in stage "
+              "1/2), got " +
+                  std::string(dtype_name(lp)) + " in stage " + std::to_string(stage));
   }
   if ((plan.stage == 3) != (in.ds->zero.stage == 3))
     d.error(kSource, "/plan/stage",
-            "expected a partition plan for stage " + std::to_string(in.ds->zero.stage) + "'s layout, got one for stage " +
-                std::to_string(plan.stage));
+            "expected a partition plan for stage " + std::to_string(in.ds->zero.stage) +
+                "'s layout, got one for stage " + std::to_string(plan.stage));
   if (plan.world == 0 || plan.world != in.cluster.world_size())
     d.error(kSource, "/plan/world",
-            "expected the plan's world size to equal the cluster's " + str(in.cluster.world_size()) +
-                " ranks, got " + str(plan.world));
+            "expected the plan's world size to equal the cluster's " +
+                str(in.cluster.world_size()) + " ranks, got " + str(plan.world));
   if (plan.param_group.size() != m.params.size())
     d.error(kSource, "/plan/param_group",
-            "expected a plan made for this model's " + str(m.params.size()) + " params, got one for " +
-                str(plan.param_group.size()));
+            "expected a plan made for this model's " + str(m.params.size()) +
+                " params, got one for " + str(plan.param_group.size()));
   std::vector<bool> seen(m.params.size(), false);
   for (std::size_t i = 0; i < m.grad_order.size(); ++i) {
     const std::uint32_t p = m.grad_order[i];
     const std::string ptr = "/grad_order/" + str(i);
     if (p >= m.params.size()) {
-      d.error(kSource, ptr, "expected a param id below " + str(m.params.size()) + ", got " + str(p));
+      d.error(kSource, ptr,
+              "expected a param id below " + str(m.params.size()) + ", got " + str(p));
     } else if (seen[p]) {
-      d.error(kSource, ptr, "expected each param once in the gradient order, got " + quote(m.params[p].name) + " again");
+      d.error(kSource, ptr,
+              "expected each param once in the gradient order, got " + quote(m.params[p].name) +
+                  " again");
     } else {
       seen[p] = true;
     }

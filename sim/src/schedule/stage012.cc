@@ -14,8 +14,8 @@ namespace zerosim::schedule {
 namespace s12 {
 namespace {
 
-Buffer make_buffer(std::string name, std::string spec, BufferCategory cat, MemoryPool pool, DType dt,
-                   Elements numel, bool persistent) {
+Buffer make_buffer(std::string name, std::string spec, BufferCategory cat, MemoryPool pool,
+                   DType dt, Elements numel, bool persistent) {
   Buffer b;
   b.name = std::move(name);
   b.spec_id = std::move(spec);
@@ -31,12 +31,14 @@ Buffer make_buffer(std::string name, std::string spec, BufferCategory cat, Memor
 // the rank's LP slice), and with optimizer offload B4–B7.
 void emit_zero_init(Ctx& c) {
   const std::uint32_t module = emit_module_params(c, false);
-  const MemoryPool host = c.ds.zero.offload_optimizer.pin_memory ? MemoryPool::Pinned : MemoryPool::Host;
+  const MemoryPool host =
+      c.ds.zero.offload_optimizer.pin_memory ? MemoryPool::Pinned : MemoryPool::Host;
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
     const FlatGroup& fg = c.plan.groups[g];
     const std::string gs = std::to_string(g);
-    c.b1.push_back(c.e.buffer(make_buffer("bit16_groups_flat[" + gs + "]", "B1", BufferCategory::Param16,
-                                          MemoryPool::Device, c.lp, fg.aligned, true)));
+    c.b1.push_back(
+        c.e.buffer(make_buffer("bit16_groups_flat[" + gs + "]", "B1", BufferCategory::Param16,
+                               MemoryPool::Device, c.lp, fg.aligned, true)));
     c.e.alloc(c.b1.back());
   }
   c.e.free(module);
@@ -46,17 +48,18 @@ void emit_zero_init(Ctx& c) {
     const std::uint32_t clone = c.temp("init clone of the rank's LP slice", s, c.lp);
     c.e.alloc(clone);
     c.b2.push_back(c.e.buffer(make_buffer("single_partition_of_fp32_groups[" + gs + "]", "B2",
-                                          BufferCategory::Param32, c.offload ? host : MemoryPool::Device, c.mw,
-                                          s, true)));
+                                          BufferCategory::Param32,
+                                          c.offload ? host : MemoryPool::Device, c.mw, s, true)));
     c.e.alloc(c.b2.back());
     c.copy(s, kNone, c.mw, Stream::Compute, c.b2.back(), "master partition from the LP slice");
     c.e.free(clone);
     if (!c.offload) continue;
-    c.b4.push_back(c.e.buffer(make_buffer("fp32 grad partition [" + gs + "]", "B4", BufferCategory::Grad, host,
-                                          c.mw, s, true)));
+    c.b4.push_back(c.e.buffer(make_buffer("fp32 grad partition [" + gs + "]", "B4",
+                                          BufferCategory::Grad, host, c.mw, s, true)));
     c.e.alloc(c.b4.back());
-    c.b5.push_back(c.e.buffer(make_buffer("param_buffer_of_bit16_for_cpu_offload_groups[" + gs + "]", "B5",
-                                          BufferCategory::Param16, host, c.lp, s, true)));
+    c.b5.push_back(
+        c.e.buffer(make_buffer("param_buffer_of_bit16_for_cpu_offload_groups[" + gs + "]", "B5",
+                               BufferCategory::Param16, host, c.lp, s, true)));
     c.e.alloc(c.b5.back());
   }
   if (c.offload) {
@@ -66,8 +69,8 @@ void emit_zero_init(Ctx& c) {
     c.b6 = c.e.buffer(make_buffer("temp_grad_buffer_for_gpu_offload", "B6", BufferCategory::Grad,
                                   MemoryPool::Device, c.lp, largest, true));
     c.e.alloc(c.b6);
-    c.b7 = c.e.buffer(make_buffer("temp_grad_buffer_for_cpu_offload", "B7", BufferCategory::Grad, host, c.lp,
-                                  largest, true));
+    c.b7 = c.e.buffer(make_buffer("temp_grad_buffer_for_cpu_offload", "B7", BufferCategory::Grad,
+                                  host, c.lp, largest, true));
     c.e.alloc(c.b7);
   }
 }
@@ -93,14 +96,16 @@ void emit_epilogue(Ctx& c, IpgPass& pass, std::uint32_t set, bool boundary, std:
   drop_deferred(c, Stream::Compute);
   if (!c.offload) {
     if (set == 1) {  // stage 2, later micro-step: add grads_in_partition #2 into #1, free #2
-      c.copy(0, pass.all_slot, c.lp, Stream::Compute, kNone, "add this micro-step's partition grads into the accumulator");
+      c.copy(0, pass.all_slot, c.lp, Stream::Compute, kNone,
+             "add this micro-step's partition grads into the accumulator");
       free_window_buffers(c, c.epilogue_frees, Stream::Compute);
     }
-    if (c.stage == 1 && !c.contiguous) {  // p.grad = None: only the rank's own grads stay referenced
+    if (c.stage == 1 &&
+        !c.contiguous) {  // p.grad = None: only the rank's own grads stay referenced
       for (std::uint32_t p : pass.params) c.free_grad(p);
       if (c.kept_stage1_buf == kNone) {
-        Buffer b = make_buffer("kept autograd grads (stage 1)", "T1", BufferCategory::Grad, MemoryPool::Device,
-                               c.lp, 0, false);
+        Buffer b = make_buffer("kept autograd grads (stage 1)", "T1", BufferCategory::Grad,
+                               MemoryPool::Device, c.lp, 0, false);
         b.slot = pass.all_slot;
         c.kept_stage1_buf = c.e.buffer(std::move(b));
       }
@@ -109,8 +114,8 @@ void emit_epilogue(Ctx& c, IpgPass& pass, std::uint32_t set, bool boundary, std:
     }
     if (boundary) {
       if (c.padding_buf == kNone) {
-        Buffer b = make_buffer("averaged_gradients padding zeros", "T4", BufferCategory::Grad, MemoryPool::Device,
-                               c.ga, 0, false);
+        Buffer b = make_buffer("averaged_gradients padding zeros", "T4", BufferCategory::Grad,
+                               MemoryPool::Device, c.ga, 0, false);
         b.slot = c.slots.padding();
         c.padding_buf = c.e.buffer(std::move(b));
       }
@@ -132,8 +137,8 @@ struct Passes {
 };
 
 // The hook side of one gradient (§4.2): SETUP_BUCKETS, autograd storage, GA-attribute move, insert.
-void on_grad(Ctx& c, IpgPass& pass, std::size_t& cursor, std::uint32_t p, bool boundary, std::uint32_t micro,
-             std::uint32_t set) {
+void on_grad(Ctx& c, IpgPass& pass, std::size_t& cursor, std::uint32_t p, bool boundary,
+             std::uint32_t micro, std::uint32_t set) {
   Op ready;
   ready.kind = OpKind::GradReady;
   ready.param = p;
@@ -152,14 +157,16 @@ void on_grad(Ctx& c, IpgPass& pass, std::size_t& cursor, std::uint32_t p, bool b
       c.e.alloc(c.grad_accum_buf[p]);
       c.grad_accum_live[p] = true;
     }
-    c.copy(c.m.params[p].numel, kNone, c.ga, Stream::Compute, c.grad_accum_buf[p], "grad_accum += grad");
+    c.copy(c.m.params[p].numel, kNone, c.ga, Stream::Compute, c.grad_accum_buf[p],
+           "grad_accum += grad");
     c.free_grad(p);
   }
   const bool inserts = (c.stage == 2 || c.overlap) && (c.stage == 2 || boundary);
   if (!inserts || cursor >= pass.inserts.size() || pass.inserts[cursor].param != p) return;
   if (c.ga_attr) {  // a temporary LP copy of grad_accum is what gets bucketed
     c.alloc_grad(p);
-    c.copy(c.m.params[p].numel, kNone, c.lp, Stream::Compute, c.grad_buf[p], "LP copy of grad_accum");
+    c.copy(c.m.params[p].numel, kNone, c.lp, Stream::Compute, c.grad_buf[p],
+           "LP copy of grad_accum");
   }
   emit_insert(c, pass, cursor++, set, boundary, micro);
 }
@@ -188,7 +195,8 @@ void emit_micro_step(Ctx& c, Passes& passes, std::uint32_t step, std::uint32_t m
       const std::uint32_t p = passes.boundary.inserts[i].param;
       if (c.ga_attr) {
         c.alloc_grad(p);
-        c.copy(c.m.params[p].numel, kNone, c.lp, Stream::Compute, c.grad_buf[p], "LP copy of grad_accum");
+        c.copy(c.m.params[p].numel, kNone, c.lp, Stream::Compute, c.grad_buf[p],
+               "LP copy of grad_accum");
       }
       emit_insert(c, passes.boundary, i, 0, boundary, micro);
     }
@@ -205,8 +213,8 @@ void emit_zero12_program(Ctx& c) {
   c.e.marker("init");
   emit_zero_init(c);
   for (std::uint32_t i = 0; i < (c.overlap ? 2u : 1u); ++i) {
-    Buffer b = make_buffer("ipg[" + std::to_string(i) + "]", "T2", BufferCategory::CommBucket, MemoryPool::Device,
-                           c.lp, c.r, false);
+    Buffer b = make_buffer("ipg[" + std::to_string(i) + "]", "T2", BufferCategory::CommBucket,
+                           MemoryPool::Device, c.lp, c.r, false);
     if (c.contiguous) c.ipg.push_back(c.e.buffer(std::move(b)));
   }
   // Gradient-ready order restricted to hooked params, and the stage-1 group-order pass.
@@ -247,16 +255,22 @@ void emit_zero12_program(Ctx& c) {
   }
   c.e.set_phase(Phase::PostStep);
   for (std::uint32_t p = 0; p < c.m.params.size(); ++p)
-    if (c.grad_accum_live[p]) c.e.free(c.grad_accum_buf[p]);  // at the next forward, after the program
+    if (c.grad_accum_live[p])
+      c.e.free(c.grad_accum_buf[p]);  // at the next forward, after the program
 }
 
 std::string optimizer_name(OptimizerPath p) {
   switch (p) {
-    case OptimizerPath::Plain: return "torch optimizer (no wrapper)";
-    case OptimizerPath::Fp16Optimizer: return "FP16_Optimizer";
-    case OptimizerPath::Bf16Optimizer: return "BF16_Optimizer";
-    case OptimizerPath::ZeroStage1And2: return "DeepSpeedZeroOptimizer";
-    case OptimizerPath::ZeroStage3: return "DeepSpeedZeroOptimizer_Stage3";
+    case OptimizerPath::Plain:
+      return "torch optimizer (no wrapper)";
+    case OptimizerPath::Fp16Optimizer:
+      return "FP16_Optimizer";
+    case OptimizerPath::Bf16Optimizer:
+      return "BF16_Optimizer";
+    case OptimizerPath::ZeroStage1And2:
+      return "DeepSpeedZeroOptimizer";
+    case OptimizerPath::ZeroStage3:
+      return "DeepSpeedZeroOptimizer_Stage3";
   }
   return "unknown";
 }
@@ -265,8 +279,8 @@ void create_shared_buffers(Ctx& c) {
   for (std::uint32_t p = 0; p < c.m.params.size(); ++p) {
     const ParamTensor& t = c.m.params[p];
     if (!t.trainable || t.numel == 0) continue;
-    c.grad_buf[p] = c.e.buffer(make_buffer("grad:" + t.name, "T1", BufferCategory::Grad, MemoryPool::Device,
-                                           c.lp, t.numel, false));
+    c.grad_buf[p] = c.e.buffer(make_buffer("grad:" + t.name, "T1", BufferCategory::Grad,
+                                           MemoryPool::Device, c.lp, t.numel, false));
     if (c.ga_attr)
       c.grad_accum_buf[p] = c.e.buffer(make_buffer("grad_accum:" + t.name, "", BufferCategory::Grad,
                                                    MemoryPool::Device, c.ga, t.numel, false));
@@ -275,8 +289,9 @@ void create_shared_buffers(Ctx& c) {
   c.activation.assign(c.m.layers.size(), kNone);
   for (std::size_t l = 0; l < bytes.size() && l < c.m.layers.size(); ++l)
     if (bytes[l] > 0)
-      c.activation[l] = c.e.buffer(make_buffer("activations:" + c.m.layers[l].name, "", BufferCategory::Activation,
-                                               MemoryPool::Device, DType::UInt8, bytes[l], false));
+      c.activation[l] = c.e.buffer(make_buffer("activations:" + c.m.layers[l].name, "",
+                                               BufferCategory::Activation, MemoryPool::Device,
+                                               DType::UInt8, bytes[l], false));
   c.ready_layer = grad_ready_layer(c.m);
 }
 
@@ -297,15 +312,21 @@ void fill_meta(Ctx& c, Schedule& s) {
   meta.grad_accum_dtype = c.ga;
   meta.comm = c.cd;
   meta.notes = c.ds.notes;
-  meta.notes.push_back("DeepSpeed behaviour of " +
-                       std::string(c.v0144 ? "release v0.14.4" : "commit edaa7221267243c7be7fb49c5d5f5c4fb97b4641"));
+  meta.notes.push_back(
+      "DeepSpeed behaviour of " +
+      std::string(c.v0144 ? "release v0.14.4" : "commit edaa7221267243c7be7fb49c5d5f5c4fb97b4641"));
   if (c.path == OptimizerPath::Bf16Optimizer)
-    meta.notes.push_back("bf16 + stage 1 + grad_accum_dtype fp32 runs BF16_Optimizer, not the ZeRO optimizer");
+    meta.notes.push_back(
+        "bf16 + stage 1 + grad_accum_dtype fp32 runs BF16_Optimizer, not the ZeRO optimizer");
   if (c.ds.zero.offload_optimizer.device == OffloadDevice::Nvme)
-    meta.notes.push_back("offload_optimizer nvme: modelled as CPU offload (NVMe swapping not modelled)");
+    meta.notes.push_back(
+        "offload_optimizer nvme: modelled as CPU offload (NVMe swapping not modelled)");
   if (!c.managed)
-    meta.notes.push_back("managed_gradient_accumulation=false: no backward is a boundary; stage 0/1 reduce in step()");
-  meta.notes.push_back("optimizer states modelled as Adam (2 x master elements), created at the first step");
+    meta.notes.push_back(
+        "managed_gradient_accumulation=false: no backward is a boundary; stage 0/1 reduce in "
+        "step()");
+  meta.notes.push_back(
+      "optimizer states modelled as Adam (2 x master elements), created at the first step");
   meta.notes.push_back(overflow_note(c.in.overflow_steps));
 }
 
@@ -315,12 +336,15 @@ void fill_meta(Ctx& c, Schedule& s) {
 Result<Schedule> build_stage012(const ScheduleInput& in) {
   const DsConfig& ds = *in.ds;
   if (ds.zero.stage < 0 || ds.zero.stage > 2 || ds.optimizer_path() == OptimizerPath::ZeroStage3)
-    return fail<Schedule>("schedule", "/zero_optimization/stage",
-                          "expected stage 0, 1 or 2 for this builder, got " + std::to_string(ds.zero.stage));
+    return fail<Schedule>(
+        "schedule", "/zero_optimization/stage",
+        "expected stage 0, 1 or 2 for this builder, got " + std::to_string(ds.zero.stage));
   if (in.plan->stage == 3)
-    return fail<Schedule>("schedule", "/plan/stage", "expected a stage 0-2 flat layout, got a stage 3 plan");
+    return fail<Schedule>("schedule", "/plan/stage",
+                          "expected a stage 0-2 flat layout, got a stage 3 plan");
   if (ds.zero.reduce_bucket_size == 0)
-    return fail<Schedule>("schedule", "/zero_optimization/reduce_bucket_size", "expected at least 1 element, got 0");
+    return fail<Schedule>("schedule", "/zero_optimization/reduce_bucket_size",
+                          "expected at least 1 element, got 0");
   Schedule s;
   Emitter e(s);
   s12::Ctx c(in, e);

@@ -62,7 +62,8 @@ std::vector<BucketSlice> owner_slices(const PartitionPlan& plan, const ModelDesc
   return out;
 }
 
-std::vector<std::pair<std::size_t, std::size_t>> chunk_gt(const std::vector<Elements>& sizes, Elements limit) {
+std::vector<std::pair<std::size_t, std::size_t>> chunk_gt(const std::vector<Elements>& sizes,
+                                                          Elements limit) {
   std::vector<std::pair<std::size_t, std::size_t>> out;
   std::size_t begin = 0;
   Elements total = 0;
@@ -93,9 +94,10 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
   const bool second_set = c.stage == 2 && c.gas > 1;
   for (std::uint32_t f = 0; f < nf; ++f) {
     const std::string fname = name + " flush " + std::to_string(f);
-    pass.copy_slot[f] = c.slots.touching(fname + ": full numel of the rank's params", pass.flushes[f].params);
-    auto buffer = [&](std::string bname, std::string spec, BufferCategory cat, MemoryPool pool, DType dt,
-                      std::uint32_t slot) {
+    pass.copy_slot[f] =
+        c.slots.touching(fname + ": full numel of the rank's params", pass.flushes[f].params);
+    auto buffer = [&](std::string bname, std::string spec, BufferCategory cat, MemoryPool pool,
+                      DType dt, std::uint32_t slot) {
       Buffer b;
       b.name = std::move(bname);
       b.spec_id = std::move(spec);
@@ -108,23 +110,26 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
     if (c.offload) {
       pass.owned_slot[f] = c.slots.owned_slice(fname + ": owned slice", pass.flushes[f].params);
       if (c.gas > 1) {
-        const MemoryPool pool = c.ds.zero.offload_optimizer.pin_memory ? MemoryPool::Pinned : MemoryPool::Host;
-        pass.b8_buf[f] = buffer("accumulated_grads_in_cpu (" + fname + ")", "B8", BufferCategory::Grad, pool,
-                                c.lp, pass.copy_slot[f]);
+        const MemoryPool pool =
+            c.ds.zero.offload_optimizer.pin_memory ? MemoryPool::Pinned : MemoryPool::Host;
+        pass.b8_buf[f] = buffer("accumulated_grads_in_cpu (" + fname + ")", "B8",
+                                BufferCategory::Grad, pool, c.lp, pass.copy_slot[f]);
         c.e.schedule().buffers[pass.b8_buf[f]].persistent = true;
       }
     } else if (c.contiguous) {
-      pass.first_slot[f] = c.slots.first_touch(fname + ": grads_in_partition if first touched here", id, f);
+      pass.first_slot[f] =
+          c.slots.first_touch(fname + ": grads_in_partition if first touched here", id, f);
       pass.gip_buf[0][f] = buffer("grads_in_partition (" + fname + ")", "T3", BufferCategory::Grad,
                                   MemoryPool::Device, c.lp, pass.first_slot[f]);
       if (second_set)
-        pass.gip_buf[1][f] = buffer("grads_in_partition #2 (" + fname + ")", "T3", BufferCategory::Grad,
-                                    MemoryPool::Device, c.lp, pass.first_slot[f]);
+        pass.gip_buf[1][f] =
+            buffer("grads_in_partition #2 (" + fname + ")", "T3", BufferCategory::Grad,
+                   MemoryPool::Device, c.lp, pass.first_slot[f]);
     } else {
       for (std::uint32_t set = 0; set < (second_set ? 2u : 1u); ++set)
-        pass.retained_buf[set][f] =
-            buffer(std::string(set ? "kept autograd grads #2 (" : "kept autograd grads (") + fname + ")", "T1",
-                   BufferCategory::Grad, MemoryPool::Device, c.lp, pass.copy_slot[f]);
+        pass.retained_buf[set][f] = buffer(
+            std::string(set ? "kept autograd grads #2 (" : "kept autograd grads (") + fname + ")",
+            "T1", BufferCategory::Grad, MemoryPool::Device, c.lp, pass.copy_slot[f]);
     }
   }
   pass.all_slot = c.slots.touching(name + ": full numel of all the rank's params", pass.params);
@@ -132,8 +137,9 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
 
 namespace {
 
-std::uint32_t flush_collective(Ctx& c, CollectiveKind k, Elements numel, Stream st, const std::string& tag,
-                               std::uint32_t seq, std::uint32_t buffer, std::int32_t dst = -1) {
+std::uint32_t flush_collective(Ctx& c, CollectiveKind k, Elements numel, Stream st,
+                               const std::string& tag, std::uint32_t seq, std::uint32_t buffer,
+                               std::int32_t dst = -1) {
   const std::uint32_t i = c.collective(k, numel, numel, c.cd, ReduceOp::Sum, st, tag, dst);
   Op& op = c.e.schedule().ops[i];
   op.bucket = seq;
@@ -156,8 +162,8 @@ void reduce_chunk(Ctx& c, CollectiveKind k, Elements total, std::size_t pieces, 
   if (flatten) c.e.free(tmp, st);
 }
 
-// The reduce_scatter path's reductions of flush f: CHUNK_GT over all owner slices (one all-reduce per
-// chunk), or, without use_multi_rank_bucket_allreduce, per owner in order of first appearance.
+// The reduce_scatter path's reductions of flush f: CHUNK_GT over all owner slices (one all-reduce
+// per chunk), or, without use_multi_rank_bucket_allreduce, per owner in order of first appearance.
 const std::vector<PlannedReduction>& owner_reductions(Ctx& c, IpgPass& pass, std::uint32_t f) {
   if (pass.reductions.size() != pass.flushes.size()) {
     pass.reductions.assign(pass.flushes.size(), {});
@@ -197,7 +203,8 @@ void reduce_contiguous(Ctx& c, IpgPass& pass, std::uint32_t f, Stream st, const 
   const std::uint32_t src = fl.extra_large ? kNone : c.ipg[fl.buffer_index];
   if (fl.elements == 0) {
     // v0.14.4's gradient_reduction_w_predivide has no empty-tensor guard (v0.14.4 :970).
-    if (!c.reduce_scatter && c.v0144) flush_collective(c, CollectiveKind::AllReduce, 0, st, tag, seq, src);
+    if (!c.reduce_scatter && c.v0144)
+      flush_collective(c, CollectiveKind::AllReduce, 0, st, tag, seq, src);
     return;
   }
   if (!c.reduce_scatter) {  // in place, post-scaled; a CD copy only when CD != LP
@@ -207,20 +214,23 @@ void reduce_contiguous(Ctx& c, IpgPass& pass, std::uint32_t f, Stream st, const 
   for (const PlannedReduction& red : owner_reductions(c, pass, f)) {
     const bool to_owner = red.dst >= 0;
     if (to_owner && c.overlap) c.e.op(make_op(OpKind::Sync, tag + ": synchronize before reduce"));
-    reduce_chunk(c, to_owner ? CollectiveKind::Reduce : CollectiveKind::AllReduce, red.total, red.pieces, st, tag,
-                 seq, src, red.dst);
+    reduce_chunk(c, to_owner ? CollectiveKind::Reduce : CollectiveKind::AllReduce, red.total,
+                 red.pieces, st, tag, seq, src, red.dst);
   }
 }
 
 // contiguous_gradients=false: BUFFERED_REDUCE_FALLBACK with the bucket as chunk limit: one
 // all-reduce per dtype (all grads share the LP dtype here), on a flattened copy unless one tensor.
-void reduce_fallback(Ctx& c, const PlannedFlush& fl, Stream st, const std::string& tag, std::uint32_t seq) {
+void reduce_fallback(Ctx& c, const PlannedFlush& fl, Stream st, const std::string& tag,
+                     std::uint32_t seq) {
   if (fl.params.empty()) return;
   if (c.overlap) c.e.op(make_op(OpKind::Sync, tag + ": synchronize before all_reduce"));
-  reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, fl.params.size(), st, tag, seq, kNone, -1);
+  reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, fl.params.size(), st, tag, seq, kNone,
+               -1);
 }
 
-void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, std::uint32_t micro, Stream st) {
+void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, std::uint32_t micro,
+                        Stream st) {
   const std::uint32_t touching = pass.copy_slot[f];
   if (c.gas > 1) {
     if (!pass.b8_live[f]) {
@@ -228,15 +238,19 @@ void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, s
       pass.b8_live[f] = true;
     }
     if (micro > 0) {
-      const std::uint32_t h2d = c.transfer(OpKind::HostToDevice, 0, touching, c.lp, c.b6, "accumulated grads to GPU (B8 -> B6)");
+      const std::uint32_t h2d = c.transfer(OpKind::HostToDevice, 0, touching, c.lp, c.b6,
+                                           "accumulated grads to GPU (B8 -> B6)");
       const std::uint32_t add = c.copy(0, touching, c.lp, st, kNone, "add accumulated grads");
       c.e.schedule().ops[add].deps.push_back(h2d);
     }
-    if (!boundary) c.transfer(OpKind::DeviceToHost, 0, touching, c.lp, pass.b8_buf[f], "grads to CPU accumulator (B8)");
+    if (!boundary)
+      c.transfer(OpKind::DeviceToHost, 0, touching, c.lp, pass.b8_buf[f],
+                 "grads to CPU accumulator (B8)");
   }
   if (boundary) {
     const std::uint32_t b4 = c.b4.empty() ? kNone : c.b4.front();
-    c.transfer(OpKind::DeviceToHost, 0, pass.owned_slot[f], c.mw, b4, "owned gradient slices to fp32 CPU partition (B4)");
+    c.transfer(OpKind::DeviceToHost, 0, pass.owned_slot[f], c.mw, b4,
+               "owned gradient slices to fp32 CPU partition (B4)");
   }
 }
 
@@ -249,14 +263,16 @@ void drop_deferred(Ctx& c, Stream st) {
   c.deferred_retained.clear();
 }
 
-void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool boundary, std::uint32_t micro) {
+void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool boundary,
+                std::uint32_t micro) {
   const PlannedFlush& fl = pass.flushes[f];
   const std::uint32_t seq = c.flush_seq++;
   const Stream st = c.overlap ? Stream::Reduce : Stream::Compute;
   const std::string tag = "flush " + std::to_string(seq);
   drop_deferred(c, st);
   if (c.contiguous) {
-    if (c.overlap) {  // AVERAGE_TENSOR: reduce stream waits for compute, compute for the previous flush
+    if (c.overlap) {  // AVERAGE_TENSOR: reduce stream waits for compute, compute for the previous
+                      // flush
       c.e.wait_stream(Stream::Reduce, Stream::Compute);
       c.e.wait_stream(Stream::Compute, Stream::Reduce);
     }
@@ -271,10 +287,12 @@ void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool 
     if (!fl.params.empty()) {
       c.e.alloc(pass.gip_buf[set][f], st);  // lazily, at the rank's first in-partition copy
       (set == 0 ? c.step_frees : c.epilogue_frees).push_back(pass.gip_buf[set][f]);
-      c.copy(0, pass.copy_slot[f], c.lp, st, pass.gip_buf[set][f], tag + ": copy the rank's grads into grads_in_partition");
+      c.copy(0, pass.copy_slot[f], c.lp, st, pass.gip_buf[set][f],
+             tag + ": copy the rank's grads into grads_in_partition");
     }
   } else if (c.stage == 2) {
-    // Non-owned grads are dropped, owned ones kept whole; with overlap the drop waits for the next flush.
+    // Non-owned grads are dropped, owned ones kept whole; with overlap the drop waits for the next
+    // flush.
     for (std::uint32_t p : fl.params) c.deferred_grad_frees.push_back(p);
     c.deferred_retained.push_back(pass.retained_buf[set][f]);
     (set == 0 ? c.step_frees : c.epilogue_frees).push_back(pass.retained_buf[set][f]);
@@ -283,7 +301,8 @@ void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool 
   if (c.contiguous && fl.extra_large) c.free_grad(fl.params.front(), st);
 }
 
-void emit_insert(Ctx& c, IpgPass& pass, std::size_t i, std::uint32_t set, bool boundary, std::uint32_t micro) {
+void emit_insert(Ctx& c, IpgPass& pass, std::size_t i, std::uint32_t set, bool boundary,
+                 std::uint32_t micro) {
   const PlannedInsert& ins = pass.inserts[i];
   if (ins.flush_before) emit_flush(c, pass, ins.flush - 1, set, boundary, micro);
   if (!ins.copied) return;

@@ -39,7 +39,8 @@ Ctx::Ctx(const ScheduleInput& input, Emitter& emitter)
   t7.assign(plan.groups.size(), kNone);
 }
 
-std::uint32_t Ctx::temp(const std::string& name, Elements numel, DType dt, BufferCategory c, const std::string& spec_id) {
+std::uint32_t Ctx::temp(const std::string& name, Elements numel, DType dt, BufferCategory c,
+                        const std::string& spec_id) {
   auto key = std::make_tuple(name, numel, dt);
   auto it = temps.find(key);
   if (it != temps.end()) return it->second;
@@ -54,8 +55,8 @@ std::uint32_t Ctx::temp(const std::string& name, Elements numel, DType dt, Buffe
   return id;
 }
 
-std::uint32_t Ctx::copy(Elements elements, std::uint32_t slot, DType dt, Stream st, std::uint32_t buffer,
-                        std::string label) {
+std::uint32_t Ctx::copy(Elements elements, std::uint32_t slot, DType dt, Stream st,
+                        std::uint32_t buffer, std::string label) {
   Op o;
   o.kind = OpKind::Copy;
   o.stream = st;
@@ -67,8 +68,8 @@ std::uint32_t Ctx::copy(Elements elements, std::uint32_t slot, DType dt, Stream 
   return e.op(std::move(o));
 }
 
-std::uint32_t Ctx::transfer(OpKind kind, Elements elements, std::uint32_t slot, DType dt, std::uint32_t buffer,
-                            std::string label) {
+std::uint32_t Ctx::transfer(OpKind kind, Elements elements, std::uint32_t slot, DType dt,
+                            std::uint32_t buffer, std::string label) {
   Op o;
   o.kind = kind;
   o.stream = kind == OpKind::HostToDevice ? Stream::H2D : Stream::D2H;
@@ -83,8 +84,8 @@ std::uint32_t Ctx::transfer(OpKind kind, Elements elements, std::uint32_t slot, 
   return e.op(std::move(o));
 }
 
-std::uint32_t Ctx::collective(CollectiveKind k, Elements numel, Elements out_numel, DType dt, ReduceOp op,
-                              Stream st, const std::string& what, std::int32_t dst) {
+std::uint32_t Ctx::collective(CollectiveKind k, Elements numel, Elements out_numel, DType dt,
+                              ReduceOp op, Stream st, const std::string& what, std::int32_t dst) {
   std::string label = what + ": " + short_name(k) + "(";
   if (k == CollectiveKind::Reduce) label += std::to_string(dst) + ",";
   label += std::to_string(k == CollectiveKind::AllGather ? out_numel : numel);
@@ -117,11 +118,16 @@ Op make_op(OpKind kind, std::string label, Elements elements, DType dt, std::uin
 
 std::string short_name(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::AllReduce: return "AR";
-    case CollectiveKind::Reduce: return "RD";
-    case CollectiveKind::Broadcast: return "BC";
-    case CollectiveKind::AllGather: return "AG";
-    case CollectiveKind::ReduceScatter: return "RS";
+    case CollectiveKind::AllReduce:
+      return "AR";
+    case CollectiveKind::Reduce:
+      return "RD";
+    case CollectiveKind::Broadcast:
+      return "BC";
+    case CollectiveKind::AllGather:
+      return "AG";
+    case CollectiveKind::ReduceScatter:
+      return "RS";
   }
   return "?";
 }

@@ -12,11 +12,12 @@
 namespace zerosim::schedule::s12 {
 namespace {
 
-/// MEMORY_OPT_ALLREDUCE_SIZE (engine.py:160): the engine's chunk limit, whatever reduce_bucket_size says.
+/// MEMORY_OPT_ALLREDUCE_SIZE (engine.py:160): the engine's chunk limit, whatever reduce_bucket_size
+/// says.
 constexpr Elements kEngineChunk = 500000000;
 
-Buffer engine_buffer(std::string name, BufferCategory cat, DType dt, Elements numel, bool persistent,
-                     std::string spec = "") {
+Buffer engine_buffer(std::string name, BufferCategory cat, DType dt, Elements numel,
+                     bool persistent, std::string spec = "") {
   Buffer b;
   b.name = std::move(name);
   b.spec_id = std::move(spec);
@@ -40,8 +41,8 @@ void engine_allreduce(Ctx& c, const std::vector<Elements>& sizes, DType item_dt)
       c.e.alloc(tmp);
       c.copy(total, kNone, c.cd, Stream::Compute, tmp, "flatten grads for the engine all-reduce");
     }
-    const std::uint32_t i = c.collective(CollectiveKind::AllReduce, total, total, c.cd, ReduceOp::Sum,
-                                         Stream::Compute, "engine all-reduce");
+    const std::uint32_t i = c.collective(CollectiveKind::AllReduce, total, total, c.cd,
+                                         ReduceOp::Sum, Stream::Compute, "engine all-reduce");
     c.e.schedule().ops[i].buffer = tmp;
     if (flatten) {
       c.copy(total, kNone, item_dt, Stream::Compute, kNone, "copy reduced grads back");
@@ -84,8 +85,9 @@ std::vector<std::uint32_t> emit_engine_init(Ctx& c) {
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
     const FlatGroup& fg = c.plan.groups[g];
     // FP16_Optimizer flattens without alignment padding; BF16_Optimizer pads to 2W.
-    c.b1.push_back(c.e.buffer(engine_buffer("flat LP params [" + std::to_string(g) + "]", BufferCategory::Param16,
-                                            c.lp, bf16opt ? fg.aligned : fg.numel, true, bf16opt ? "B1" : "")));
+    c.b1.push_back(c.e.buffer(
+        engine_buffer("flat LP params [" + std::to_string(g) + "]", BufferCategory::Param16, c.lp,
+                      bf16opt ? fg.aligned : fg.numel, true, bf16opt ? "B1" : "")));
     c.e.alloc(c.b1.back());
   }
   c.e.free(module);
@@ -93,15 +95,16 @@ std::vector<std::uint32_t> emit_engine_init(Ctx& c) {
     const FlatGroup& fg = c.plan.groups[g];
     const std::string gs = std::to_string(g);
     const Elements master = bf16opt ? fg.partition : fg.numel;
-    c.b2.push_back(c.e.buffer(engine_buffer("fp32 master [" + gs + "]", BufferCategory::Param32, c.mw, master, true)));
+    c.b2.push_back(c.e.buffer(
+        engine_buffer("fp32 master [" + gs + "]", BufferCategory::Param32, c.mw, master, true)));
     c.e.alloc(c.b2.back());
     if (bf16opt) {
-      fp32_grads.push_back(c.e.buffer(engine_buffer("fp32 gradient buffer (full) [" + gs + "]", BufferCategory::Grad,
-                                                    c.ga, fg.aligned, true)));
+      fp32_grads.push_back(c.e.buffer(engine_buffer("fp32 gradient buffer (full) [" + gs + "]",
+                                                    BufferCategory::Grad, c.ga, fg.aligned, true)));
       c.e.alloc(fp32_grads.back());
     } else {  // FP16_Optimizer runs a dummy step at init: Adam states exist from the start
-      c.b3.push_back(c.e.buffer(engine_buffer("optimizer states [" + gs + "]", BufferCategory::OptimState, c.mw,
-                                              2 * master, true)));
+      c.b3.push_back(c.e.buffer(engine_buffer("optimizer states [" + gs + "]",
+                                              BufferCategory::OptimState, c.mw, 2 * master, true)));
       c.e.alloc(c.b3.back());
     }
   }
@@ -113,13 +116,17 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
   c.e.set_phase(Phase::Step);
   c.e.marker("step");
   if (!c.managed) {  // unmanaged accumulation: the reduction happens inside step()
-    if (c.path == OptimizerPath::Bf16Optimizer) bf16_reduce(c); else stage0_reduce(c);
+    if (c.path == OptimizerPath::Bf16Optimizer)
+      bf16_reduce(c);
+    else
+      stage0_reduce(c);
   }
   if (c.path == OptimizerPath::Plain) {
     // A bare torch optimizer over the module's params: Adam states appear at its first step.
     const Elements n = grads_in_groups(c);
     if (step == 0) {
-      c.b3.push_back(c.e.buffer(engine_buffer("optimizer states", BufferCategory::OptimState, c.mw, 2 * n, true)));
+      c.b3.push_back(c.e.buffer(
+          engine_buffer("optimizer states", BufferCategory::OptimState, c.mw, 2 * n, true)));
       c.e.alloc(c.b3.back());
     }
     c.e.op(make_op(OpKind::OptimizerStep, "optimizer step", n, c.mw));
@@ -135,13 +142,16 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
       c.e.alloc(tmp);
       c.copy(n, kNone, c.mw, Stream::Compute, tmp, "flatten and cast grads");
     } else if (step == 0) {
-      c.b3.push_back(c.e.buffer(engine_buffer("optimizer states [" + std::to_string(g) + "]",
-                                              BufferCategory::OptimState, c.mw, 2 * n, true, "B3")));
+      c.b3.push_back(
+          c.e.buffer(engine_buffer("optimizer states [" + std::to_string(g) + "]",
+                                   BufferCategory::OptimState, c.mw, 2 * n, true, "B3")));
       c.e.alloc(c.b3.back());
     }
-    c.e.op(make_op(OpKind::OptimizerStep, "optimizer step group " + std::to_string(g), n, c.mw, c.b2[g]));
+    c.e.op(make_op(OpKind::OptimizerStep, "optimizer step group " + std::to_string(g), n, c.mw,
+                   c.b2[g]));
     if (tmp != kNone) c.e.free(tmp);
-    c.e.op(make_op(OpKind::WriteBack, "master -> LP params of group " + std::to_string(g), n, c.lp, c.b1[g]));
+    c.e.op(make_op(OpKind::WriteBack, "master -> LP params of group " + std::to_string(g), n, c.lp,
+                   c.b1[g]));
   }
   if (c.path == OptimizerPath::Bf16Optimizer) {
     emit_param_all_gather(c);
@@ -158,18 +168,18 @@ std::uint32_t emit_module_params(Ctx& c, bool trainable_persistent) {
   Elements flattened = 0, total = 0;
   for (const FlatGroup& fg : c.plan.groups) flattened += fg.numel;
   for (const ParamTensor& p : c.m.params) total += p.numel;
-  const std::uint32_t module = c.e.buffer(engine_buffer("module params (optimized)", BufferCategory::Param16, c.lp,
-                                                        flattened, trainable_persistent));
+  const std::uint32_t module = c.e.buffer(engine_buffer(
+      "module params (optimized)", BufferCategory::Param16, c.lp, flattened, trainable_persistent));
   c.e.alloc(module);
   if (total > flattened) {  // frozen params and params in no optimizer group keep their storage
-    const std::uint32_t rest = c.e.buffer(engine_buffer("module params (not optimized)", BufferCategory::Param16,
-                                                        c.lp, total - flattened, true));
+    const std::uint32_t rest = c.e.buffer(engine_buffer(
+        "module params (not optimized)", BufferCategory::Param16, c.lp, total - flattened, true));
     c.e.alloc(rest);
   }
   // engine _broadcast_model: every param from rank 0, in module.parameters() order (§7.1 item 1).
   for (std::uint32_t p = 0; p < c.m.params.size(); ++p)
-    c.collective(CollectiveKind::Broadcast, c.m.params[p].numel, c.m.params[p].numel, c.lp, ReduceOp::None,
-                 Stream::Compute, "broadcast " + c.pname(p), 0);
+    c.collective(CollectiveKind::Broadcast, c.m.params[p].numel, c.m.params[p].numel, c.lp,
+                 ReduceOp::None, Stream::Compute, "broadcast " + c.pname(p), 0);
   return module;
 }
 
@@ -183,21 +193,27 @@ void emit_engine_allreduce_program(Ctx& c) {
     for (std::uint32_t micro = 0; micro < c.gas; ++micro) {
       c.e.set_step(step, micro);
       const bool boundary = c.managed && micro + 1 == c.gas;
-      emit_forward_backward(c.e, c.m, c.in.training, c.activation, c.ready_layer, [&](std::uint32_t p) {
-        Op ready = make_op(OpKind::GradReady, "grad ready " + c.pname(p));
-        ready.param = p;
-        c.e.op(std::move(ready));
-        if (micro == 0) c.alloc_grad(p);  // later micro-steps accumulate into p.grad
-      });
+      emit_forward_backward(c.e, c.m, c.in.training, c.activation, c.ready_layer,
+                            [&](std::uint32_t p) {
+                              Op ready = make_op(OpKind::GradReady, "grad ready " + c.pname(p));
+                              ready.param = p;
+                              c.e.op(std::move(ready));
+                              if (micro == 0)
+                                c.alloc_grad(p);  // later micro-steps accumulate into p.grad
+                            });
       if (bf16opt) {  // backward epilogue: every bf16 grad is added into the fp32 buffer
         c.e.set_phase(Phase::Epilogue);
-        c.copy(grads_in_groups(c), kNone, c.ga, Stream::Compute, fp32_grads.empty() ? kNone : fp32_grads.front(),
+        c.copy(grads_in_groups(c), kNone, c.ga, Stream::Compute,
+               fp32_grads.empty() ? kNone : fp32_grads.front(),
                "add bf16 grads into the fp32 gradient buffer");
       }
       if (!boundary) continue;
       c.e.set_phase(Phase::BoundaryReduce);
       c.e.marker("allreduce_gradients");
-      if (bf16opt) bf16_reduce(c); else stage0_reduce(c);
+      if (bf16opt)
+        bf16_reduce(c);
+      else
+        stage0_reduce(c);
     }
     emit_engine_step(c, step);
   }

@@ -1,5 +1,5 @@
-// Private pieces of the stage 0/1/2 schedule builder (deepspeed_zero.md §2.1, §3, §4, §5, §6), split
-// over stage012*.cc:
+// Private pieces of the stage 0/1/2 schedule builder (deepspeed_zero.md §2.1, §3, §4, §5, §6),
+// split over stage012*.cc:
 //   stage012_roles.cc    SlotTable (rank-dependent element counts) and the rank roles it induces;
 //   stage012_buckets.cc  the IPG bucket: insert/flush planning, OWNER_SLICES, CHUNK_GT, flush ops;
 //   stage012_step.cc     step() of DeepSpeedZeroOptimizer (overflow, norms, update, all-gather);
@@ -28,8 +28,8 @@ enum class SlotKind : std::uint8_t {
   Touching,    ///< Σ full numel of `params` touching partition r (in their own groups)
   OwnedSlice,  ///< Σ over `params` of the slice partition r owns
   FirstTouch,  ///< grads_in_partition(r) if flush `flush` of pass `pass` is the first to touch r
-  Padding,     ///< Σ_g padding of partition r in group g (the zeros appended to averaged_gradients)
-  FlatCopy,    ///< S_g if r's averaged-gradient list of group `group` holds more than one tensor
+  Padding,   ///< Σ_g padding of partition r in group g (the zeros appended to averaged_gradients)
+  FlatCopy,  ///< S_g if r's averaged-gradient list of group `group` holds more than one tensor
 };
 
 struct SlotDef {
@@ -59,15 +59,17 @@ class SlotTable {
  private:
   std::uint32_t add(SlotDef d);
   std::vector<SlotDef> defs_;
-  std::map<std::tuple<SlotKind, std::vector<std::uint32_t>, std::uint32_t, std::uint32_t, std::uint32_t>,
-           std::uint32_t>
+  std::map<
+      std::tuple<SlotKind, std::vector<std::uint32_t>, std::uint32_t, std::uint32_t, std::uint32_t>,
+      std::uint32_t>
       index_;
   std::vector<std::vector<std::vector<std::uint32_t>>> passes_;
 };
 
 /// Groups ranks by their slot values: one role per distinct value vector, roles in order of their
 /// first rank. Cost O(T log T + segments x slots) with segments <= 4T + 2G + 1, independent of W.
-std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan, const SlotTable& slots);
+std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan,
+                                    const SlotTable& slots);
 
 // ---------------------------------------------------------------------------------------------
 // The IPG bucket (§4.3, §4.4)
@@ -81,10 +83,11 @@ struct PlannedFlush {
 
 struct PlannedInsert {
   std::uint32_t param = 0;
-  bool flush_before = false;  ///< the bucket is flushed (flush index `flush - 1`) before this insert
-  std::uint32_t flush = 0;    ///< index of the flush that reduces this param
+  bool flush_before =
+      false;                ///< the bucket is flushed (flush index `flush - 1`) before this insert
+  std::uint32_t flush = 0;  ///< index of the flush that reduces this param
   std::uint32_t buffer_index = 0;
-  bool copied = false;        ///< copied into the IPG buffer (contiguous and n <= R)
+  bool copied = false;  ///< copied into the IPG buffer (contiguous and n <= R)
 };
 
 /// One reduction of a flush with reduce_scatter: `total` elements gathered from `pieces` owner
@@ -100,15 +103,16 @@ struct PlannedReduction {
 struct IpgPass {
   std::vector<PlannedInsert> inserts;
   std::vector<PlannedFlush> flushes;
-  std::vector<std::uint32_t> params;      ///< every inserted param, insertion order
-  std::vector<std::uint32_t> copy_slot;   ///< per flush: Touching (post-flush copies, offload copies)
+  std::vector<std::uint32_t> params;  ///< every inserted param, insertion order
+  std::vector<std::uint32_t>
+      copy_slot;  ///< per flush: Touching (post-flush copies, offload copies)
   std::vector<std::uint32_t> owned_slot;  ///< per flush: OwnedSlice (offload D2H into B4)
   std::vector<std::uint32_t> first_slot;  ///< per flush: FirstTouch (grads_in_partition allocation)
   std::array<std::vector<std::uint32_t>, 2> gip_buf;       ///< [set][flush]: T3 #1 / #2 pieces
   std::array<std::vector<std::uint32_t>, 2> retained_buf;  ///< [set][flush]: kept autograd grads
-  std::vector<std::uint32_t> b8_buf;      ///< per flush: CPU accumulators (offload, GAS > 1)
-  std::vector<bool> b8_live;              ///< per flush: B8 allocated (once, then persistent)
-  std::uint32_t all_slot = kNone;         ///< Touching(params)
+  std::vector<std::uint32_t> b8_buf;  ///< per flush: CPU accumulators (offload, GAS > 1)
+  std::vector<bool> b8_live;          ///< per flush: B8 allocated (once, then persistent)
+  std::uint32_t all_slot = kNone;     ///< Touching(params)
   /// Per flush: its owner-slice reductions, computed once (O(ranks touched)) and reused by every
   /// micro-step and step that repeats the pass.
   std::vector<std::vector<PlannedReduction>> reductions;
@@ -126,11 +130,13 @@ struct BucketSlice {
   Elements offset = 0;
   Elements length = 0;
 };
-/// OWNER_SLICES: params in insertion order, owners in offset order, adjacent same-owner slices merged.
+/// OWNER_SLICES: params in insertion order, owners in offset order, adjacent same-owner slices
+/// merged.
 std::vector<BucketSlice> owner_slices(const PartitionPlan& plan, const ModelDesc& m,
                                       const std::vector<std::uint32_t>& params);
 /// CHUNK_GT: [begin, end) index ranges; a chunk closes once its running total exceeds `limit`.
-std::vector<std::pair<std::size_t, std::size_t>> chunk_gt(const std::vector<Elements>& sizes, Elements limit);
+std::vector<std::pair<std::size_t, std::size_t>> chunk_gt(const std::vector<Elements>& sizes,
+                                                          Elements limit);
 
 // ---------------------------------------------------------------------------------------------
 // Builder context
@@ -160,34 +166,37 @@ struct Ctx {
   std::vector<std::uint32_t> grad_accum_buf;  ///< per param: grad_accum (GA attribute mode)
   std::vector<std::uint32_t> activation;      ///< per layer (kNone: none)
   std::vector<std::uint32_t> ready_layer;
-  std::vector<std::uint32_t> ipg;             ///< T2 buffers (1, or 2 with overlap)
+  std::vector<std::uint32_t> ipg;                 ///< T2 buffers (1, or 2 with overlap)
   std::vector<std::uint32_t> b1, b2, b3, b4, b5;  ///< per group
   std::uint32_t b6 = kNone, b7 = kNone;
   std::map<std::tuple<std::string, Elements, DType>, std::uint32_t> temps;
 
   // Emission state.
-  std::uint32_t flush_seq = 0;       ///< next flush number (Op::bucket)
+  std::uint32_t flush_seq = 0;  ///< next flush number (Op::bucket)
   bool ipg_live = false;
   bool ready_for_gradients = false;  ///< S12 flag: IPG set up by the first hook of a backward
   std::vector<bool> grad_live;       ///< per param: T1 allocated
-  std::vector<std::uint32_t> deferred_grad_frees;  ///< non-contiguous + overlap: freed at next flush
-  std::vector<std::uint32_t> deferred_retained;    ///< retained allocations that follow those frees
-  std::vector<std::uint32_t> step_frees;      ///< buffers dropped with the last group's averaged list
-  std::vector<std::uint32_t> epilogue_frees;  ///< second grads_in_partition pieces (stage 2, GAS > 1)
-  std::vector<bool> grad_accum_live;          ///< per param: grad_accum allocated (GA attribute mode)
-  std::vector<std::uint32_t> t6, t7;          ///< per group: step temporaries (created lazily)
-  std::uint32_t padding_buf = kNone;          ///< T4 zeros appended to averaged_gradients (lazily)
-  std::uint32_t kept_stage1_buf = kNone;      ///< stage 1, non-contiguous: grads kept after the epilogue
+  std::vector<std::uint32_t>
+      deferred_grad_frees;                       ///< non-contiguous + overlap: freed at next flush
+  std::vector<std::uint32_t> deferred_retained;  ///< retained allocations that follow those frees
+  std::vector<std::uint32_t> step_frees;  ///< buffers dropped with the last group's averaged list
+  std::vector<std::uint32_t>
+      epilogue_frees;                 ///< second grads_in_partition pieces (stage 2, GAS > 1)
+  std::vector<bool> grad_accum_live;  ///< per param: grad_accum allocated (GA attribute mode)
+  std::vector<std::uint32_t> t6, t7;  ///< per group: step temporaries (created lazily)
+  std::uint32_t padding_buf = kNone;  ///< T4 zeros appended to averaged_gradients (lazily)
+  std::uint32_t kept_stage1_buf =
+      kNone;  ///< stage 1, non-contiguous: grads kept after the epilogue
 
   /// A temporary buffer of `numel` x `dt` (one Buffer per distinct name/size/dtype).
-  std::uint32_t temp(const std::string& name, Elements numel, DType dt, BufferCategory c = BufferCategory::Temp,
-                     const std::string& spec_id = "T5");
-  std::uint32_t copy(Elements elements, std::uint32_t slot, DType dt, Stream st, std::uint32_t buffer,
-                     std::string label);
-  std::uint32_t transfer(OpKind kind, Elements elements, std::uint32_t slot, DType dt, std::uint32_t buffer,
-                         std::string label);
-  std::uint32_t collective(CollectiveKind k, Elements numel, Elements out_numel, DType dt, ReduceOp op,
-                           Stream st, const std::string& what, std::int32_t dst = -1);
+  std::uint32_t temp(const std::string& name, Elements numel, DType dt,
+                     BufferCategory c = BufferCategory::Temp, const std::string& spec_id = "T5");
+  std::uint32_t copy(Elements elements, std::uint32_t slot, DType dt, Stream st,
+                     std::uint32_t buffer, std::string label);
+  std::uint32_t transfer(OpKind kind, Elements elements, std::uint32_t slot, DType dt,
+                         std::uint32_t buffer, std::string label);
+  std::uint32_t collective(CollectiveKind k, Elements numel, Elements out_numel, DType dt,
+                           ReduceOp op, Stream st, const std::string& what, std::int32_t dst = -1);
   void alloc_grad(std::uint32_t p);
   void free_grad(std::uint32_t p, Stream st = Stream::Compute);
   const std::string& pname(std::uint32_t p) const { return m.params[p].name; }
@@ -203,11 +212,13 @@ std::string short_name(CollectiveKind k);
 // stage012_buckets.cc
 /// Emits FLUSH of flush `f` of `pass` (collectives, post-flush copies); `set` is 1 for the second
 /// grads_in_partition of later stage-2 micro-steps. `boundary`/`micro` drive the offload copies.
-void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool boundary, std::uint32_t micro);
+void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool boundary,
+                std::uint32_t micro);
 /// Applies the deferred drops of a non-contiguous overlapped flush (next flush or epilogue).
 void drop_deferred(Ctx& c, Stream st);
 /// Emits the insert of `pass.inserts[i]` (the flush before it, the copy into the bucket).
-void emit_insert(Ctx& c, IpgPass& pass, std::size_t i, std::uint32_t set, bool boundary, std::uint32_t micro);
+void emit_insert(Ctx& c, IpgPass& pass, std::size_t i, std::uint32_t set, bool boundary,
+                 std::uint32_t micro);
 /// Attaches slots and buffers to a freshly planned pass.
 void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name);
 

@@ -1,6 +1,6 @@
 // Rank roles for stage 0/1/2 schedules (schedule.h "slots"): the few element counts that depend on
-// which flat range a rank owns — grads_in_partition pieces, post-flush copies, owned slices, padding
-// zeros, step flatten copies — and the grouping of ranks with identical values into roles.
+// which flat range a rank owns — grads_in_partition pieces, post-flush copies, owned slices,
+// padding zeros, step flatten copies — and the grouping of ranks with identical values into roles.
 //
 // Why it never costs O(W x params): every slot value is a piecewise-constant function of the rank
 // whose breakpoints come from the params' rank intervals. A param starting at flat offset c with n
@@ -121,11 +121,14 @@ class Segments {
   }
   std::size_t size() const { return starts_.size(); }
   std::uint32_t first(std::size_t i) const { return starts_[i]; }
-  std::uint32_t last(std::size_t i) const { return i + 1 < starts_.size() ? starts_[i + 1] - 1 : world_ - 1; }
+  std::uint32_t last(std::size_t i) const {
+    return i + 1 < starts_.size() ? starts_[i + 1] - 1 : world_ - 1;
+  }
   /// Segment starting at rank r (r must be a breakpoint) or size() for r >= W.
   std::size_t at(std::uint64_t r) const {
     if (r >= world_) return starts_.size();
-    return static_cast<std::size_t>(std::lower_bound(starts_.begin(), starts_.end(), r) - starts_.begin());
+    return static_cast<std::size_t>(std::lower_bound(starts_.begin(), starts_.end(), r) -
+                                    starts_.begin());
   }
 
  private:
@@ -149,7 +152,8 @@ std::vector<Elements> prefix(std::vector<Elements> diff) {
   return diff;
 }
 
-std::vector<Elements> touching_values(const ModelDesc& m, const PartitionPlan& plan, const Segments& seg,
+std::vector<Elements> touching_values(const ModelDesc& m, const PartitionPlan& plan,
+                                      const Segments& seg,
                                       const std::vector<std::uint32_t>& params) {
   std::vector<Elements> diff(seg.size() + 1, 0);
   for (std::uint32_t p : params) {
@@ -160,8 +164,8 @@ std::vector<Elements> touching_values(const ModelDesc& m, const PartitionPlan& p
   return prefix(std::move(diff));
 }
 
-std::vector<Elements> owned_values(const ModelDesc& m, const PartitionPlan& plan, const Segments& seg,
-                                   const std::vector<std::uint32_t>& params) {
+std::vector<Elements> owned_values(const ModelDesc& m, const PartitionPlan& plan,
+                                   const Segments& seg, const std::vector<std::uint32_t>& params) {
   std::vector<Elements> diff(seg.size() + 1, 0);
   for (std::uint32_t p : params) {
     const Span sp = span_of(plan, m, p);
@@ -183,13 +187,16 @@ Elements padding_of(const PartitionPlan& plan, std::uint32_t rank) {
   Elements total = 0;
   for (const FlatGroup& fg : plan.groups) {
     const Elements left = rank * fg.partition, right = left + fg.partition;
-    if (fg.numel <= left) total += fg.partition;
-    else if (fg.numel < right) total += right - fg.numel;
+    if (fg.numel <= left)
+      total += fg.partition;
+    else if (fg.numel < right)
+      total += right - fg.numel;
   }
   return total;
 }
 
-Elements flat_copy_of(const ModelDesc& m, const PartitionPlan& plan, std::uint32_t g, std::uint32_t rank) {
+Elements flat_copy_of(const ModelDesc& m, const PartitionPlan& plan, std::uint32_t g,
+                      std::uint32_t rank) {
   if (g >= plan.groups.size() || plan.groups[g].partition == 0) return 0;
   const RankPartition rp = plan.rank_partition(g, rank);
   std::size_t tensors = rp.padding > 0 ? 1 : 0;
@@ -211,7 +218,8 @@ std::vector<std::vector<Elements>> slot_values(const ModelDesc& m, const Partiti
     for (std::size_t f = 0; f < flushes.size(); ++f) {
       const auto touched = touching_values(m, plan, seg, flushes[f]);
       for (std::size_t i = 0; i < seg.size(); ++i)
-        if (touched[i] > 0 && first_flush[ps][i] == kNone) first_flush[ps][i] = static_cast<std::uint32_t>(f);
+        if (touched[i] > 0 && first_flush[ps][i] == kNone)
+          first_flush[ps][i] = static_cast<std::uint32_t>(f);
     }
   }
   for (std::size_t k = 0; k < defs.size(); ++k) {
@@ -223,9 +231,15 @@ std::vector<std::vector<Elements>> slot_values(const ModelDesc& m, const Partiti
       const std::uint32_t rep = seg.first(i);
       switch (d.kind) {
         case SlotKind::Touching:
-        case SlotKind::OwnedSlice: out[i][k] = col[i]; break;
-        case SlotKind::Padding: out[i][k] = padding_of(plan, rep); break;
-        case SlotKind::FlatCopy: out[i][k] = flat_copy_of(m, plan, d.group, rep); break;
+        case SlotKind::OwnedSlice:
+          out[i][k] = col[i];
+          break;
+        case SlotKind::Padding:
+          out[i][k] = padding_of(plan, rep);
+          break;
+        case SlotKind::FlatCopy:
+          out[i][k] = flat_copy_of(m, plan, d.group, rep);
+          break;
         case SlotKind::FirstTouch:
           out[i][k] = first_flush[d.pass][i] == d.flush ? plan.grads_in_partition(rep) : 0;
           break;
@@ -237,7 +251,8 @@ std::vector<std::vector<Elements>> slot_values(const ModelDesc& m, const Partiti
 
 }  // namespace
 
-std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan, const SlotTable& slots) {
+std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan,
+                                    const SlotTable& slots) {
   const Segments seg(m, plan);
   const auto values = slot_values(m, plan, slots, seg);
   std::vector<RankRole> roles;

@@ -1,8 +1,8 @@
-// step() of DeepSpeedZeroOptimizer (deepspeed_zero.md §5, §3.3): the overflow check, one gradient-norm
-// all-reduce per param group, per group the flatten/cast temporaries, the optimizer update on the
-// rank's S_g master elements (Adam states created by the first call) and the write-back, then
-// ALL_GATHER_DP_GROUPS and zero_grad. With CPU optimizer offload the update runs on the host and the
-// new LP slice is copied back to the GPU before the same all-gather.
+// step() of DeepSpeedZeroOptimizer (deepspeed_zero.md §5, §3.3): the overflow check, one
+// gradient-norm all-reduce per param group, per group the flatten/cast temporaries, the optimizer
+// update on the rank's S_g master elements (Adam states created by the first call) and the
+// write-back, then ALL_GATHER_DP_GROUPS and zero_grad. With CPU optimizer offload the update runs
+// on the host and the new LP slice is copied back to the GPU before the same all-gather.
 #include <algorithm>
 #include <string>
 
@@ -11,8 +11,8 @@
 namespace zerosim::schedule::s12 {
 namespace {
 
-Buffer step_buffer(std::string name, std::string spec, BufferCategory cat, MemoryPool pool, DType dt,
-                   Elements numel, std::uint32_t slot, bool persistent) {
+Buffer step_buffer(std::string name, std::string spec, BufferCategory cat, MemoryPool pool,
+                   DType dt, Elements numel, std::uint32_t slot, bool persistent) {
   Buffer b;
   b.name = std::move(name);
   b.spec_id = std::move(spec);
@@ -48,8 +48,9 @@ std::uint32_t write_back(Ctx& c, Elements elements, std::uint32_t group) {
 
 void alloc_adam(Ctx& c, std::uint32_t g, MemoryPool pool) {
   c.b3.resize(c.plan.groups.size(), kNone);
-  c.b3[g] = c.e.buffer(step_buffer("optimizer states [" + std::to_string(g) + "]", "B3", BufferCategory::OptimState,
-                                   pool, c.mw, 2 * c.plan.groups[g].partition, kNone, true));
+  c.b3[g] = c.e.buffer(step_buffer("optimizer states [" + std::to_string(g) + "]", "B3",
+                                   BufferCategory::OptimState, pool, c.mw,
+                                   2 * c.plan.groups[g].partition, kNone, true));
   c.e.alloc(c.b3[g]);  // lazily, by the first optimizer.step()
 }
 
@@ -57,16 +58,19 @@ void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
   const Elements s = c.plan.groups[g].partition;
   const DType flat_dt = c.ga_attr ? c.ga : c.lp;
   if (c.t6[g] == kNone)
-    c.t6[g] = c.e.buffer(step_buffer("step flat grads [" + std::to_string(g) + "]", "T6", BufferCategory::Temp,
-                                     MemoryPool::Device, flat_dt, 0, c.slots.flat_copy(g), false));
+    c.t6[g] = c.e.buffer(step_buffer("step flat grads [" + std::to_string(g) + "]", "T6",
+                                     BufferCategory::Temp, MemoryPool::Device, flat_dt, 0,
+                                     c.slots.flat_copy(g), false));
   const std::uint32_t t6 = c.t6[g];
   c.e.alloc(t6);
-  c.copy(0, c.e.schedule().buffers[t6].slot, flat_dt, Stream::Compute, t6, "flatten averaged_gradients");
+  c.copy(0, c.e.schedule().buffers[t6].slot, flat_dt, Stream::Compute, t6,
+         "flatten averaged_gradients");
   std::uint32_t grad_mw = t6;
   if (flat_dt != c.mw) {  // cast to the master dtype; the flat copy goes right after
     if (c.t7[g] == kNone)
-      c.t7[g] = c.e.buffer(step_buffer("step master-dtype grads [" + std::to_string(g) + "]", "T7",
-                                       BufferCategory::Temp, MemoryPool::Device, c.mw, s, kNone, false));
+      c.t7[g] =
+          c.e.buffer(step_buffer("step master-dtype grads [" + std::to_string(g) + "]", "T7",
+                                 BufferCategory::Temp, MemoryPool::Device, c.mw, s, kNone, false));
     grad_mw = c.t7[g];
     c.e.alloc(grad_mw);
     c.copy(s, kNone, c.mw, Stream::Compute, grad_mw, "cast grads to the master dtype");
@@ -87,7 +91,8 @@ void group_update_host(Ctx& c, std::uint32_t g) {
   if (g >= c.b3.size() || c.b3[g] == kNone) alloc_adam(c, g, MemoryPool::Host);  // first update
   optimizer_op(c, s, Stream::Host, g);
   c.copy(s, kNone, c.lp, Stream::Host, c.b5[g], "master -> LP staging (B5)");
-  const std::uint32_t h2d = c.transfer(OpKind::HostToDevice, s, kNone, c.lp, c.b1[g], "updated LP slice to the GPU");
+  const std::uint32_t h2d =
+      c.transfer(OpKind::HostToDevice, s, kNone, c.lp, c.b1[g], "updated LP slice to the GPU");
   c.e.schedule().ops[h2d].deps = {c.e.last_on(Stream::Host)};
   c.e.wait_stream(Stream::Compute, Stream::H2D);
 }
@@ -100,8 +105,9 @@ void emit_param_all_gather(Ctx& c) {
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
     const FlatGroup& fg = c.plan.groups[g];
     if (fg.aligned == 0) continue;
-    const std::uint32_t i = c.collective(CollectiveKind::AllGather, fg.partition, fg.aligned, c.lp, ReduceOp::None,
-                                         Stream::Compute, "all_gather params group " + std::to_string(g));
+    const std::uint32_t i =
+        c.collective(CollectiveKind::AllGather, fg.partition, fg.aligned, c.lp, ReduceOp::None,
+                     Stream::Compute, "all_gather params group " + std::to_string(g));
     c.e.schedule().ops[i].buffer = c.b1[g];
   }
 }
@@ -111,9 +117,11 @@ void emit_zero_step(Ctx& c, std::uint32_t step) {
   c.e.set_phase(Phase::Step);
   c.e.marker("step");
   if (c.offload) c.e.op(make_op(OpKind::Sync, "step: gradient copies to host complete"));
-  const bool check = c.lp == DType::Float16 || (c.lp == DType::BFloat16 && c.ds.bf16_check_grad_overflow);
+  const bool check =
+      c.lp == DType::Float16 || (c.lp == DType::BFloat16 && c.ds.bf16_check_grad_overflow);
   if (check)
-    c.collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Stream::Compute, "overflow check");
+    c.collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Stream::Compute,
+                 "overflow check");
   if (std::binary_search(c.in.overflow_steps.begin(), c.in.overflow_steps.end(), step)) {
     // Overflow: drop the grads and averaged lists and return: no norm, no update, no all-gather
     // (§5). Adam states are created by the first step that does update.

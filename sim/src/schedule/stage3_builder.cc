@@ -236,7 +236,8 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
       "swapping");
 }
 
-void compute_op(s3::Context& cx, OpKind k, const s3::HookEvent& ev, double flops, const char* what) {
+void compute_op(s3::Context& cx, OpKind k, const s3::HookEvent& ev, double flops,
+                const char* what) {
   Op o;
   o.kind = k;
   o.layer = ev.index;

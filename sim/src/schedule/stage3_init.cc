@@ -1,9 +1,9 @@
 // Stage 3 initialization (deepspeed_zero.md §7.1): without zero.Init, the engine broadcast of every
 // param, the conversion broadcast and partitioning; under zero.Init, one broadcast per param as it
-// is constructed and partitioned (one whole param alive at a time); then the defragmented LP partition buffer, fp32 master
-// per sub-group, the IPG buffer and grad_partitions_flat_buffer, and one synchronous all-gather per
-// trainable param while its gradient hook is registered. The three dist.barrier() calls move no
-// data and appear as markers.
+// is constructed and partitioned (one whole param alive at a time); then the defragmented LP
+// partition buffer, fp32 master per sub-group, the IPG buffer and grad_partitions_flat_buffer, and
+// one synchronous all-gather per trainable param while its gradient hook is registered. The three
+// dist.barrier() calls move no data and appear as markers.
 #include <algorithm>
 #include <string>
 
@@ -43,8 +43,9 @@ void broadcasts(Context& cx, const std::string& what) {
 
 // Partitions of every param, before the defragmenting copy, and of params outside the optimizer.
 std::uint32_t alloc_partitions(Context& cx, MemoryPool lp_pool) {
-  const auto parts = temp_buffer(cx, "LP partitions before defragmentation",
-                                 BufferCategory::Param16, cx.lp, cx.plan.s3_partition_numel, lp_pool);
+  const auto parts =
+      temp_buffer(cx, "LP partitions before defragmentation", BufferCategory::Param16, cx.lp,
+                  cx.plan.s3_partition_numel, lp_pool);
   cx.e.alloc(parts);
   if (cx.plan.s3_unoptimized_partition_numel > 0) {
     cx.frozen_partitions = persistent_buffer(cx, "LP partitions of params outside the optimizer",
@@ -68,8 +69,8 @@ void convert_params(Context& cx) {
     parts = alloc_partitions(cx, lp_pool);
     for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) {
       const std::string& name = cx.m.params[p].name;
-      const auto whole = temp_buffer(cx, "zero.Init construction:" + name,
-                                     BufferCategory::Param16, cx.lp, cx.n(p));
+      const auto whole = temp_buffer(cx, "zero.Init construction:" + name, BufferCategory::Param16,
+                                     cx.lp, cx.n(p));
       cx.e.alloc(whole);
       cx.collective(CollectiveKind::Broadcast, cx.n(p), cx.n(p), cx.lp, ReduceOp::None,
                     Stream::Compute, "zero.Init broadcast " + name, {}, 0);

@@ -201,7 +201,8 @@ class ModuleWalk {
       push(w_, c.begin ? HookKind::Fetch : HookKind::Release, false, c.module);
       const auto l = m_.modules[c.module].layer;
       if (c.begin && l < started.size()) {
-        started[l] = piece(w_.events, HookKind::Forward, false, l, c.module, fwd_total_[l], started[l]);
+        started[l] =
+            piece(w_.events, HookKind::Forward, false, l, c.module, fwd_total_[l], started[l]);
       }
     }
     for (std::uint32_t l = 0; l < started.size(); ++l)  // layers no module belongs to
@@ -238,7 +239,8 @@ class ModuleWalk {
       if (first && ckpt_ && m_.layers[l].kind == LayerKind::Block) recompute(l);
       seq_.push_back(event(HookKind::Fetch, it->module));
       if (l < started.size()) {
-        started[l] = piece(seq_, HookKind::Backward, true, l, it->module, bwd_total_[l], started[l]);
+        started[l] =
+            piece(seq_, HookKind::Backward, true, l, it->module, bwd_total_[l], started[l]);
       }
       slot_[it->module] = static_cast<std::uint32_t>(seq_.size());
     }
@@ -261,7 +263,8 @@ class ModuleWalk {
     for (const auto& c : calls_of_layer_[layer]) {
       seq_.push_back(event(c.begin ? HookKind::Fetch : HookKind::Release, c.module));
       if (c.begin)
-        started = piece(seq_, HookKind::Recompute, true, layer, c.module, fwd_total_[layer], started);
+        started =
+            piece(seq_, HookKind::Recompute, true, layer, c.module, fwd_total_[layer], started);
     }
   }
 
@@ -289,7 +292,7 @@ class ModuleWalk {
   std::vector<std::vector<ModuleCall>> calls_of_layer_;  ///< forward calls of each Layer's modules
   std::vector<HookEvent> seq_;                           ///< backward events without GradReady
   std::vector<std::uint32_t> slot_;
-  std::vector<double> weight_;                ///< per module: direct param elements (layer modules)
+  std::vector<double> weight_;  ///< per module: direct param elements (layer modules)
   std::vector<double> fwd_total_, bwd_total_;  ///< per layer: weights of its forward/backward calls
 };
 

@@ -40,11 +40,15 @@ class ChromeWriter {
   }
 
  private:
-  void begin_event() { out_ << (first_ ? "\n" : ",\n"); first_ = false; }
+  void begin_event() {
+    out_ << (first_ ? "\n" : ",\n");
+    first_ = false;
+  }
 
   void write_rank(const TraceRank& r) {
     begin_event();
-    out_ << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " << r.rank << ", \"args\": {\"name\": "
+    out_ << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " << r.rank
+         << ", \"args\": {\"name\": "
          << str("rank " + std::to_string(r.rank) + " (role " + std::to_string(r.role) + ", " +
                 std::to_string(r.rank_count) + (r.rank_count == 1 ? " rank)" : " ranks)"))
          << "}}";
@@ -67,18 +71,20 @@ class ChromeWriter {
 
   void write_thread(std::uint32_t pid, Stream s) {
     begin_event();
-    out_ << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " << pid << ", \"tid\": " << tid_of(s)
-         << ", \"args\": {\"name\": " << str(stream_name(s)) << "}}";
+    out_ << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " << pid
+         << ", \"tid\": " << tid_of(s) << ", \"args\": {\"name\": " << str(stream_name(s)) << "}}";
     begin_event();
-    out_ << "{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": " << pid << ", \"tid\": " << tid_of(s)
-         << ", \"args\": {\"sort_index\": " << tid_of(s) << "}}";
+    out_ << "{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": " << pid
+         << ", \"tid\": " << tid_of(s) << ", \"args\": {\"sort_index\": " << tid_of(s) << "}}";
   }
 
   void write_span(std::uint32_t pid, const Span& s) {
     begin_event();
-    out_ << "{\"name\": " << str(s.name) << ", \"cat\": " << str(s.category) << ", \"ph\": \"X\", \"ts\": "
-         << format_us(s.start_ns) << ", \"dur\": " << format_us(s.dur_ns) << ", \"pid\": " << pid
-         << ", \"tid\": " << tid_of(s.stream) << ", \"args\": {\"op\": " << s.op << ", \"step\": " << s.step;
+    out_ << "{\"name\": " << str(s.name) << ", \"cat\": " << str(s.category)
+         << ", \"ph\": \"X\", \"ts\": " << format_us(s.start_ns)
+         << ", \"dur\": " << format_us(s.dur_ns) << ", \"pid\": " << pid
+         << ", \"tid\": " << tid_of(s.stream) << ", \"args\": {\"op\": " << s.op
+         << ", \"step\": " << s.step;
     if (s.layer != kNone) out_ << ", \"layer\": " << s.layer;
     if (s.bucket != kNone) out_ << ", \"bucket\": " << s.bucket;
     if (s.bytes != 0) out_ << ", \"bytes\": " << s.bytes;
@@ -86,18 +92,18 @@ class ChromeWriter {
     if (s.flops != 0) out_ << ", \"flops\": " << num(s.flops);
     if (s.comm != kNone && s.comm < t_.comms.size()) {
       const CommRecord& c = t_.comms[s.comm];
-      out_ << ", \"collective\": " << str(collective_name(c.kind)) << ", \"dtype\": " << str(dtype_name(c.dtype))
-           << ", \"group_size\": " << c.group_size << ", \"bytes_sent\": " << c.bytes_sent
-           << ", \"algbw_gbps\": " << num(c.algbw_gbps) << ", \"busbw_gbps\": " << num(c.busbw_gbps)
-           << ", \"algorithm\": " << str(c.algorithm);
+      out_ << ", \"collective\": " << str(collective_name(c.kind))
+           << ", \"dtype\": " << str(dtype_name(c.dtype)) << ", \"group_size\": " << c.group_size
+           << ", \"bytes_sent\": " << c.bytes_sent << ", \"algbw_gbps\": " << num(c.algbw_gbps)
+           << ", \"busbw_gbps\": " << num(c.busbw_gbps) << ", \"algorithm\": " << str(c.algorithm);
     }
     out_ << "}}";
   }
 
   void counter(std::uint32_t pid, const std::string& name, SimTime t, Bytes v) {
     begin_event();
-    out_ << "{\"name\": " << str(name) << ", \"ph\": \"C\", \"ts\": " << format_us(t) << ", \"pid\": " << pid
-         << ", \"args\": {\"bytes\": " << v << "}}";
+    out_ << "{\"name\": " << str(name) << ", \"ph\": \"C\", \"ts\": " << format_us(t)
+         << ", \"pid\": " << pid << ", \"args\": {\"bytes\": " << v << "}}";
   }
 
   // One series per event name; per timestamp only the last sample; only changes are written.
@@ -113,14 +119,16 @@ class ChromeWriter {
       last[0] = s.total;
       for (std::size_t k = 0; k < kCategoryCount; ++k) {
         if (!ever[k] || last[k + 1] == s.by_category[k]) continue;
-        counter(r.rank, "memory." + std::string(category_name(kAllCategories[k])), s.t, s.by_category[k]);
+        counter(r.rank, "memory." + std::string(category_name(kAllCategories[k])), s.t,
+                s.by_category[k]);
         last[k + 1] = s.by_category[k];
       }
     }
   }
 
   void write_flows(std::uint32_t pid, const std::vector<const Span*>& spans) {
-    std::map<std::uint32_t, std::pair<const Span*, const Span*>> buckets;  // last copy, first collective
+    std::map<std::uint32_t, std::pair<const Span*, const Span*>>
+        buckets;  // last copy, first collective
     for (const Span* s : spans) {
       if (s->bucket == kNone) continue;
       auto& [copy, coll] = buckets[s->bucket];
@@ -133,25 +141,28 @@ class ChromeWriter {
       const std::string name = str("bucket " + std::to_string(bucket));
       begin_event();
       out_ << "{\"name\": " << name << ", \"cat\": \"bucket\", \"ph\": \"s\", \"id\": " << flow_id_
-           << ", \"ts\": " << format_us(ends.first->start_ns + ends.first->dur_ns / 2) << ", \"pid\": " << pid
-           << ", \"tid\": " << tid_of(ends.first->stream) << "}";
+           << ", \"ts\": " << format_us(ends.first->start_ns + ends.first->dur_ns / 2)
+           << ", \"pid\": " << pid << ", \"tid\": " << tid_of(ends.first->stream) << "}";
       begin_event();
-      out_ << "{\"name\": " << name << ", \"cat\": \"bucket\", \"ph\": \"f\", \"bp\": \"e\", \"id\": " << flow_id_
-           << ", \"ts\": " << format_us(ends.second->start_ns + ends.second->dur_ns / 2) << ", \"pid\": " << pid
-           << ", \"tid\": " << tid_of(ends.second->stream) << "}";
+      out_ << "{\"name\": " << name
+           << ", \"cat\": \"bucket\", \"ph\": \"f\", \"bp\": \"e\", \"id\": " << flow_id_
+           << ", \"ts\": " << format_us(ends.second->start_ns + ends.second->dur_ns / 2)
+           << ", \"pid\": " << pid << ", \"tid\": " << tid_of(ends.second->stream) << "}";
     }
   }
 
   void write_other() {
     const TraceMeta& m = t_.meta;
     out_ << "{\"format\": \"zerosim-chrome-trace\", \"backend\": " << str(m.backend)
-         << ", \"zerosim_version\": " << str(m.zerosim_version) << ", \"deepspeed_version\": "
-         << str(m.deepspeed_version) << ", \"mode\": " << str(m.mode) << ", \"model\": " << str(m.model)
-         << ", \"optimizer\": " << str(m.optimizer) << ", \"gpu\": " << str(m.gpu) << ", \"stage\": " << m.stage
-         << ", \"world\": " << m.world << ", \"nodes\": " << m.nodes << ", \"gpus_per_node\": " << m.gpus_per_node
+         << ", \"zerosim_version\": " << str(m.zerosim_version)
+         << ", \"deepspeed_version\": " << str(m.deepspeed_version) << ", \"mode\": " << str(m.mode)
+         << ", \"model\": " << str(m.model) << ", \"optimizer\": " << str(m.optimizer)
+         << ", \"gpu\": " << str(m.gpu) << ", \"stage\": " << m.stage << ", \"world\": " << m.world
+         << ", \"nodes\": " << m.nodes << ", \"gpus_per_node\": " << m.gpus_per_node
          << ", \"steps\": " << m.steps << ", \"grad_accum\": " << m.grad_accum
          << ", \"device_capacity\": " << m.device_capacity
-         << ", \"units\": \"ts and dur in microseconds (from integer nanoseconds); memory in bytes\", \"notes\": [";
+         << ", \"units\": \"ts and dur in microseconds (from integer nanoseconds); memory in "
+            "bytes\", \"notes\": [";
     for (std::size_t i = 0; i < m.notes.size(); ++i) out_ << (i ? ", " : "") << str(m.notes[i]);
     out_ << "]}";
   }

@@ -5,16 +5,16 @@
 
 #include <charconv>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace zerosim::trace_text {
 
 /// A JSON string literal; invalid UTF-8 is replaced rather than thrown on.
 inline std::string str(std::string_view s) {
-  return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 /// Shortest decimal that reads back as the same double; non-finite values are written as 0.

@@ -14,13 +14,16 @@ namespace {
 using trace_text::str;
 
 void write_meta(const TraceMeta& m, std::ostream& out) {
-  out << "  \"meta\": {\"backend\": " << str(m.backend) << ", \"zerosim_version\": " << str(m.zerosim_version)
+  out << "  \"meta\": {\"backend\": " << str(m.backend)
+      << ", \"zerosim_version\": " << str(m.zerosim_version)
       << ", \"deepspeed_version\": " << str(m.deepspeed_version) << ", \"mode\": " << str(m.mode)
-      << ", \"model\": " << str(m.model) << ", \"optimizer\": " << str(m.optimizer) << ", \"gpu\": " << str(m.gpu)
-      << ", \"stage\": " << m.stage << ", \"world\": " << m.world << ", \"nodes\": " << m.nodes
-      << ", \"gpus_per_node\": " << m.gpus_per_node << ", \"steps\": " << m.steps
-      << ", \"grad_accum\": " << m.grad_accum << ",\n    \"notes\": [";
-  for (std::size_t i = 0; i < m.notes.size(); ++i) out << (i ? ",\n      " : "\n      ") << str(m.notes[i]);
+      << ", \"model\": " << str(m.model) << ", \"optimizer\": " << str(m.optimizer)
+      << ", \"gpu\": " << str(m.gpu) << ", \"stage\": " << m.stage << ", \"world\": " << m.world
+      << ", \"nodes\": " << m.nodes << ", \"gpus_per_node\": " << m.gpus_per_node
+      << ", \"steps\": " << m.steps << ", \"grad_accum\": " << m.grad_accum
+      << ",\n    \"notes\": [";
+  for (std::size_t i = 0; i < m.notes.size(); ++i)
+    out << (i ? ",\n      " : "\n      ") << str(m.notes[i]);
   out << (m.notes.empty() ? "]},\n" : "\n    ]},\n");
 }
 
@@ -30,9 +33,10 @@ void write_time(const Summary& s, std::ostream& out) {
       << ", \"exposed_offload_ns\": " << s.exposed_offload_ns << ",\n    \"steps\": [";
   for (std::size_t i = 0; i < s.steps.size(); ++i) {
     const StepSummary& st = s.steps[i];
-    out << (i ? ",\n      " : "\n      ") << "{\"step\": " << st.step << ", \"start_ns\": " << st.start_ns
-        << ", \"end_ns\": " << st.end_ns << ", \"duration_ns\": " << st.end_ns - st.start_ns
-        << ", \"compute_ns\": " << st.compute_ns << ", \"exposed_comm_ns\": " << st.exposed_comm_ns
+    out << (i ? ",\n      " : "\n      ") << "{\"step\": " << st.step
+        << ", \"start_ns\": " << st.start_ns << ", \"end_ns\": " << st.end_ns
+        << ", \"duration_ns\": " << st.end_ns - st.start_ns << ", \"compute_ns\": " << st.compute_ns
+        << ", \"exposed_comm_ns\": " << st.exposed_comm_ns
         << ", \"exposed_offload_ns\": " << st.exposed_offload_ns << "}";
   }
   out << (s.steps.empty() ? "]},\n" : "\n    ]},\n");
@@ -42,9 +46,11 @@ void write_comm(const Summary& s, std::ostream& out) {
   out << "  \"comm\": [";
   for (std::size_t i = 0; i < s.comm.size(); ++i) {
     const CommKindSummary& c = s.comm[i];
-    out << (i ? ",\n    " : "\n    ") << "{\"kind\": " << str(collective_name(c.kind)) << ", \"calls\": " << c.calls
-        << ", \"bytes\": " << c.bytes << ", \"bytes_sent_per_rank\": " << c.bytes_sent
-        << ", \"bytes_received_per_rank\": " << c.bytes_received << ", \"time_ns\": " << c.time_ns << "}";
+    out << (i ? ",\n    " : "\n    ") << "{\"kind\": " << str(collective_name(c.kind))
+        << ", \"calls\": " << c.calls << ", \"bytes\": " << c.bytes
+        << ", \"bytes_sent_per_rank\": " << c.bytes_sent
+        << ", \"bytes_received_per_rank\": " << c.bytes_received << ", \"time_ns\": " << c.time_ns
+        << "}";
   }
   out << (s.comm.empty() ? "],\n" : "\n  ],\n");
 }
@@ -64,13 +70,14 @@ void write_memory(const Summary& s, const TraceMeta& m, std::ostream& out) {
   out << "  \"memory\": {\"device_capacity\": " << m.device_capacity << ", \"peak_bytes\": " << peak
       << ", \"peak_rank\": " << rank << ", \"peak_role\": " << s.peak_role
       << ", \"steady_from_ns\": " << s.steady_from_ns << ", \"steady_peak_bytes\": " << steady
-      << ", \"steady_peak_rank\": " << steady_rank << ", \"steady_peak_role\": " << s.steady_peak_role
-      << ",\n    \"roles\": [";
+      << ", \"steady_peak_rank\": " << steady_rank
+      << ", \"steady_peak_role\": " << s.steady_peak_role << ",\n    \"roles\": [";
   for (std::size_t i = 0; i < s.peaks.size(); ++i) {
     const RolePeakSummary& p = s.peaks[i];
     out << (i ? ",\n      " : "\n      ") << "{\"role\": " << p.role << ", \"rank\": " << p.rank
         << ", \"rank_count\": " << p.rank_count << ", \"peak_bytes\": " << p.device.bytes
-        << ", \"peak_t_ns\": " << p.device.t << ", \"host_peak_bytes\": " << p.host_peak << ", \"by_category\": ";
+        << ", \"peak_t_ns\": " << p.device.t << ", \"host_peak_bytes\": " << p.host_peak
+        << ", \"by_category\": ";
     write_categories(p.device.by_category, out);
     out << ", \"steady_peak_bytes\": " << p.steady.bytes << ", \"steady_peak_t_ns\": " << p.steady.t
         << ", \"steady_by_category\": ";
@@ -88,15 +95,17 @@ void write_oom(const Summary& s, std::ostream& out) {
   }
   const OomEvent& o = *s.oom;
   out << "{\"t_ns\": " << o.t << ", \"rank\": " << s.oom_rank << ", \"role\": " << o.role
-      << ", \"buffer\": " << str(o.buffer_name) << ", \"category\": " << str(category_name(o.category))
-      << ", \"bytes\": " << o.bytes << ", \"live_bytes\": " << o.live_bytes << ", \"capacity\": " << o.capacity
+      << ", \"buffer\": " << str(o.buffer_name)
+      << ", \"category\": " << str(category_name(o.category)) << ", \"bytes\": " << o.bytes
+      << ", \"live_bytes\": " << o.live_bytes << ", \"capacity\": " << o.capacity
       << ", \"ranks_out_of_memory\": " << s.oom_ranks << "}\n";
 }
 
 }  // namespace
 
 void write_summary_json(const Summary& s, std::ostream& out) {
-  out << "{\n  \"format\": \"" << kSummaryFormat << "\",\n  \"version\": " << kSummaryVersion << ",\n";
+  out << "{\n  \"format\": \"" << kSummaryFormat << "\",\n  \"version\": " << kSummaryVersion
+      << ",\n";
   write_meta(s.meta, out);
   write_time(s, out);
   write_comm(s, out);

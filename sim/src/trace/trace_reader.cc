@@ -33,7 +33,8 @@ void read_enum(JsonReader& r, std::string_view key, const std::vector<std::strin
 }
 
 template <class T>
-void read_uint(JsonReader& r, std::string_view key, T& out, std::uint64_t hi = kU32, bool required = false) {
+void read_uint(JsonReader& r, std::string_view key, T& out, std::uint64_t hi = kU32,
+               bool required = false) {
   if (required && !r.has(key)) r.error("expected a \"" + std::string(key) + "\" key, got none");
   if (auto v = r.get_uint(key, 0, hi)) out = static_cast<T>(*v);
 }
@@ -54,11 +55,13 @@ bool check_header(JsonReader& root) {
   if (!root.has("format")) return fail_key("format", quote(kTraceFormat)), false;
   auto f = root.child("format");
   if (!f->value().is_string() || f->value().get<std::string>() != kTraceFormat)
-    return f->error("expected " + quote(kTraceFormat) + ", got " + json::describe(f->value())), false;
+    return f->error("expected " + quote(kTraceFormat) + ", got " + json::describe(f->value())),
+           false;
   if (!root.has("version")) return fail_key("version", std::to_string(kTraceVersion)), false;
   auto v = root.child("version");
   if (!v->value().is_number_integer() || v->value().get<std::int64_t>() != kTraceVersion)
-    return v->error("expected version " + std::to_string(kTraceVersion) + ", got " + json::describe(v->value())),
+    return v->error("expected version " + std::to_string(kTraceVersion) + ", got " +
+                    json::describe(v->value())),
            false;
   return true;
 }
@@ -86,9 +89,9 @@ TraceMeta read_meta(JsonReader& root) {
     if (auto items = notes->elements())
       for (auto& n : *items)
         if (auto s = n.as_string()) m.notes.push_back(*s);
-  r->reject_unknown({"backend", "zerosim_version", "deepspeed_version", "mode", "model", "optimizer", "gpu",
-                     "stage", "world", "nodes", "gpus_per_node", "steps", "grad_accum", "device_capacity",
-                     "notes"});
+  r->reject_unknown({"backend", "zerosim_version", "deepspeed_version", "mode", "model",
+                     "optimizer", "gpu", "stage", "world", "nodes", "gpus_per_node", "steps",
+                     "grad_accum", "device_capacity", "notes"});
   return m;
 }
 
@@ -106,8 +109,8 @@ void check_columns(JsonReader& root) {
 void read_sample(JsonReader& row, MemorySample& s, SimTime prev_t) {
   const auto& v = row.value();
   if (!v.is_array() || v.size() != 2 + kCategoryCount)
-    return row.error("expected an array of " + std::to_string(2 + kCategoryCount) + " integers, got " +
-                     json::describe(v));
+    return row.error("expected an array of " + std::to_string(2 + kCategoryCount) +
+                     " integers, got " + json::describe(v));
   for (const auto& x : v)
     if (!x.is_number_unsigned() && !(x.is_number_integer() && x.get<std::int64_t>() >= 0))
       return row.error("expected integers >= 0, got " + json::describe(x));
@@ -119,11 +122,11 @@ void read_sample(JsonReader& row, MemorySample& s, SimTime prev_t) {
     sum += s.by_category[k];
   }
   if (s.t < prev_t)
-    row.error("expected memory samples in time order, got t = " + std::to_string(s.t) + " ns after " +
-              std::to_string(prev_t) + " ns");
+    row.error("expected memory samples in time order, got t = " + std::to_string(s.t) +
+              " ns after " + std::to_string(prev_t) + " ns");
   if (sum != s.total)
-    row.error("expected the categories to add up to the total " + std::to_string(s.total) + ", got " +
-              std::to_string(sum));
+    row.error("expected the categories to add up to the total " + std::to_string(s.total) +
+              ", got " + std::to_string(sum));
 }
 
 void read_ranks(JsonReader& root, Trace& t) {
@@ -138,8 +141,8 @@ void read_ranks(JsonReader& root, Trace& t) {
     read_uint(item, "role", tr.role, kU32, true);
     if (auto n = item.get_uint("rank_count", 1, UINT64_MAX)) tr.rank_count = *n;
     if (!t.ranks.empty() && tr.rank <= t.ranks.back().rank)
-      item.error("expected ranks in ascending order without repeats, got " + std::to_string(tr.rank) +
-                     " after " + std::to_string(t.ranks.back().rank),
+      item.error("expected ranks in ascending order without repeats, got " +
+                     std::to_string(tr.rank) + " after " + std::to_string(t.ranks.back().rank),
                  "rank");
     if (auto mem = item.child("memory"))
       if (auto rows = mem->elements())
@@ -171,8 +174,8 @@ void read_span(JsonReader& item, Span& s) {
   read_uint(item, "bytes", s.bytes, UINT64_MAX);
   read_uint(item, "numel", s.numel, UINT64_MAX);
   if (auto f = item.get_number("flops", 0, std::numeric_limits<double>::max())) s.flops = *f;
-  item.reject_unknown({"op", "rank", "stream", "name", "cat", "start_ns", "dur_ns", "step", "micro_step", "layer",
-                       "bucket", "comm", "bytes", "numel", "flops"});
+  item.reject_unknown({"op", "rank", "stream", "name", "cat", "start_ns", "dur_ns", "step",
+                       "micro_step", "layer", "bucket", "comm", "bytes", "numel", "flops"});
 }
 
 void read_spans(JsonReader& root, Trace& t) {
@@ -186,8 +189,8 @@ void read_spans(JsonReader& root, Trace& t) {
     Span s;
     read_span(item, s);
     if (!t.spans.empty() && s.start_ns < t.spans.back().start_ns)
-      item.error("expected spans in start-time order, got " + std::to_string(s.start_ns) + " ns after " +
-                     std::to_string(t.spans.back().start_ns) + " ns",
+      item.error("expected spans in start-time order, got " + std::to_string(s.start_ns) +
+                     " ns after " + std::to_string(t.spans.back().start_ns) + " ns",
                  "start_ns");
     t.spans.push_back(std::move(s));
   }
@@ -195,7 +198,8 @@ void read_spans(JsonReader& root, Trace& t) {
 
 void read_comm(JsonReader& item, CommRecord& c) {
   static const auto kinds = enum_names<CollectiveKind>(kCollectiveKindCount, collective_name);
-  static const auto phases = enum_names<Phase>(static_cast<std::size_t>(Phase::PostStep) + 1, phase_name);
+  static const auto phases =
+      enum_names<Phase>(static_cast<std::size_t>(Phase::PostStep) + 1, phase_name);
   static const auto dtypes = enum_names<DType>(kDTypeCount, dtype_name);
   read_uint(item, "op", c.op, kU32, true);
   read_uint(item, "rank", c.rank);
@@ -217,9 +221,9 @@ void read_comm(JsonReader& item, CommRecord& c) {
   if (auto v = item.get_number("algbw_gbps", 0, big)) c.algbw_gbps = *v;
   if (auto v = item.get_number("busbw_gbps", 0, big)) c.busbw_gbps = *v;
   read_string(item, "algorithm", c.algorithm);
-  item.reject_unknown({"op", "rank", "kind", "phase", "step", "bucket", "numel", "out_numel", "dtype", "group_size",
-                       "bytes", "bytes_sent", "bytes_received", "start_ns", "dur_ns", "algbw_gbps", "busbw_gbps",
-                       "algorithm"});
+  item.reject_unknown({"op", "rank", "kind", "phase", "step", "bucket", "numel", "out_numel",
+                       "dtype", "group_size", "bytes", "bytes_sent", "bytes_received", "start_ns",
+                       "dur_ns", "algbw_gbps", "busbw_gbps", "algorithm"});
 }
 
 void read_comms(JsonReader& root, Trace& t) {
@@ -254,17 +258,19 @@ void check_references(Diagnostics& d, const std::string& src, const Trace& t) {
     const Span& s = t.spans[i];
     const std::string ptr = "/spans/" + std::to_string(i);
     if (!traced(t, s.rank))
-      d.error(src, ptr + "/rank", "expected a traced rank (" + list() + "), got " + std::to_string(s.rank));
+      d.error(src, ptr + "/rank",
+              "expected a traced rank (" + list() + "), got " + std::to_string(s.rank));
     if (s.comm == kNone) continue;
     if (s.comm >= t.comms.size()) {
       d.error(src, ptr + "/comm",
-              t.comms.empty() ? "expected no comm index (the trace has no comm records), got " + std::to_string(s.comm)
-                              : "expected a comm index 0.." + std::to_string(t.comms.size() - 1) + ", got " +
-                                    std::to_string(s.comm));
+              t.comms.empty() ? "expected no comm index (the trace has no comm records), got " +
+                                    std::to_string(s.comm)
+                              : "expected a comm index 0.." + std::to_string(t.comms.size() - 1) +
+                                    ", got " + std::to_string(s.comm));
     } else if (const CommRecord& c = t.comms[s.comm]; c.op != s.op || c.rank != s.rank) {
       d.error(src, ptr + "/comm",
-              "expected comm record " + std::to_string(s.comm) + " to be op " + std::to_string(s.op) +
-                  " of the same rank, got op " + std::to_string(c.op));
+              "expected comm record " + std::to_string(s.comm) + " to be op " +
+                  std::to_string(s.op) + " of the same rank, got op " + std::to_string(c.op));
     }
   }
   for (std::size_t i = 0; i < t.comms.size(); ++i)

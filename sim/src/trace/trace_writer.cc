@@ -15,20 +15,22 @@ using trace_text::num;
 using trace_text::str;
 
 void write_meta(const TraceMeta& m, std::ostream& out) {
-  out << "  \"meta\": {\"backend\": " << str(m.backend) << ", \"zerosim_version\": " << str(m.zerosim_version)
+  out << "  \"meta\": {\"backend\": " << str(m.backend)
+      << ", \"zerosim_version\": " << str(m.zerosim_version)
       << ", \"deepspeed_version\": " << str(m.deepspeed_version) << ", \"mode\": " << str(m.mode)
       << ", \"model\": " << str(m.model) << ", \"optimizer\": " << str(m.optimizer)
       << ", \"gpu\": " << str(m.gpu) << ", \"stage\": " << m.stage << ", \"world\": " << m.world
       << ", \"nodes\": " << m.nodes << ", \"gpus_per_node\": " << m.gpus_per_node
       << ", \"steps\": " << m.steps << ", \"grad_accum\": " << m.grad_accum
       << ", \"device_capacity\": " << m.device_capacity << ",\n    \"notes\": [";
-  for (std::size_t i = 0; i < m.notes.size(); ++i) out << (i ? ",\n      " : "\n      ") << str(m.notes[i]);
+  for (std::size_t i = 0; i < m.notes.size(); ++i)
+    out << (i ? ",\n      " : "\n      ") << str(m.notes[i]);
   out << (m.notes.empty() ? "]}" : "\n    ]}");
 }
 
 void write_rank(const TraceRank& r, std::ostream& out) {
-  out << "    {\"rank\": " << r.rank << ", \"role\": " << r.role << ", \"rank_count\": " << r.rank_count
-      << ", \"memory\": [";
+  out << "    {\"rank\": " << r.rank << ", \"role\": " << r.role
+      << ", \"rank_count\": " << r.rank_count << ", \"memory\": [";
   for (std::size_t i = 0; i < r.memory.size(); ++i) {
     const MemorySample& s = r.memory[i];
     out << (i ? ",\n      [" : "\n      [") << s.t << ", " << s.total;
@@ -42,7 +44,8 @@ void write_span(const Span& s, std::ostream& out) {
   out << "{\"op\": " << s.op;
   if (s.rank != kAllRanks) out << ", \"rank\": " << s.rank;
   out << ", \"stream\": " << str(stream_name(s.stream)) << ", \"name\": " << str(s.name)
-      << ", \"cat\": " << str(s.category) << ", \"start_ns\": " << s.start_ns << ", \"dur_ns\": " << s.dur_ns;
+      << ", \"cat\": " << str(s.category) << ", \"start_ns\": " << s.start_ns
+      << ", \"dur_ns\": " << s.dur_ns;
   if (s.step != 0) out << ", \"step\": " << s.step;
   if (s.micro_step != 0) out << ", \"micro_step\": " << s.micro_step;
   if (s.layer != kNone) out << ", \"layer\": " << s.layer;
@@ -57,14 +60,16 @@ void write_span(const Span& s, std::ostream& out) {
 void write_comm(const CommRecord& c, std::ostream& out) {
   out << "{\"op\": " << c.op;
   if (c.rank != kAllRanks) out << ", \"rank\": " << c.rank;
-  out << ", \"kind\": " << str(collective_name(c.kind)) << ", \"phase\": " << str(phase_name(c.phase))
-      << ", \"step\": " << c.step;
+  out << ", \"kind\": " << str(collective_name(c.kind))
+      << ", \"phase\": " << str(phase_name(c.phase)) << ", \"step\": " << c.step;
   if (c.bucket != kNone) out << ", \"bucket\": " << c.bucket;
-  out << ", \"numel\": " << c.numel << ", \"out_numel\": " << c.out_numel << ", \"dtype\": " << str(dtype_name(c.dtype))
-      << ", \"group_size\": " << c.group_size << ", \"bytes\": " << c.bytes << ", \"bytes_sent\": " << c.bytes_sent
+  out << ", \"numel\": " << c.numel << ", \"out_numel\": " << c.out_numel
+      << ", \"dtype\": " << str(dtype_name(c.dtype)) << ", \"group_size\": " << c.group_size
+      << ", \"bytes\": " << c.bytes << ", \"bytes_sent\": " << c.bytes_sent
       << ", \"bytes_received\": " << c.bytes_received << ", \"start_ns\": " << c.start_ns
       << ", \"dur_ns\": " << c.dur_ns << ", \"algbw_gbps\": " << num(c.algbw_gbps)
-      << ", \"busbw_gbps\": " << num(c.busbw_gbps) << ", \"algorithm\": " << str(c.algorithm) << "}";
+      << ", \"busbw_gbps\": " << num(c.busbw_gbps) << ", \"algorithm\": " << str(c.algorithm)
+      << "}";
 }
 
 }  // namespace
@@ -72,7 +77,8 @@ void write_comm(const CommRecord& c, std::ostream& out) {
 std::string format_us(SimTime ns) {
   const bool neg = ns < 0;
   // Magnitude as unsigned so that INT64_MIN has one too.
-  const std::uint64_t mag = neg ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
+  const std::uint64_t mag =
+      neg ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
   std::string frac = std::to_string(mag % 1000);
   frac.insert(0, 3 - frac.size(), '0');
   return (neg ? "-" : "") + std::to_string(mag / 1000) + "." + frac;
