@@ -22,6 +22,7 @@
 #include "zerosim/model_loader.h"
 #include "zerosim/partition_plan.h"
 #include "zerosim/schedule.h"
+#include "zerosim/schedule_builder.h"
 
 namespace {
 

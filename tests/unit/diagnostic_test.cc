@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "config/json_reader.h"
+#include "base/json_reader.h"
 
 namespace zerosim {
 namespace {

@@ -12,6 +12,7 @@
 
 #include "zerosim/partition_plan.h"
 #include "zerosim/scenario.h"
+#include "zerosim/schedule_builder.h"
 
 namespace zerosim {
 namespace {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "schedule_stage012_testlib.h"
+#include "zerosim/schedule_builder.h"
 #include "zerosim/schedule_io.h"
 
 namespace zerosim {

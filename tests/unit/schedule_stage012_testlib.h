@@ -13,6 +13,7 @@
 
 #include "zerosim/partition_plan.h"
 #include "zerosim/schedule.h"
+#include "zerosim/schedule_builder.h"
 
 namespace zerosim::testlib {
 

@@ -14,6 +14,7 @@
 #include "schedule/builders.h"
 #include "zerosim/partition_plan.h"
 #include "zerosim/schedule.h"
+#include "zerosim/schedule_builder.h"
 
 namespace zerosim::s3test {
 

@@ -7,6 +7,7 @@
 
 #include "schedule_stage3_test_util.h"
 #include "zerosim/model_loader.h"
+#include "zerosim/schedule_builder.h"
 
 namespace zerosim {
 namespace {

@@ -28,6 +28,7 @@
 #include "zerosim/engine.h"
 #include "zerosim/model_loader.h"
 #include "zerosim/planner.h"
+#include "zerosim/schedule_builder.h"
 
 namespace zerosim {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "zerosim/engine.h"
 #include "zerosim/model_loader.h"
+#include "zerosim/schedule_builder.h"
 
 namespace zerosim {
 namespace {

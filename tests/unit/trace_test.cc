@@ -13,6 +13,7 @@
 
 #include "simulator_testlib.h"
 #include "zerosim/model_loader.h"
+#include "zerosim/schedule_builder.h"
 
 namespace zerosim {
 namespace {

@@ -21,21 +21,11 @@
 #include <string_view>
 
 #include "zerosim/diagnostic.h"
+#include "zerosim/ir_types.h"
 #include "zerosim/units.h"
 
 namespace zerosim {
 
-/// The collectives DeepSpeed ZeRO issues.
-enum class CollectiveKind : std::uint8_t { AllReduce, Reduce, Broadcast, AllGather, ReduceScatter };
-inline constexpr std::size_t kCollectiveKindCount = 5;
-/// Every kind, in enum order.
-inline constexpr std::array<CollectiveKind, kCollectiveKindCount> kAllCollectiveKinds = {
-    CollectiveKind::AllReduce, CollectiveKind::Reduce, CollectiveKind::Broadcast,
-    CollectiveKind::AllGather, CollectiveKind::ReduceScatter};
-
-/// torch.distributed name: "all_reduce", "reduce", "broadcast", "all_gather_into_tensor",
-/// "reduce_scatter_tensor".
-std::string_view collective_name(CollectiveKind k);
 /// nccl-tests program: "all_reduce_perf", "reduce_perf", "broadcast_perf", "all_gather_perf",
 /// "reduce_scatter_perf".
 std::string_view nccl_tests_program(CollectiveKind k);

@@ -37,20 +37,11 @@
 #include <vector>
 
 #include "zerosim/diagnostic.h"
-#include "zerosim/schedule.h"
+#include "zerosim/ir_types.h"
+#include "zerosim/memory_types.h"
 #include "zerosim/units.h"
 
 namespace zerosim {
-
-/// Number of BufferCategory values (schedule.h).
-inline constexpr std::size_t kCategoryCount = 8;
-/// Every category, in enum order.
-inline constexpr std::array<BufferCategory, kCategoryCount> kAllCategories = {
-    BufferCategory::Param16,       BufferCategory::Param32,    BufferCategory::Grad,
-    BufferCategory::OptimState,    BufferCategory::Activation, BufferCategory::CommBucket,
-    BufferCategory::GatheredParam, BufferCategory::Temp};
-/// Bytes per category, indexed by the enum value.
-using CategoryBytes = std::array<Bytes, kCategoryCount>;
 
 /// t_free of an allocation that is still live at the end of the run.
 inline constexpr SimTime kNeverFreed = std::numeric_limits<SimTime>::max();
@@ -88,39 +79,12 @@ struct Allocation {
   SimTime t_free = kNeverFreed;  ///< ns; kNeverFreed while live
 };
 
-/// The largest live total of one role and what it was made of.
-struct MemoryPeak {
-  Bytes bytes = 0;              ///< live bytes at the peak
-  SimTime t = 0;                ///< time of the first event that reached it, ns
-  std::uint64_t event = 0;      ///< index of that event (0 when nothing was ever live)
-  CategoryBytes by_category{};  ///< breakdown at the peak; sums to `bytes`
-};
-
-/// The first event that took a role's device bytes above the capacity.
-struct OomEvent {
-  SimTime t = 0;  ///< ns
-  std::uint32_t role = 0;
-  std::uint32_t buffer = 0;  ///< ledger buffer being allocated
-  std::string buffer_name;
-  BufferCategory category = BufferCategory::Temp;
-  Bytes bytes = 0;       ///< size of that allocation on this role
-  Bytes live_bytes = 0;  ///< device bytes live after it
-  Bytes capacity = 0;
-};
-
 /// Per-role outcome of analyze().
 struct RoleMemory {
   MemoryPeak device;            ///< MemoryPool::Device, whole run
   MemoryPeak steady;            ///< MemoryPool::Device, from analyze()'s steady_from on
   MemoryPeak host;              ///< MemoryPool::Host and Pinned together
   std::optional<OomEvent> oom;  ///< first device OOM of this role, if any
-};
-
-/// One point of a role's memory curve: live bytes after an event (counter tracks of the trace).
-struct MemorySample {
-  SimTime t = 0;
-  Bytes total = 0;              ///< device bytes live
-  CategoryBytes by_category{};  ///< device bytes per category
 };
 
 class MemoryLedger {

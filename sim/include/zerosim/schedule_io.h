@@ -28,9 +28,6 @@ namespace zerosim {
 
 inline constexpr const char* kScheduleFormat = "zerosim-schedule";
 
-/// "device", "host", "pinned" (the spelling of MemoryPool in schedule files).
-std::string_view memory_pool_name(MemoryPool p);
-
 /// Writes `s` as schedule JSON. Deterministic: equal schedules give byte-identical output.
 /// Streams op by op (memory O(largest op), not O(file)). Precondition: `s` is valid
 /// (validate_schedule); flops must be finite.

@@ -28,10 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "zerosim/collective_model.h"
 #include "zerosim/diagnostic.h"
-#include "zerosim/memory_ledger.h"
-#include "zerosim/schedule.h"
+#include "zerosim/ir_types.h"
+#include "zerosim/memory_types.h"
 #include "zerosim/units.h"
 
 namespace zerosim {

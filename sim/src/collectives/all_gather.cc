@@ -16,7 +16,6 @@ std::uint64_t ring_inter_steps(std::uint32_t nodes) { return nodes - 1ULL; }
 const CollectiveTraits& all_gather_traits() {
   static constexpr CollectiveTraits kTraits{
       .kind = CollectiveKind::AllGather,
-      .torch_name = "all_gather_into_tensor",
       .nccl_tests_program = "all_gather_perf",
       .short_name = "all_gather",
       .count_is_per_rank = true,

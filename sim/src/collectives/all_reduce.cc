@@ -15,7 +15,6 @@ std::uint64_t ring_inter_steps(std::uint32_t nodes) { return 2ULL * (nodes - 1);
 const CollectiveTraits& all_reduce_traits() {
   static constexpr CollectiveTraits kTraits{
       .kind = CollectiveKind::AllReduce,
-      .torch_name = "all_reduce",
       .nccl_tests_program = "all_reduce_perf",
       .short_name = "all_reduce",
       .count_is_per_rank = false,

@@ -15,7 +15,6 @@ std::uint64_t ring_inter_steps(std::uint32_t nodes) { return nodes - 1ULL; }
 const CollectiveTraits& broadcast_traits() {
   static constexpr CollectiveTraits kTraits{
       .kind = CollectiveKind::Broadcast,
-      .torch_name = "broadcast",
       .nccl_tests_program = "broadcast_perf",
       .short_name = "broadcast",
       .count_is_per_rank = false,

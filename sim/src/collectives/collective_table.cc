@@ -27,8 +27,6 @@ const CollectiveTraits& traits(CollectiveKind k) {
 
 }  // namespace collectives
 
-std::string_view collective_name(CollectiveKind k) { return collectives::traits(k).torch_name; }
-
 std::string_view nccl_tests_program(CollectiveKind k) {
   return collectives::traits(k).nccl_tests_program;
 }
@@ -36,7 +34,8 @@ std::string_view nccl_tests_program(CollectiveKind k) {
 std::optional<CollectiveKind> parse_collective(std::string_view name) {
   for (const CollectiveKind k : kAllCollectiveKinds) {
     const auto& t = collectives::traits(k);
-    if (name == t.torch_name || name == t.nccl_tests_program || name == t.short_name) return k;
+    if (name == collective_name(k) || name == t.nccl_tests_program || name == t.short_name)
+      return k;
   }
   return std::nullopt;
 }

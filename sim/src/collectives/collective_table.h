@@ -17,7 +17,6 @@ struct BusFactor {
 
 struct CollectiveTraits {
   CollectiveKind kind;
-  const char* torch_name;          ///< torch.distributed function name
   const char* nccl_tests_program;  ///< nccl-tests binary that measures it
   const char* short_name;          ///< "all_gather": NCCL's name without "nccl"
   /// True when NCCL's count is per rank (all-gather sendcount, reduce-scatter recvcount), so that

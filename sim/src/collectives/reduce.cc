@@ -15,7 +15,6 @@ std::uint64_t ring_inter_steps(std::uint32_t nodes) { return nodes - 1ULL; }
 const CollectiveTraits& reduce_traits() {
   static constexpr CollectiveTraits kTraits{
       .kind = CollectiveKind::Reduce,
-      .torch_name = "reduce",
       .nccl_tests_program = "reduce_perf",
       .short_name = "reduce",
       .count_is_per_rank = false,

@@ -16,7 +16,6 @@ std::uint64_t ring_inter_steps(std::uint32_t nodes) { return nodes - 1ULL; }
 const CollectiveTraits& reduce_scatter_traits() {
   static constexpr CollectiveTraits kTraits{
       .kind = CollectiveKind::ReduceScatter,
-      .torch_name = "reduce_scatter_tensor",
       .nccl_tests_program = "reduce_scatter_perf",
       .short_name = "reduce_scatter",
       .count_is_per_rank = true,

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/json_reader.h"
+#include "base/json_reader.h"
 #include "zerosim/diagnostic.h"
 #include "zerosim/ds_config.h"
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <utility>
 
+#include "base/json_reader.h"
 #include "config/ds_config_internal.h"
-#include "config/json_reader.h"
 #include "zerosim/ds_config.h"
 
 namespace zerosim {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "config/json_reader.h"
+#include "base/json_reader.h"
 #include "model/transformer_spec.h"
 #include "zerosim/diagnostic.h"
 #include "zerosim/model_desc.h"

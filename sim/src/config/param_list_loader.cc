@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "config/json_reader.h"
+#include "base/json_reader.h"
 #include "zerosim/model_loader.h"
 #include "zerosim/units.h"
 

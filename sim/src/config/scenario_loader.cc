@@ -9,9 +9,10 @@
 #include <filesystem>
 #include <limits>
 
-#include "config/json_reader.h"
+#include "base/json_reader.h"
 #include "zerosim/model_loader.h"
 #include "zerosim/scenario.h"
+#include "zerosim/schedule_builder.h"
 
 namespace zerosim {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/json_reader.h"
 #include "config/hf_config_loader.h"
-#include "config/json_reader.h"
 #include "zerosim/embedded_data.h"
 #include "zerosim/model_loader.h"
 

@@ -6,7 +6,7 @@
 #include <cctype>
 #include <set>
 
-#include "config/json_reader.h"
+#include "base/json_reader.h"
 #include "zerosim/embedded_data.h"
 
 namespace zerosim {

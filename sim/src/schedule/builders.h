@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "zerosim/schedule.h"
+#include "zerosim/schedule_builder.h"
 
 namespace zerosim::schedule {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "config/json_reader.h"
+#include "base/json_reader.h"
 #include "zerosim/trace.h"
 
 namespace zerosim {

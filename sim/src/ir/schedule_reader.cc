@@ -6,7 +6,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "config/json_reader.h"
+#include "base/json_reader.h"
+#include "zerosim/collective_model.h"
 #include "zerosim/schedule_io.h"
 
 namespace zerosim {

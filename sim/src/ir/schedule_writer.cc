@@ -100,18 +100,6 @@ void write_array(std::ostream& out, const char* key, const std::vector<T>& items
 
 }  // namespace
 
-std::string_view memory_pool_name(MemoryPool p) {
-  switch (p) {
-    case MemoryPool::Device:
-      return "device";
-    case MemoryPool::Host:
-      return "host";
-    case MemoryPool::Pinned:
-      return "pinned";
-  }
-  return "device";
-}
-
 void write_schedule_json(const Schedule& s, std::ostream& out) {
   out << "{\n";
   out << "  \"format\": " << ojson(kScheduleFormat).dump() << ",\n";

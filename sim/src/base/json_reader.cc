@@ -1,6 +1,6 @@
 // JsonReader implementation. nlohmann/json is parsed with exceptions caught in exactly one place
 // (parse), and every later access checks the type first, so no json exception escapes.
-#include "config/json_reader.h"
+#include "base/json_reader.h"
 
 #include <algorithm>
 #include <cerrno>

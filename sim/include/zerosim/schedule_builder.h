@@ -1,0 +1,55 @@
+// Schedule builders: the pure function that turns a model, its partition plan, a DeepSpeed config,
+// a cluster and training settings into the Schedule IR (schedule.h) that DeepSpeed would run, and
+// the input rules shared with the CLI and the scenario loader.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zerosim/diagnostic.h"
+#include "zerosim/ds_config.h"
+#include "zerosim/gpu_catalog.h"
+#include "zerosim/memory_model.h"
+#include "zerosim/model_desc.h"
+#include "zerosim/partition_plan.h"
+#include "zerosim/schedule.h"
+
+namespace zerosim {
+
+/// Everything a schedule is built from.
+struct ScheduleInput {
+  const ModelDesc* model = nullptr;
+  const PartitionPlan* plan = nullptr;  ///< for the stage (stage 3 layout when ds.zero.stage == 3)
+  const DsConfig* ds = nullptr;
+  Cluster cluster;
+  TrainingSettings training;
+  std::uint32_t steps = 1;  ///< consecutive optimizer steps to emit (step 0 first)
+  /// Steps whose fp16/bf16 overflow check finds an inf/nan (ascending, each before the last step,
+  /// which is the steady state a simulation reports): step() issues the check and returns (§5,
+  /// §7.7); no norm, update or gather. Stages 1-3 only.
+  std::vector<std::uint32_t> overflow_steps;
+  Accounting mode = Accounting::DeepSpeed;
+  DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
+};
+
+/// Stage 3 without zero.Init: the init buffer holding every whole param before partitioning (an
+/// out-of-memory there is what building the model under zero.Init avoids).
+inline constexpr const char* kStage3WholeModelBuffer = "model params before partitioning";
+
+/// The first problem of an overflow-step list for `steps` simulated steps (the steps must ascend
+/// without repeats and come before the last step, the steady state a simulation reports), as an
+/// "expected ..., got ..." message; empty when the list is fine. One rule for the CLI, scenario
+/// files and build_schedule.
+std::string overflow_steps_problem(const std::vector<std::uint32_t>& overflow_steps,
+                                   std::uint32_t steps);
+
+/// Why zero.Init cannot apply to this stage in this mode ("expected ..., got ..."), or empty:
+/// zero.Init is stage 3's (paper mode models no init). One rule for the CLI, scenario files and
+/// build_schedule.
+std::string zero_init_problem(int stage, Accounting mode);
+
+/// Builds the schedule (pure function). Dispatches on mode and ds->optimizer_path().
+Result<Schedule> build_schedule(const ScheduleInput& in);
+
+}  // namespace zerosim

@@ -1,0 +1,137 @@
+// build_schedule (schedule_builder.h): checks the inputs every builder relies on and dispatches to
+// the stage builders (builders.h); the overflow-step and zero.Init rules shared with the CLI and
+// the scenario loader.
+#include "zerosim/schedule_builder.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedule/builders.h"
+
+namespace zerosim {
+
+namespace {
+std::string str(std::uint64_t v) { return std::to_string(v); }
+}  // namespace
+
+namespace {
+
+constexpr const char* kSource = "schedule";
+
+// What every builder relies on: the three inputs, matching world sizes and stage layouts, a
+// gradient order of distinct, known, trainable params.
+Diagnostics check_input(const ScheduleInput& in) {
+  Diagnostics d;
+  if (in.model == nullptr || in.plan == nullptr || in.ds == nullptr) {
+    d.error(kSource, "",
+            "expected a model, a partition plan and a DeepSpeed config, got a missing input");
+    return d;
+  }
+  const ModelDesc& m = *in.model;
+  const PartitionPlan& plan = *in.plan;
+  if (in.steps == 0) d.error(kSource, "/steps", "expected at least 1 optimizer step, got 0");
+  if (in.ds->grad_accum_steps == 0 || in.ds->grad_accum_steps > 0xFFFFFFFFull)
+    d.error(kSource, "/gradient_accumulation_steps",
+            "expected 1..4294967295 micro-steps per step, got " + str(in.ds->grad_accum_steps));
+  if (in.ds->zero.stage < 0 || in.ds->zero.stage > 3)
+    d.error(kSource, "/zero_optimization/stage",
+            "expected a ZeRO stage 0..3, got " + std::to_string(in.ds->zero.stage));
+  if (in.training.zero_init)
+    if (const std::string why = zero_init_problem(in.ds->zero.stage, in.mode); !why.empty())
+      d.error(kSource, "/training/zero_init", why);
+  if (const std::string why = overflow_steps_problem(in.overflow_steps, in.steps); !why.empty())
+    d.error(kSource, "/overflow_steps", why);
+  if (!in.overflow_steps.empty()) {
+    const DType lp = in.ds->lp_dtype();
+    const int stage = in.ds->zero.stage;
+    const bool checked = lp == DType::Float16 ||
+                         (stage != 3 && lp == DType::BFloat16 && in.ds->bf16_check_grad_overflow);
+    const OptimizerPath path = in.ds->optimizer_path();
+    const bool zero = path == OptimizerPath::ZeroStage1And2 || path == OptimizerPath::ZeroStage3;
+    if (in.mode != Accounting::DeepSpeed || !zero)
+      d.error(
+          kSource, "/overflow_steps",
+          "expected DeepSpeedZeroOptimizer (stage 1/2) or stage 3 in deepspeed mode for overflow "
+          "steps, got " +
+              std::string(in.mode == Accounting::DeepSpeed
+                              ? "stage " + std::to_string(stage) + " (" +
+                                    (path == OptimizerPath::Bf16Optimizer ? "BF16_Optimizer"
+                                                                          : "no ZeRO optimizer") +
+                                    ")"
+                              : "paper mode"));
+    else if (!checked)
+      d.error(kSource, "/overflow_steps",
+              "expected a precision whose step() checks for overflow (fp16; bf16 with "
+              "check_grad_overflow in stage "
+              "1/2), got " +
+                  std::string(dtype_name(lp)) + " in stage " + std::to_string(stage));
+  }
+  if ((plan.stage == 3) != (in.ds->zero.stage == 3))
+    d.error(kSource, "/plan/stage",
+            "expected a partition plan for stage " + std::to_string(in.ds->zero.stage) +
+                "'s layout, got one for stage " + std::to_string(plan.stage));
+  if (plan.world == 0 || plan.world != in.cluster.world_size())
+    d.error(kSource, "/plan/world",
+            "expected the plan's world size to equal the cluster's " +
+                str(in.cluster.world_size()) + " ranks, got " + str(plan.world));
+  if (plan.param_group.size() != m.params.size())
+    d.error(kSource, "/plan/param_group",
+            "expected a plan made for this model's " + str(m.params.size()) +
+                " params, got one for " + str(plan.param_group.size()));
+  std::vector<bool> seen(m.params.size(), false);
+  for (std::size_t i = 0; i < m.grad_order.size(); ++i) {
+    const std::uint32_t p = m.grad_order[i];
+    const std::string ptr = "/grad_order/" + str(i);
+    if (p >= m.params.size()) {
+      d.error(kSource, ptr,
+              "expected a param id below " + str(m.params.size()) + ", got " + str(p));
+    } else if (seen[p]) {
+      d.error(kSource, ptr,
+              "expected each param once in the gradient order, got " + quote(m.params[p].name) +
+                  " again");
+    } else {
+      seen[p] = true;
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string zero_init_problem(int stage, Accounting mode) {
+  if (stage == 3 || mode != Accounting::DeepSpeed) return {};
+  return "expected ZeRO stage 3 (zero.Init partitions params as they are built), got stage " +
+         std::to_string(stage);
+}
+
+std::string overflow_steps_problem(const std::vector<std::uint32_t>& overflow_steps,
+                                   std::uint32_t steps) {
+  for (std::size_t k = 0; k < overflow_steps.size(); ++k) {
+    const std::uint32_t st = overflow_steps[k];
+    if (k > 0 && st <= overflow_steps[k - 1])
+      return "expected ascending steps without repeats, got " + std::to_string(st) + " after " +
+             std::to_string(overflow_steps[k - 1]);
+    if (st + 1 >= steps)  // the last step is the steady state a simulation reports: it updates
+      return "expected steps before the last one (" + std::to_string(steps == 0 ? 0 : steps - 1) +
+             ", the steady state a simulation reports), got " + std::to_string(st);
+  }
+  return {};
+}
+
+Result<Schedule> build_schedule(const ScheduleInput& in) {
+  Diagnostics d = check_input(in);
+  if (d.has_errors()) return d;
+  Result<Schedule> built = [&]() -> Result<Schedule> {
+    if (in.mode == Accounting::Paper) return schedule::build_paper(in);
+    if (in.ds->zero.stage == 3) return schedule::build_stage3(in);
+    return schedule::build_stage012(in);
+  }();
+  if (!built.ok()) return built;
+  // A schedule that fails its own consistency check is a builder bug: report it, never hand it on.
+  Diagnostics v = validate_schedule(built.value(), "schedule (internal error)");
+  if (v.has_errors()) return v;
+  return built;
+}
+
+}  // namespace zerosim
