@@ -13,6 +13,7 @@
 #include "zerosim/partition_plan.h"
 #include "zerosim/scenario.h"
 #include "zerosim/schedule_builder.h"
+#include "zerosim/schedule_graph.h"
 
 namespace zerosim {
 namespace {
@@ -268,13 +269,18 @@ TEST(ScheduleIo, RoundTripKeepsNonDefaultMetaAndExtremeValues) {
   s.meta.lp = DType::BFloat16;
   s.meta.comm = DType::Float32;
   s.meta.grad_accum_dtype = DType::Float32;
-  s.buffers[0].numel = UINT64_MAX;
+  s.buffers[0].numel = UINT64_MAX / 16;  // the largest sizes whose bytes still add up
   s.ops[3].flops = 0.1;  // not exactly representable: must survive the text form bit for bit
   s.ops[5].step = 2;
   s.ops[5].micro_step = 3;
   auto r = read_schedule_json(write(s), kSrc);
   ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
   expect_equal(r.value(), s);
+  // Sizes no ledger can add up are refused: nothing could allocate them.
+  s.buffers[0].numel = UINT64_MAX;
+  EXPECT_EQ(read_schedule_json(write(s), kSrc).diagnostics().to_string(),
+            "two_rank.json: /buffers: expected buffer sizes whose sum fits in 64 bits, got an "
+            "overflow\n");
 }
 
 TEST(ScheduleIo, ReadsTheFileFromDisk) {
@@ -415,6 +421,7 @@ TEST(ScheduleIoBadInput, RankInTwoRoles) {
   const std::string text =
       replace_once(write(two_rank_schedule()), "{\"ranks\":[[1,1]]", "{\"ranks\":[[0,1]]");
   EXPECT_EQ(errors_of(text),
+            "two_rank.json: /roles/1/representative: expected the role's first rank 0, got 1\n"
             "two_rank.json: /roles: expected every rank in exactly one role, got rank 0 in roles 0 "
             "and 1\n");
 }
@@ -480,7 +487,7 @@ TEST(ScheduleIoBadInput, WrongTypesAndMissingKeys) {
 }
 
 TEST(ScheduleIoBadInput, ValidateScheduleRunsAfterReading) {
-  // Every reference is in range, but the IPG buffer is never freed: validate_schedule's rule.
+  // Every reference is in range, but the IPG buffer is never freed: lower_schedule's rule.
   const std::string text = replace_once(write(two_rank_schedule()),
                                         "{\"kind\":\"free\",\"phase\":\"epilogue\",\"buffer\":1}",
                                         "{\"kind\":\"marker\",\"phase\":\"epilogue\"}");

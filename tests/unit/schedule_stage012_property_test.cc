@@ -10,6 +10,7 @@
 
 #include "schedule_stage012_testlib.h"
 #include "zerosim/schedule_builder.h"
+#include "zerosim/schedule_graph.h"
 #include "zerosim/schedule_io.h"
 
 namespace zerosim {
@@ -115,7 +116,7 @@ TEST(ScheduleStage012Property, RandomModelsReduceEveryGradientOnceAndGatherEvery
       EXPECT_EQ(buffers_for_rank(s, r, [](const Buffer& x) { return x.spec_id == "T4"; }), padding)
           << "rank " << r;
     }
-    // Roles: validate_schedule (run by build_schedule) checked the exact cover; spot-check the
+    // Roles: lower_schedule (run by build_schedule) checked the exact cover; spot-check the
     // count.
     EXPECT_LE(s.roles.size(), c.world);
   }

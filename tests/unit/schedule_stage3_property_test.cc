@@ -4,7 +4,7 @@
 //    each pass sum to Σc and each pass issues one all-gather per layer with params;
 //  * with the default reuse distance every param is gathered exactly once per iteration;
 //  * every gradient element is reduce-scattered exactly once per micro-step: Σ RS inputs = W·Σc;
-//  * the schedule passes validate_schedule (checked by build()).
+//  * the schedule passes lower_schedule (checked by build()).
 #include <gtest/gtest.h>
 
 #include <map>

@@ -1,5 +1,5 @@
 // Helpers for the stage 3 schedule tests: hand-built models, a stage 3 DsConfig, building through
-// plan_partition + build_stage3 (+ validate_schedule), and compact collective records to compare
+// plan_partition + build_stage3 (+ lower_schedule), and compact collective records to compare
 // whole sequences with.
 #pragma once
 
@@ -15,6 +15,7 @@
 #include "zerosim/partition_plan.h"
 #include "zerosim/schedule.h"
 #include "zerosim/schedule_builder.h"
+#include "zerosim/schedule_graph.h"
 
 namespace zerosim::s3test {
 
@@ -100,7 +101,7 @@ inline PartitionPlan stage3_plan(const ModelDesc& m, const DsConfig& ds, std::ui
   return r.ok() ? r.value() : PartitionPlan{};
 }
 
-/// Builds the stage 3 schedule and checks it passes validate_schedule.
+/// Builds the stage 3 schedule and checks it passes lower_schedule.
 inline Schedule build(const ModelDesc& m, const DsConfig& ds, std::uint32_t world,
                       std::uint32_t steps = 1, DeepSpeedVersion v = DeepSpeedVersion::Edaa722,
                       TrainingSettings t = {}) {
@@ -117,7 +118,7 @@ inline Schedule build(const ModelDesc& m, const DsConfig& ds, std::uint32_t worl
   auto r = schedule::build_stage3(in);
   EXPECT_TRUE(r.ok()) << r.diagnostics().to_string();
   if (!r.ok()) return {};
-  const Diagnostics d = validate_schedule(r.value(), "stage3 test");
+  const Diagnostics d = lower_schedule(r.value(), "stage3 test").diagnostics();
   EXPECT_FALSE(d.has_errors()) << d.to_string();
   return r.value();
 }

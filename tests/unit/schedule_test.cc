@@ -1,8 +1,9 @@
 // Schedule IR basics (schedule.h): enum names, DeepSpeed version parsing, role and slot lookups,
-// validate_schedule's consistency rules and build_schedule's input checks.
+// lower_schedule's consistency rules and build_schedule's input checks.
 #include <gtest/gtest.h>
 
 #include "schedule_stage012_testlib.h"
+#include "zerosim/schedule_graph.h"
 
 namespace zerosim {
 namespace {
@@ -83,11 +84,12 @@ TEST(ScheduleIr, RolesAndSlots) {
   op.slot = 0;
   EXPECT_EQ(s.op_elements(op, 1), 20u);
   EXPECT_EQ(s.op_elements(op, 2), 0u);
-  EXPECT_FALSE(validate_schedule(s, "t").has_errors()) << validate_schedule(s, "t").to_string();
+  EXPECT_FALSE(lower_schedule(s, "t").diagnostics().has_errors())
+      << lower_schedule(s, "t").diagnostics().to_string();
 }
 
 std::string first_error(const Schedule& s) {
-  const Diagnostics d = validate_schedule(s, "t.json");
+  const Diagnostics d = lower_schedule(s, "t.json").diagnostics();
   return d.items().empty() ? "" : d.items().front().to_string();
 }
 
@@ -113,19 +115,26 @@ TEST(ScheduleIr, ValidateFindsBrokenReferencesAndLifetimes) {
   Op dep;
   dep.deps = {0};
   s.ops = {dep};
-  EXPECT_EQ(first_error(s), "t.json: /ops/0/deps/0: expected an earlier op index (below 0), got 0");
+  EXPECT_EQ(first_error(s),
+            "t.json: /ops/0/deps/0: expected no deps (op 0 is the first op), got 0");
   Op bad_buf;
   bad_buf.kind = OpKind::Copy;
   bad_buf.buffer = 9;
   s.ops = {bad_buf};
-  EXPECT_EQ(first_error(s), "t.json: /ops/0/buffer: expected a buffer index below 2, got 9");
+  EXPECT_EQ(first_error(s), "t.json: /ops/0/buffer: expected a buffer index 0..1, got 9");
   Op reduce;
   reduce.kind = OpKind::Collective;
   reduce.collective = CollectiveKind::Reduce;
   reduce.group_size = 8;
   reduce.dst = 8;
+  reduce.reduce_op = ReduceOp::Sum;
   s.ops = {reduce};
-  EXPECT_EQ(first_error(s), "t.json: /ops/0/dst: expected a root rank in 0..7, got 8");
+  EXPECT_EQ(first_error(s), "t.json: /ops/0/dst: expected a root rank in 0..7 for reduce, got 8");
+  reduce.reduce_op = ReduceOp::None;
+  reduce.dst = 0;
+  s.ops = {reduce};
+  EXPECT_EQ(first_error(s),
+            "t.json: /ops/0: expected \"reduce_op\" (\"sum\" or \"max\") for reduce, got none");
   Op late;
   late.step = 1;
   s.ops = {late};
@@ -137,18 +146,17 @@ TEST(ScheduleIr, ValidateChecksRoleCoverage) {
   s.roles[2].ranks = {{7, 7}};
   s.roles[2].representative = 7;
   EXPECT_EQ(first_error(s),
-            "t.json: /roles: expected the roles to cover ranks 0..7 exactly once, got ranks 6..6 "
-            "in no role");
+            "t.json: /roles: expected every rank 0..7 in exactly one role, got rank 6 in no role");
   s = three_roles();
   s.roles[1].ranks = {{1, 3}};
   s.roles[1].representative = 1;
-  EXPECT_EQ(
-      first_error(s),
-      "t.json: /roles: expected the roles to cover ranks 0..7 exactly once, got rank 1 twice");
+  EXPECT_EQ(first_error(s),
+            "t.json: /roles: expected every rank in exactly one role, got rank 1 in roles 0 and 1");
   s = three_roles();
   s.roles[1].slots = {};
-  EXPECT_EQ(first_error(s),
-            "t.json: /roles/1/slots: expected 1 slot values (one per slot name), got 0");
+  EXPECT_EQ(
+      first_error(s),
+      "t.json: /roles/1/slots: expected 1 slot values (one per meta slot_names entry), got 0");
   s = three_roles();
   s.roles[1].representative = 3;
   EXPECT_EQ(first_error(s),
@@ -205,7 +213,7 @@ TEST(ScheduleIr, BuiltSchedulesPassValidationAndCarryMeta) {
   auto b = build(make_model({5, 3, 7}, {2, 1, 0}), ds, 4, with_steps(2));
   ASSERT_TRUE(b.schedule.ok());
   const Schedule& s = b.s();
-  EXPECT_FALSE(validate_schedule(s, "built").has_errors());
+  EXPECT_FALSE(lower_schedule(s, "built").diagnostics().has_errors());
   EXPECT_EQ(s.meta.mode, "deepspeed");
   EXPECT_EQ(s.meta.optimizer, "DeepSpeedZeroOptimizer");
   EXPECT_EQ(s.meta.stage, 2);

@@ -242,8 +242,9 @@ TEST(Simulator, BadSchedulesAndOptionsAreDiagnostics) {
   auto r = simulate(s, round_gpu(), round_options());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.diagnostics().to_string(),
-            "schedule: /ops/1/deps: expected earlier op indices (below 1), got 1\n"
-            "schedule: /ops/2/buffer: expected a buffer index below 0, got 7\n");
+            "schedule: /ops/1/deps/0: expected an earlier op index 0..0, got 1\n"
+            "schedule: /ops/2/buffer: expected no buffer index (the schedule has no buffers), "
+            "got 7\n");
   Schedule ok = tiny_schedule(4);
   ok.ops = {compute(OpKind::Forward, 5e9)};
   GpuSpec v100 = round_gpu();
@@ -277,9 +278,7 @@ TEST(Simulator, BadSchedulesAndOptionsAreDiagnostics) {
   r = simulate(twice, round_gpu(), round_options());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.diagnostics().items()[0].to_string(),
-            "memory ledger: /ops/2: buffer \"b\" released at 0 ns but it is not live (double free, "
-            "or never "
-            "allocated)");
+            "schedule: /ops/2: expected buffer \"b\" to be live before its Free, got it free");
 }
 
 TEST(Simulator, OutputsAreDeterministic) {

@@ -54,6 +54,7 @@
 #include "zerosim/gpu_catalog.h"
 #include "zerosim/memory_ledger.h"
 #include "zerosim/schedule.h"
+#include "zerosim/schedule_graph.h"
 #include "zerosim/trace.h"
 #include "zerosim/units.h"
 
@@ -148,12 +149,13 @@ struct SimulationResult {
   std::size_t footprint_bytes() const;
 };
 
-/// Runs the schedule. Errors (all Diagnostics, never a throw): a schedule the engine cannot run
-/// (out-of-range buffer/slot/stream indices, deps that do not point backwards, roles without one
-/// value per slot, buffer sizes overflowing 64 bits), bad options, a cost the models cannot give,
-/// a deadlock (which op waits on which), a double allocation or free in program order. OOM is not
-/// an error. The schedule is assumed to have passed validate_schedule for everything else.
+/// Runs the schedule. Errors (all Diagnostics, never a throw): a schedule that does not lower
+/// (lower_schedule's rules, schedule_graph.h), bad options, a cost the models cannot give, a
+/// deadlock (which op waits on which), time overflow. OOM is not an error.
 Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
                                   const EngineOptions& options = {});
+/// The same for a schedule already lowered (`graph` = lower_schedule(schedule)).
+Result<SimulationResult> simulate(const Schedule& schedule, const ScheduleGraph& graph,
+                                  const GpuSpec& gpu, const EngineOptions& options = {});
 
 }  // namespace zerosim

@@ -106,9 +106,7 @@ struct Schedule {
   Elements op_elements(const Op& op, std::uint32_t role) const;
 };
 
-/// Checks internal consistency: op/buffer/param/layer references in range, deps point backwards,
-/// every Alloc has a later Free or the buffer is persistent, roles cover 0..world-1 once, slot
-/// vectors sized to slot_names. Used after building and after reading a schedule file.
-Diagnostics validate_schedule(const Schedule& s, const std::string& source);
+/// The IR's rules (what makes a Schedule runnable) are checked by lower_schedule
+/// (schedule_graph.h), the one lowering every consumer uses.
 
 }  // namespace zerosim

@@ -30,12 +30,13 @@ inline constexpr const char* kScheduleFormat = "zerosim-schedule";
 
 /// Writes `s` as schedule JSON. Deterministic: equal schedules give byte-identical output.
 /// Streams op by op (memory O(largest op), not O(file)). Precondition: `s` is valid
-/// (validate_schedule); flops must be finite.
+/// (lower_schedule, schedule_graph.h); flops must be finite.
 void write_schedule_json(const Schedule& s, std::ostream& out);
 
 /// Parses schedule JSON. `source` names the file in diagnostics. When `model` is given, op `param`
 /// and `layer` indices are also checked against its params and layers (a Schedule does not record
-/// those counts). Every problem is reported; the schedule is also passed through validate_schedule.
+/// those counts). Every problem is reported; the schedule must also lower (lower_schedule,
+/// schedule_graph.h).
 Result<Schedule> read_schedule_json(const std::string& text, const std::string& source,
                                     const ModelDesc* model = nullptr);
 /// Reads the file at `path` and parses it (source = path).

@@ -25,7 +25,7 @@ constexpr std::uint32_t kOpDone = 1;  // EventQueue kind: a = op index
 // messages and the OOM event.
 MemoryLedger make_ledger(const Schedule& s, const Program& p) {
   MemoryLedger ledger(static_cast<std::uint32_t>(std::max<std::size_t>(s.roles.size(), 1)));
-  ledger.reserve(s.buffers.size(), p.memory_ops.size());
+  ledger.reserve(s.buffers.size(), p.memory_ops().size());
   std::vector<std::vector<RoleBytes>> by_slot(s.meta.slot_names.size());  // elements, not bytes
   std::vector<std::uint8_t> used(by_slot.size(), 0);
   for (const Buffer& b : s.buffers)
@@ -63,14 +63,14 @@ MemoryLedger make_ledger(const Schedule& s, const Program& p) {
 // Memory events follow PROGRAM order, as the CUDA caching allocator sees them: the host allocates
 // and frees when it issues an op, in program order (stream-ordered reuse makes that safe), so
 // torch.cuda.max_memory_allocated is a function of that order, not of when streams run. The
-// schedule's lifetimes are valid in program order (validate_schedule), while stream times may
-// interleave them differently (a prefetch on the gather stream can run before an earlier free on
-// the compute stream). Each event is stamped with its op's start time, raised to the previous
-// memory event's stamp so that the memory curve's time axis never goes back.
+// schedule's lifetimes are valid in program order (lower_schedule, schedule_graph.h), while stream
+// times may interleave them differently (a prefetch on the gather stream can run before an earlier
+// free on the compute stream). Each event is stamped with its op's start time, raised to the
+// previous memory event's stamp so that the memory curve's time axis never goes back.
 Diagnostics record_memory(const Schedule& s, const Program& p, LoopOutput& out) {
   Diagnostics d;
   SimTime t = 0;
-  for (std::uint32_t i : p.memory_ops) {
+  for (std::uint32_t i : p.memory_ops()) {
     const CompiledOp& op = p.ops[i];
     t = std::max(t, out.ops[i].start_ns);
     auto bad = op.kind == OpKind::Alloc ? out.ledger.allocate(op.buffer, t)
@@ -91,8 +91,8 @@ class EventLoop {
   EventLoop(const Schedule& s, const Program& p, LoopOutput& out) : s_(s), p_(p), out_(out) {
     done_.assign(p.ops.size(), 0);
     for (std::uint8_t l = 0; l < kStreamCount; ++l) {
-      if (!p.lanes[l].empty()) used_[used_count_++] = l;  // most programs use 2-3 streams
-      head_op_[l] = p.lanes[l].empty() ? kNone : p.lanes[l][0];
+      if (!p.lanes()[l].empty()) used_[used_count_++] = l;  // most programs use 2-3 streams
+      head_op_[l] = p.lanes()[l].empty() ? kNone : p.lanes()[l][0];
     }
   }
 
@@ -118,7 +118,7 @@ class EventLoop {
     if (op.kind == OpKind::Sync && prefix_done_ < i) return false;
     std::uint32_t& k = dep_pos_[lane];
     if (k < op.deps_begin) k = op.deps_begin;
-    while (k < op.deps_end && done_[p_.deps[k]] != 0) ++k;
+    while (k < op.deps_end && done_[p_.deps()[k]] != 0) ++k;
     return k == op.deps_end;
   }
 
@@ -142,7 +142,7 @@ class EventLoop {
     const CompiledOp& op = p_.ops[i];
     const auto lane = static_cast<std::size_t>(op.stream);
     ++head_[lane];
-    head_op_[lane] = head_[lane] < p_.lanes[lane].size() ? p_.lanes[lane][head_[lane]] : kNone;
+    head_op_[lane] = head_[lane] < p_.lanes()[lane].size() ? p_.lanes()[lane][head_[lane]] : kNone;
     out_.ops[i].start_ns = now;
     if (op.stream == Stream::Compute) note_blocking(i, now);
     const SimTime dur = op.duration_ns;
@@ -176,7 +176,7 @@ class EventLoop {
         blocker = j;
       }
     };
-    for (std::uint32_t k = op.deps_begin; k < op.deps_end; ++k) consider(p_.deps[k]);
+    for (std::uint32_t k = op.deps_begin; k < op.deps_end; ++k) consider(p_.deps()[k]);
     consider(op.gate);
     consider(op.prev_call);
     if (op.kind == OpKind::Sync) consider(latest_op_);
@@ -204,8 +204,8 @@ class EventLoop {
 
   void report_deadlock() {
     for (std::size_t l = 0; l < kStreamCount; ++l) {
-      if (head_[l] >= p_.lanes[l].size()) continue;
-      const std::uint32_t i = p_.lanes[l][head_[l]];
+      if (head_[l] >= p_.lanes()[l].size()) continue;
+      const std::uint32_t i = p_.lanes()[l][head_[l]];
       const CompiledOp& op = p_.ops[i];
       std::string why;
       if (op.gate != kNone && done_[op.gate] == 0)
@@ -213,8 +213,8 @@ class EventLoop {
       if (op.prev_call != kNone && done_[op.prev_call] == 0)
         why = "the collective at op " + std::to_string(op.prev_call);
       for (std::uint32_t k = op.deps_begin; k < op.deps_end; ++k)
-        if (done_[p_.deps[k]] == 0)
-          why = "op " + std::to_string(p_.deps[k]) + " " + quote(s_.ops[p_.deps[k]].label);
+        if (done_[p_.deps()[k]] == 0)
+          why = "op " + std::to_string(p_.deps()[k]) + " " + quote(s_.ops[p_.deps()[k]].label);
       if (op.kind == OpKind::Sync && why.empty())
         why = "op " + std::to_string(prefix_done_) + " (sync)";
       diags_.error("simulator", "/ops/" + std::to_string(i),
@@ -233,7 +233,7 @@ class EventLoop {
   std::array<std::size_t, kStreamCount> head_{};
   std::array<std::uint32_t, kStreamCount> dep_pos_{};  // deps of the head op known to be done
   std::array<bool, kStreamCount> busy_{};
-  std::array<std::uint32_t, kStreamCount> head_op_{};  // p_.lanes[l][head_[l]], or kNone
+  std::array<std::uint32_t, kStreamCount> head_op_{};  // p_.lanes()[l][head_[l]], or kNone
   std::array<std::uint8_t, kStreamCount> used_{};      // streams with ops
   std::size_t used_count_ = 0;
   std::vector<std::uint8_t> done_;
@@ -244,14 +244,6 @@ class EventLoop {
 };
 
 }  // namespace
-
-std::vector<Elements> timing_slots(const Schedule& s) {
-  std::vector<Elements> slots(s.meta.slot_names.size(), 0);
-  for (const RankRole& r : s.roles)
-    for (std::size_t i = 0; i < slots.size() && i < r.slots.size(); ++i)
-      slots[i] = std::max(slots[i], r.slots[i]);
-  return slots;
-}
 
 Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p) {
   LoopOutput out;

@@ -1,6 +1,6 @@
 // Private pieces of simulate() (engine.h), split over simulator*.cc:
-//   simulator_compile.cc  checks what the engine relies on and compiles the schedule into compact
-//                         arrays (one pass over the ops: costs, deps, lanes, Sync gates);
+//   simulator_compile.cc  costs the lowered schedule (schedule_graph.h) into compact per-op
+//                         records the loop reads;
 //   simulator.cc          the event loop (streams, deps, Sync, the EventQueue) and the memory
 //                         ledger filled from its times;
 //   simulator_summary.cc  the summary (steps, exposed communication, traffic, peaks, OOM) and the
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "zerosim/engine.h"
+#include "zerosim/schedule_graph.h"
 
 namespace zerosim::sim {
 
@@ -40,22 +41,21 @@ struct CollectiveCall {
   CollectiveCost cost;
 };
 
+/// The lowered schedule (schedule_graph.h: lanes, deps, gates, communicator order, memory ops)
+/// with every op's cost. `graph` must outlive the program.
 struct Program {
+  const ScheduleGraph* graph = nullptr;
   std::vector<CompiledOp> ops;
-  std::vector<std::uint32_t> deps;
-  std::array<std::vector<std::uint32_t>, kStreamCount> lanes;  ///< op indices per stream
-  std::vector<std::uint32_t> memory_ops;                       ///< Alloc/Free op indices
-  std::vector<CollectiveCall> collectives;                     ///< program order
-  std::vector<Bytes> bytes;                                    ///< per op: bytes touched or S
+  const std::vector<std::uint32_t>& deps() const { return graph->deps; }
+  const std::array<std::vector<std::uint32_t>, kStreamCount>& lanes() const { return graph->lanes; }
+  const std::vector<std::uint32_t>& memory_ops() const { return graph->memory_ops; }
+  std::vector<CollectiveCall> collectives;  ///< program order
+  std::vector<Bytes> bytes;                 ///< per op: bytes touched or S
 };
 
-/// The timing role: element-wise max of every role's slot values.
-std::vector<Elements> timing_slots(const Schedule& s);
-
-/// Checks the ops (buffer, slot and stream indices, deps pointing backwards) and compiles them with
-/// their costs for the timing role's `slots`. Every problem is reported.
-Result<Program> compile(const Schedule& s, const CostModel& cost,
-                        const std::vector<Elements>& slots);
+/// Costs every op of the lowered schedule for the timing role (graph.max_slots). Errors: a cost
+/// the models cannot give (every one is reported).
+Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const CostModel& cost);
 
 /// Why the compute stream was idle before an op: nothing, a communication stream, an offload
 /// stream.

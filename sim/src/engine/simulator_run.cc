@@ -11,11 +11,6 @@ namespace zerosim {
 namespace {
 
 // checked_mul (units.h), inline: it runs for every op and buffer.
-std::optional<std::uint64_t> mul_checked(std::uint64_t a, std::uint64_t b) {
-  std::uint64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
 
 std::string num(double x) {
   std::string s = std::to_string(x);
@@ -61,41 +56,6 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
   return m;
 }
 
-// Roles and buffers as the engine relies on them (compile() checks the ops): one slot value per
-// slot name on every role, slot indices in range, and buffer sizes whose sum fits in 64 bits (the
-// ledger adds them up). Also returns the timing role's slots.
-Diagnostics check_roles_and_buffers(const Schedule& s, std::vector<Elements>& slots) {
-  Diagnostics d;
-  const auto err = [&](const std::string& ptr, const std::string& msg) {
-    d.error("schedule", ptr, msg);
-  };
-  const std::size_t n_slots = s.meta.slot_names.size();
-  if (s.roles.empty()) err("/roles", "expected at least one rank role, got none");
-  for (std::size_t r = 0; r < s.roles.size(); ++r)
-    if (s.roles[r].slots.size() != n_slots)
-      err("/roles/" + std::to_string(r) + "/slots", "expected " + std::to_string(n_slots) +
-                                                        " slot values, got " +
-                                                        std::to_string(s.roles[r].slots.size()));
-  if (d.has_errors()) return d;
-  slots = sim::timing_slots(s);
-  bool overflow = false;
-  Bytes total = 0;
-  for (std::size_t b = 0; b < s.buffers.size(); ++b) {
-    const Buffer& buf = s.buffers[b];
-    if (buf.slot != kNone && buf.slot >= n_slots) {
-      err("/buffers/" + std::to_string(b) + "/slot", "expected a slot index below " +
-                                                         std::to_string(n_slots) + ", got " +
-                                                         std::to_string(buf.slot));
-      continue;
-    }
-    const auto bytes =
-        mul_checked(buf.slot == kNone ? buf.numel : slots[buf.slot], dtype_size(buf.dtype));
-    overflow = overflow || !bytes || __builtin_add_overflow(total, *bytes, &total);
-  }
-  if (overflow) err("/buffers", "expected buffer sizes whose sum fits in 64 bits, got an overflow");
-  return d;
-}
-
 template <class T>
 std::size_t vec_bytes(const std::vector<T>& v) {
   return v.capacity() * sizeof(T);
@@ -117,12 +77,18 @@ std::size_t SimulationResult::footprint_bytes() const {
 
 Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
                                   const EngineOptions& options) {
+  auto graph = lower_schedule(schedule);
+  if (!graph.ok()) return graph.diagnostics();
+  return simulate(schedule, graph.value(), gpu, options);
+}
+
+Result<SimulationResult> simulate(const Schedule& schedule, const ScheduleGraph& graph,
+                                  const GpuSpec& gpu, const EngineOptions& options) {
   SimulationResult out;
-  Diagnostics d = check_roles_and_buffers(schedule, out.timing_slots);
-  if (d.has_errors()) return d;
+  out.timing_slots = graph.max_slots;
   auto cost = CostModel::make(gpu, schedule.meta, options);
   if (!cost.ok()) return cost.diagnostics();
-  auto program = sim::compile(schedule, cost.value(), out.timing_slots);
+  auto program = sim::compile(schedule, graph, cost.value());
   if (!program.ok()) return program.diagnostics();
   auto loop = sim::run_event_loop(schedule, program.value());
   if (!loop.ok()) return loop.diagnostics();

@@ -1,13 +1,15 @@
 // Reader of schedule JSON (schedule_io.h). Layers as style.md §4.4: syntax (json::parse, with line
 // and column), header (format and version; a wrong one stops reading, since nothing after it can be
-// trusted), schema (types, enum names with "did you mean", unknown keys), references (buffer, slot,
-// dep, param and layer indices; rank roles covering 0..world-1 exactly once), then the IR's own
-// validate_schedule. Every problem is collected; no exception leaves this file.
+// trusted), schema (types, ranges, enum names with "did you mean", unknown keys; param and layer
+// indices against the model when one is given), then the IR's own rules through lower_schedule
+// (schedule_graph.h: references, rank roles covering 0..world-1 exactly once, collectives,
+// lifetimes), the one check every consumer shares. No exception leaves this file.
 #include <algorithm>
 #include <limits>
 
 #include "base/json_reader.h"
 #include "zerosim/collective_model.h"
+#include "zerosim/schedule_graph.h"
 #include "zerosim/schedule_io.h"
 
 namespace zerosim {
@@ -82,12 +84,6 @@ void check_index(JsonReader& r, std::string_view key, std::uint64_t value, std::
             key);
 }
 
-std::size_t error_count(const Diagnostics& d) {
-  std::size_t n = 0;
-  for (const auto& item : d.items()) n += item.severity == Severity::Error;
-  return n;
-}
-
 class ScheduleReader {
  public:
   ScheduleReader(const ModelDesc* model, Diagnostics& d) : model_(model), d_(d) {}
@@ -100,16 +96,13 @@ class ScheduleReader {
   void read_meta(JsonReader& m);
   void read_buffer(JsonReader& r, Buffer& b);
   void read_role(JsonReader& r, RankRole& role);
-  void read_op(JsonReader& r, std::uint32_t index, Op& o);
-  void read_op_refs(JsonReader& r, std::uint32_t index, Op& o);
-  void check_op_kind(JsonReader& r, const Op& o);
-  void check_role_cover(JsonReader& roles);
+  void read_op(JsonReader& r, Op& o);
+  void read_op_refs(JsonReader& r, Op& o);
 
   const ModelDesc* model_;
   Diagnostics& d_;
   Schedule s_;
   bool meta_ok_ = false;
-  bool dst_read_ = false;  ///< the current op's "dst" was present and in range
 };
 
 bool ScheduleReader::read_header(JsonReader& root) {
@@ -184,8 +177,6 @@ void ScheduleReader::read_buffer(JsonReader& r, Buffer& b) {
   read_enum(r, "dtype", names().dtype, b.dtype);
   read_uint(r, "numel", 0, UINT64_MAX, b.numel);
   read_uint(r, "slot", 0, kU32Max - 1, b.slot);
-  if (b.slot != kNone)
-    check_index(r, "slot", b.slot, s_.meta.slot_names.size(), "slot", "meta slot_names is empty");
   if (auto v = r.get_bool("persistent")) b.persistent = *v;
   r.reject_unknown({"name", "spec_id", "category", "pool", "dtype", "numel", "slot", "persistent"});
 }
@@ -209,76 +200,23 @@ void ScheduleReader::read_role(JsonReader& r, RankRole& role) {
         }
         auto first = (*pair)[0].as_uint(0, max_rank);
         auto last = (*pair)[1].as_uint(0, max_rank);
-        if (first && last && *first > *last)
-          range.error("expected first <= last, got [" + std::to_string(*first) + ", " +
-                      std::to_string(*last) + "]");
-        else if (first && last)
+        if (first && last)
           role.ranks.emplace_back(static_cast<std::uint32_t>(*first),
                                   static_cast<std::uint32_t>(*last));
       }
     }
   }
-  if (auto rep = r.get_uint("representative", 0, max_rank)) {
+  if (auto rep = r.get_uint("representative", 0, max_rank))
     role.representative = static_cast<std::uint32_t>(*rep);
-    bool inside = std::any_of(role.ranks.begin(), role.ranks.end(),
-                              [&](const auto& p) { return p.first <= *rep && *rep <= p.second; });
-    if (!inside && !role.ranks.empty())
-      r.error("expected a rank of this role's \"ranks\", got " + std::to_string(*rep),
-              "representative");
-  }
-  if (auto slots = r.child("slots")) {
-    if (auto items = slots->elements()) {
+  if (auto slots = r.child("slots"))
+    if (auto items = slots->elements())
       for (auto& item : *items)
         if (auto v = item.as_uint(0, UINT64_MAX)) role.slots.push_back(*v);
-      if (items->size() != s_.meta.slot_names.size())
-        slots->error("expected " + std::to_string(s_.meta.slot_names.size()) +
-                     " slot values (one per meta slot_names entry), got " +
-                     std::to_string(items->size()));
-    }
-  }
   r.reject_unknown({"ranks", "representative", "slots"});
 }
 
-// Rank ranges of all roles, sorted, must tile 0..world-1: a gap is a rank in no role, an overlap a
-// rank in two. Reported as ranges, so a bad 10,000-rank file gives a few lines, not 10,000.
-void ScheduleReader::check_role_cover(JsonReader& roles) {
-  if (!meta_ok_) return;
-  struct Range {
-    std::uint32_t first, last, role;
-  };
-  std::vector<Range> all;
-  for (std::uint32_t i = 0; i < s_.roles.size(); ++i)
-    for (const auto& [f, l] : s_.roles[i].ranks) all.push_back({f, l, i});
-  std::sort(all.begin(), all.end(), [](const Range& a, const Range& b) {
-    return a.first != b.first ? a.first < b.first : a.role < b.role;
-  });
-  auto span = [](std::uint64_t a, std::uint64_t b) {
-    return a == b ? "rank " + std::to_string(a)
-                  : "ranks " + std::to_string(a) + ".." + std::to_string(b);
-  };
-  std::uint64_t next = 0;  // first rank not yet covered
-  std::uint32_t prev_role = 0;
-  for (const auto& r : all) {
-    if (r.first > next)
-      roles.error("expected every rank 0.." + std::to_string(s_.meta.world - 1) +
-                  " in exactly one role, got " + span(next, r.first - 1) + " in no role");
-    else if (r.first < next)
-      roles.error("expected every rank in exactly one role, got " +
-                  span(r.first, std::min<std::uint64_t>(r.last, next - 1)) + " in roles " +
-                  std::to_string(prev_role) + " and " + std::to_string(r.role));
-    if (r.last + std::uint64_t{1} > next) {
-      next = r.last + std::uint64_t{1};
-      prev_role = r.role;
-    }
-  }
-  if (next < s_.meta.world)
-    roles.error("expected every rank 0.." + std::to_string(s_.meta.world - 1) +
-                " in exactly one role, got " + span(next, s_.meta.world - 1) + " in no role");
-}
-
-void ScheduleReader::read_op(JsonReader& r, std::uint32_t index, Op& o) {
+void ScheduleReader::read_op(JsonReader& r, Op& o) {
   if (!r.expect_object()) return;
-  const std::size_t errors_before = error_count(d_);
   if (!r.has("kind")) r.error("expected key \"kind\", got none");
   read_enum(r, "kind", names().kind, o.kind);
   read_enum(r, "stream", names().stream, o.stream);
@@ -294,9 +232,7 @@ void ScheduleReader::read_op(JsonReader& r, std::uint32_t index, Op& o) {
   read_uint(r, "out_numel", 0, UINT64_MAX, o.out_numel);
   read_enum(r, "reduce_op", names().reduce_op, o.reduce_op, 1);
   if (auto v = r.get_string("label")) o.label = *v;
-  read_op_refs(r, index, o);
-  // A kind or collective that did not read would make every kind rule misfire.
-  if (error_count(d_) == errors_before) check_op_kind(r, o);
+  read_op_refs(r, o);
   static const std::vector<std::string> keys = {
       "kind",  "stream",    "phase",      "step",      "micro_step", "buffer", "layer",
       "param", "bucket",    "flops",      "elements",  "slot",       "dtype",  "collective",
@@ -305,13 +241,9 @@ void ScheduleReader::read_op(JsonReader& r, std::uint32_t index, Op& o) {
 }
 
 // Indices into other parts of the file (or the model, when given).
-void ScheduleReader::read_op_refs(JsonReader& r, std::uint32_t index, Op& o) {
+void ScheduleReader::read_op_refs(JsonReader& r, Op& o) {
   read_uint(r, "buffer", 0, kU32Max - 1, o.buffer);
-  if (o.buffer != kNone)
-    check_index(r, "buffer", o.buffer, s_.buffers.size(), "buffer", "the file has no buffers");
   read_uint(r, "slot", 0, kU32Max - 1, o.slot);
-  if (o.slot != kNone)
-    check_index(r, "slot", o.slot, s_.meta.slot_names.size(), "slot", "meta slot_names is empty");
   read_uint(r, "layer", 0, kU32Max - 1, o.layer);
   read_uint(r, "param", 0, kU32Max - 1, o.param);
   if (model_ && o.layer != kNone)
@@ -320,54 +252,14 @@ void ScheduleReader::read_op_refs(JsonReader& r, std::uint32_t index, Op& o) {
     check_index(r, "param", o.param, model_->params.size(), "param", "the model has no params");
   const std::uint32_t world = meta_ok_ ? s_.meta.world : kMaxCollectiveRanks;
   read_uint(r, "group_size", 1, world, o.group_size);
-  auto dst = r.get_int("dst", -1, std::int64_t{world} - 1);
-  dst_read_ = dst.has_value();
-  if (dst) o.dst = static_cast<std::int32_t>(*dst);
+  if (auto dst = r.get_int("dst", -1, std::int64_t{world} - 1))
+    o.dst = static_cast<std::int32_t>(*dst);
   auto deps = r.child("deps");
   if (!deps) return;
   auto items = deps->elements();
   if (!items) return;
-  for (auto& item : *items) {
-    auto dep = item.as_uint(0, UINT64_MAX);
-    if (!dep) continue;
-    if (*dep >= index)
-      item.error(index == 0 ? "expected no deps (op 0 is the first op), got " + std::to_string(*dep)
-                            : "expected an earlier op index 0.." + std::to_string(index - 1) +
-                                  ", got " + std::to_string(*dep));
-    else
-      o.deps.push_back(static_cast<std::uint32_t>(*dep));
-  }
-}
-
-// What each kind needs for a consumer to execute it. A present but unreadable value was reported by
-// its getter already (dst_read_ / the enum getter), so only missing or contradictory values land
-// here.
-void ScheduleReader::check_op_kind(JsonReader& r, const Op& o) {
-  if ((o.kind == OpKind::Alloc || o.kind == OpKind::Free) && !r.has("buffer"))
-    r.error("expected a \"buffer\" index for a " + std::string(op_kind_name(o.kind)) +
-            " op, got none");
-  if (o.kind != OpKind::Collective) return;
-  const std::string name(collective_name(o.collective));
-  const bool reduces = o.collective == CollectiveKind::AllReduce ||
-                       o.collective == CollectiveKind::Reduce ||
-                       o.collective == CollectiveKind::ReduceScatter;
-  if (reduces && !r.has("reduce_op"))
-    r.error("expected \"reduce_op\" (\"sum\" or \"max\") for " + name + ", got none");
-  if (!reduces && r.has("reduce_op"))
-    r.error("expected no reduce_op for " + name + ", got " +
-                json::describe(r.child("reduce_op")->value()),
-            "reduce_op");
-  const bool rooted =
-      o.collective == CollectiveKind::Reduce || o.collective == CollectiveKind::Broadcast;
-  if (rooted && !r.has("dst"))
-    r.error("expected \"dst\" (the root rank) for " + name + ", got none");
-  else if (rooted && dst_read_ && o.dst < 0)
-    r.error("expected the root rank 0.." + std::to_string(s_.meta.world - 1) + " for " + name +
-                ", got " + std::to_string(o.dst),
-            "dst");
-  if (!rooted && r.has("dst"))
-    r.error("expected no dst for " + name + ", got " + json::describe(r.child("dst")->value()),
-            "dst");
+  for (auto& item : *items)
+    if (auto dep = item.as_uint(0, kU32Max - 1)) o.deps.push_back(static_cast<std::uint32_t>(*dep));
 }
 
 void ScheduleReader::read(JsonReader& root) {
@@ -383,19 +275,15 @@ void ScheduleReader::read(JsonReader& root) {
       for (std::size_t i = 0; i < items->size(); ++i) read_buffer((*items)[i], s_.buffers[i]);
     }
   if (auto roles = root.child("roles")) {
-    const std::size_t errors_before = error_count(d_);
     if (auto items = roles->elements()) {
       s_.roles.resize(items->size());
       for (std::size_t i = 0; i < items->size(); ++i) read_role((*items)[i], s_.roles[i]);
     }
-    // Coverage is only meaningful when every range was read.
-    if (error_count(d_) == errors_before) check_role_cover(*roles);
   }
   if (auto ops = root.child("ops"))
     if (auto items = ops->elements()) {
       s_.ops.resize(items->size());
-      for (std::size_t i = 0; i < items->size(); ++i)
-        read_op((*items)[i], static_cast<std::uint32_t>(i), s_.ops[i]);
+      for (std::size_t i = 0; i < items->size(); ++i) read_op((*items)[i], s_.ops[i]);
     }
   root.reject_unknown(keys);
 }
@@ -412,8 +300,10 @@ Result<Schedule> read_schedule_json(const std::string& text, const std::string& 
   reader.read(root);
   if (d.has_errors()) return Result<Schedule>(d);
   Schedule s = reader.take();
-  d.append(validate_schedule(s, source));
-  if (d.has_errors()) return Result<Schedule>(d);
+  // The IR's own rules (references, roles covering the ranks, collectives, lifetimes): the same
+  // lowering every consumer runs, so a file and a builder are held to one standard.
+  auto graph = lower_schedule(s, source);
+  if (!graph.ok()) return Result<Schedule>(graph.diagnostics());
   return Result<Schedule>(std::move(s), d);
 }
 

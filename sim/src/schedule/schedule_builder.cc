@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "schedule/builders.h"
+#include "zerosim/schedule_graph.h"
 
 namespace zerosim {
 
@@ -129,8 +130,8 @@ Result<Schedule> build_schedule(const ScheduleInput& in) {
   }();
   if (!built.ok()) return built;
   // A schedule that fails its own consistency check is a builder bug: report it, never hand it on.
-  Diagnostics v = validate_schedule(built.value(), "schedule (internal error)");
-  if (v.has_errors()) return v;
+  auto lowered = lower_schedule(built.value(), "schedule (internal error)");
+  if (!lowered.ok()) return lowered.diagnostics();
   return built;
 }
 
