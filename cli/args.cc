@@ -21,6 +21,7 @@ Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
   Diagnostics d;
   const std::string src = "zerosim " + command;
   std::vector<std::string> names;
+  names.reserve(specs.size());
   for (const auto& s : specs) names.push_back(s.name);
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];

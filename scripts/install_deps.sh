@@ -3,7 +3,7 @@
 # Safe to run repeatedly; waits up to 10 minutes for another apt/dpkg to release its lock.
 set -euo pipefail
 
-packages=(cmake g++ make libgtest-dev libbenchmark-dev nlohmann-json3-dev clang-format)
+packages=(cmake g++ make libgtest-dev libbenchmark-dev nlohmann-json3-dev clang-format clang-tidy)
 
 missing=()
 for p in "${packages[@]}"; do

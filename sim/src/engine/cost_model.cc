@@ -135,7 +135,7 @@ bool CostModel::try_cost(const Op& op, Elements elements, OpCost& c) const {
     case OpKind::Collective: {
       auto r = collective(op);
       if (!r.ok()) return false;
-      c = std::move(r.value());
+      c = r.value();
       return true;
     }
     default:

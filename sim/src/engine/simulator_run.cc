@@ -49,6 +49,8 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
       capacity == 0 ? std::string("memory: no device capacity limit")
                     : "memory: device capacity " + std::to_string(capacity) +
                           " bytes; an OOM is reported and the simulation continues",
+      // One note split over two lines (not two notes):
+      // NOLINTNEXTLINE(bugprone-suspicious-missing-comma)
       "memory counts what the schedule allocates: CUDA context, NCCL buffers and fragmentation "
       "excluded",
   };

@@ -67,8 +67,8 @@ u128 stage3_traffic(const ModelDesc& m, const PartitionPlan& plan, const DsConfi
   u128 rs = ring_gather(static_cast<u128>(plan.s3_partition_numel) * n * cd, n);
   u128 per_micro = fwd + bwd + rs;
   u128 step = ring_gather(static_cast<u128>(plan.s3_persistent_gathered) * lp, n);
-  step += ring_all_reduce(8 * plan.sub_groups.size(), n);  // float64 norm per sub-group
-  if (ds.fp16) step += ring_all_reduce(1, n);              // uint8 overflow flag
+  step += ring_all_reduce(u128{8} * plan.sub_groups.size(), n);  // float64 norm per sub-group
+  if (ds.fp16) step += ring_all_reduce(1, n);                    // uint8 overflow flag
   return per_micro * ds.grad_accum_steps + step;
 }
 
@@ -83,7 +83,7 @@ u128 stage12_traffic(const ModelDesc& m, const PartitionPlan& plan, const DsConf
   u128 total = reduce * (stage2 ? ds.grad_accum_steps : 1);
   const bool overflow_check = ds.fp16 || (ds.bf16 && ds.bf16_check_grad_overflow);
   if (overflow_check) total += ring_all_reduce(1, n);
-  total += ring_all_reduce(4 * plan.groups.size(), n);  // fp32 norm per group
+  total += ring_all_reduce(u128{4} * plan.groups.size(), n);  // fp32 norm per group
   total += ring_gather(static_cast<u128>(plan.aligned_numel()) * lp, n);
   return total;
 }

@@ -67,7 +67,7 @@ void write_aligned(const std::vector<Cells>& rows, std::ostream& out) {
   for (const auto& r : rows) {
     std::string line;
     for (std::size_t i = 0; i < r.size(); ++i) {
-      std::string cell = r[i];
+      const std::string& cell = r[i];
       bool left = i < 2;  // text columns left-aligned, numbers right-aligned
       std::string pad(w[i] - cell.size(), ' ');
       line += (left ? cell + pad : pad + cell) + (i + 1 < r.size() ? "  " : "");
@@ -120,7 +120,7 @@ void write_breakdown(const PlanResult& p, std::ostream& out, const std::string& 
 }
 
 void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markdown) {
-  const std::string pre = markdown ? "" : "";
+  const std::string pre;  // no prefix in either form
   write_header(p, out, pre);
   out << "\n";
   std::vector<Cells> rows = {kHeader};

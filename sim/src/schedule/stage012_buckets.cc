@@ -182,6 +182,7 @@ const std::vector<PlannedReduction>& owner_reductions(Ctx& c, IpgPass& pass, std
   };
   if (c.multi_rank) {
     std::vector<Elements> sizes;
+    sizes.reserve(slices.size());
     for (const auto& sl : slices) sizes.push_back(sl.length);
     add_chunks(sizes, -1);
     return out;

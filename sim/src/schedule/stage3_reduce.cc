@@ -188,7 +188,8 @@ void Reducer::partition_grads(const std::vector<std::uint32_t>& sorted, Elements
       o.buffer = cx_.grad_partitions;
       o.elements = cx_.c(p);
       o.dtype = ga;
-      o.label = what + " " + name;
+      o.label = what;
+      o.label.append(" ").append(name);
       return reduce_op(std::move(o));
     };
     if (cx_.micro > 0) {
