@@ -233,7 +233,13 @@ class Reducer {
   void reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements sum_c);
   void all_reduce(Elements e);
   void partition_grads(const std::vector<std::uint32_t>& sorted, Elements sum_c);
-  std::uint32_t reduce_op(Op o);
+  /// Ops on the reduce stream, tagged with the current flush; each becomes last_reduce_op_.
+  std::uint32_t on_reduce_stream(std::uint32_t op);
+  std::uint32_t alloc(std::uint32_t buffer);
+  std::uint32_t free(std::uint32_t buffer);
+  std::uint32_t copy(OpKind kind, Elements elements, DType dt, std::uint32_t buffer,
+                     std::string label, std::uint32_t param = kNone,
+                     std::vector<std::uint32_t> deps = {});
 
   Context& cx_;
   std::vector<Entry> bucket_;
