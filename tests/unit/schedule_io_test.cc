@@ -34,7 +34,6 @@ Op collective(CollectiveKind k, Elements numel, Elements out, DType dt, ReduceOp
   o.out_numel = out;
   o.dtype = dt;
   o.reduce_op = r;
-  o.group_size = 2;
   return o;
 }
 
@@ -48,6 +47,7 @@ Schedule two_rank_schedule() {
   s.meta.gpus_per_node = 2;
   s.meta.slot_names = {"grads_in_partition"};
   s.meta.notes = {"hand-built for schedule_io_test"};
+  s.comms = {{0, 2, 1}};
   s.buffers = {
       {"flat_lp", "B1", BufferCategory::Param16, MemoryPool::Device, DType::Float16, 16, kNone,
        true},
@@ -66,7 +66,7 @@ Schedule two_rank_schedule() {
   ops.push_back(a);  // 1
   Op bc =
       collective(CollectiveKind::Broadcast, 16, 16, DType::Float16, ReduceOp::None, Phase::Init);
-  bc.dst = 0;
+  bc.root = 0;
   bc.label = "broadcast model";
   ops.push_back(bc);  // 2
   Op fwd = make_op(OpKind::Forward, Phase::Forward);
@@ -111,7 +111,7 @@ Schedule two_rank_schedule() {
   ops.push_back(
       collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Phase::Step));
   Op rd = collective(CollectiveKind::Reduce, 8, 8, DType::Float32, ReduceOp::Sum, Phase::Step);
-  rd.dst = 1;
+  rd.root = 1;
   ops.push_back(rd);  // 13
   Op opt = make_op(OpKind::OptimizerStep, Phase::Step);
   opt.stream = Stream::Host;
@@ -194,6 +194,7 @@ void expect_equal(const Schedule& a, const Schedule& b) {
     EXPECT_EQ(a.roles[i].representative, b.roles[i].representative);
     EXPECT_EQ(a.roles[i].slots, b.roles[i].slots);
   }
+  EXPECT_EQ(a.comms, b.comms);
   ASSERT_EQ(a.ops.size(), b.ops.size());
   for (std::size_t i = 0; i < a.ops.size(); ++i) {
     const Op &x = a.ops[i], &y = b.ops[i];
@@ -202,9 +203,8 @@ void expect_equal(const Schedule& a, const Schedule& b) {
                 x.layer == y.layer && x.param == y.param && x.bucket == y.bucket &&
                 x.flops == y.flops && x.elements == y.elements && x.slot == y.slot &&
                 x.dtype == y.dtype && x.collective == y.collective && x.numel == y.numel &&
-                x.out_numel == y.out_numel && x.group_size == y.group_size &&
-                x.reduce_op == y.reduce_op && x.dst == y.dst && x.deps == y.deps &&
-                x.label == y.label)
+                x.out_numel == y.out_numel && x.comm == y.comm && x.reduce_op == y.reduce_op &&
+                x.root == y.root && x.deps == y.deps && x.label == y.label)
         << "op " << i;
   }
 }
@@ -231,11 +231,10 @@ TEST(ScheduleIo, OpsAreCompactAndKeysOrdered) {
   const std::string text = write(two_rank_schedule());
   EXPECT_NE(text.find("\n    {\"kind\":\"alloc\",\"phase\":\"init\",\"buffer\":0},\n"),
             std::string::npos);
-  EXPECT_NE(
-      text.find("\n    {\"kind\":\"collective\",\"stream\":\"reduce\",\"phase\":\"backward\","
-                "\"bucket\":0,\"numel\":7,\"out_numel\":7,\"group_size\":2,\"reduce_op\":\"sum\","
-                "\"deps\":[7],\"label\":\"flush 0: AR(7)\"},\n"),
-      std::string::npos)
+  EXPECT_NE(text.find("\n    {\"kind\":\"collective\",\"stream\":\"reduce\",\"phase\":\"backward\","
+                      "\"bucket\":0,\"numel\":7,\"out_numel\":7,\"reduce_op\":\"sum\","
+                      "\"deps\":[7],\"label\":\"flush 0: AR(7)\"},\n"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("\n    {\"kind\":\"forward\",\"layer\":0,\"flops\":1500000000.0,"
                       "\"label\":\"fwd layers.0\"}"),
@@ -345,8 +344,44 @@ TEST(ScheduleIoBadInput, WrongFormat) {
 
 TEST(ScheduleIoBadInput, WrongVersion) {
   const std::string text =
-      replace_once(write(two_rank_schedule()), "\"version\": 1", "\"version\": 2");
-  EXPECT_EQ(errors_of(text), "two_rank.json: /version: expected version 1, got 2\n");
+      replace_once(write(two_rank_schedule()), "\"version\": 2", "\"version\": 3");
+  EXPECT_EQ(errors_of(text), "two_rank.json: /version: expected version 2, got 3\n");
+}
+
+TEST(ScheduleIoBadInput, VersionOneIsRefusedWithTheWayOut) {
+  const std::string text =
+      replace_once(write(two_rank_schedule()), "\"version\": 2", "\"version\": 1");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /version: expected version 2, got 1: regenerate the file with "
+            "\"zerosim schedule --output\"\n");
+}
+
+TEST(ScheduleIoBadInput, CommunicatorsAreChecked) {
+  const std::string good = write(two_rank_schedule());
+  EXPECT_EQ(errors_of(replace_once(good, "  \"comms\": [\n    {\"size\":2}\n  ],\n", "")),
+            "two_rank.json: /: expected key \"comms\", got none\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "{\"size\":\"two\"}")),
+            "two_rank.json: /comms/0/size: expected an integer 1..16777216, got \"two\"\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "{\"sise\":2}")),
+            "two_rank.json: /comms/0/sise: unknown key \"sise\" (did you mean \"size\"?)\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "{\"size\":1}")),
+            "two_rank.json: /comms/0: expected the data-parallel world {first 0, size 2, stride "
+            "1}, got {first 0, size 1, stride 1}\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "{\"size\":2},{\"first\":1,\"size\":2}")),
+            "two_rank.json: /comms/1: expected size x stride (2) to divide the 1 ranks 1..1 its "
+            "groups tile, got a remainder of 1\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "{\"size\":2},{\"first\":2}")),
+            "two_rank.json: /comms/1/first: expected a first rank below the world size 2, got 2\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "")),
+            "two_rank.json: /comms: expected at least the data-parallel world {\"size\": 2} as "
+            "communicator 0, got none\n");
+}
+
+TEST(ScheduleIoBadInput, UnknownCommunicator) {
+  const std::string text = replace_once(write(two_rank_schedule()), "\"label\":\"flush 0: AR(7)\"",
+                                        "\"comm\":3,\"label\":\"flush 0: AR(7)\"");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /ops/8/comm: expected a communicator index 0..0, got 3\n");
 }
 
 TEST(ScheduleIoBadInput, TruncatedFileGivesLineAndColumn) {
@@ -427,7 +462,8 @@ TEST(ScheduleIoBadInput, RankInTwoRoles) {
 }
 
 TEST(ScheduleIoBadInput, RankInNoRole) {
-  const std::string text = replace_once(write(two_rank_schedule()), "\"world\":2", "\"world\":5");
+  std::string text = replace_once(write(two_rank_schedule()), "\"world\":2", "\"world\":5");
+  text = replace_once(text, "{\"size\":2}", "{\"size\":5}");
   EXPECT_EQ(errors_of(text),
             "two_rank.json: /roles: expected every rank 0..4 in exactly one role, got ranks 2..4 "
             "in no role\n");
@@ -463,19 +499,29 @@ TEST(ScheduleIoBadInput, UnknownKeyWithHint) {
             "two_rank.json: /ops/3/layr: unknown key \"layr\" (did you mean \"layer\"?)\n");
 }
 
-TEST(ScheduleIoBadInput, RootedCollectiveNeedsDstAndReductionNeedsOp) {
+TEST(ScheduleIoBadInput, RootedCollectiveNeedsRootAndReductionNeedsOp) {
   std::string text =
-      replace_once(write(two_rank_schedule()), ",\"reduce_op\":\"sum\",\"dst\":1", "");
+      replace_once(write(two_rank_schedule()), ",\"reduce_op\":\"sum\",\"root\":1", "");
   EXPECT_EQ(
       errors_of(text),
-      "two_rank.json: /ops/13: expected \"reduce_op\" (\"sum\" or \"max\") for reduce, got none\n"
-      "two_rank.json: /ops/13: expected \"dst\" (the root rank) for reduce, got none\n");
-  text = replace_once(write(two_rank_schedule()), "\"out_numel\":16,\"group_size\":2}",
-                      "\"out_numel\":16,\"group_size\":2,\"reduce_op\":\"sum\",\"dst\":0}");
+      "two_rank.json: /ops/13: expected \"reduce_op\" (\"sum\" or \"max\") for reduce, got "
+      "none\n"
+      "two_rank.json: /ops/13: expected \"root\" (an index in communicator 0) for reduce, got "
+      "none\n");
+  text = replace_once(write(two_rank_schedule()), "\"reduce_op\":\"sum\",\"root\":1",
+                      "\"reduce_op\":\"sum\",\"root\":2");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /ops/13/root: expected a root index 0..1 (communicator 0 has groups of "
+            "2 ranks) for reduce, got 2\n");
+  text = replace_once(write(two_rank_schedule()), "\"out_numel\":16}",
+                      "\"out_numel\":16,\"reduce_op\":\"sum\",\"root\":0}");
   EXPECT_EQ(errors_of(text),
             "two_rank.json: /ops/15/reduce_op: expected no reduce_op for all_gather_into_tensor, "
             "got \"sum\"\n"
-            "two_rank.json: /ops/15/dst: expected no dst for all_gather_into_tensor, got 0\n");
+            "two_rank.json: /ops/15/root: expected no root for all_gather_into_tensor, got 0\n");
+  text = replace_once(write(two_rank_schedule()), "\"reduce_op\":\"sum\",\"root\":1",
+                      "\"reduce_op\":\"sum\",\"dst\":1");
+  EXPECT_EQ(errors_of(text), "two_rank.json: /ops/13/dst: unknown key \"dst\"\n");
 }
 
 TEST(ScheduleIoBadInput, WrongTypesAndMissingKeys) {

@@ -27,7 +27,25 @@
 
 namespace zerosim {
 
-inline constexpr int kScheduleIrVersion = 1;
+inline constexpr int kScheduleIrVersion = 2;
+
+/// A communicator (a torch.distributed process group): disjoint groups of `size` ranks
+/// {base, base + stride, ..., base + (size - 1)·stride} tiling ranks first..world-1; rank r's index
+/// in its group is ((r - first) / stride) % size. Schedule::comms[0] is always the data-parallel
+/// world {0, world, 1}. Ranks are never listed, so a communicator is O(1) whatever the world size.
+struct CommGroup {
+  std::uint32_t first = 0;
+  std::uint32_t size = 1;
+  std::uint32_t stride = 1;
+  friend bool operator==(const CommGroup&, const CommGroup&) = default;
+  /// Rank r's index in its group. Precondition: first <= r.
+  std::uint32_t index_of(std::uint32_t r) const { return ((r - first) / stride) % size; }
+  /// The rank at index i of rank r's group. Preconditions: first <= r, i < size.
+  std::uint32_t rank_at(std::uint32_t r, std::uint32_t i) const {
+    return r - index_of(r) * stride + i * stride;
+  }
+};
+
 /// A named buffer. Its size is `numel` elements of `dtype`, or, when `slot` != kNone, the rank
 /// role's value for that slot.
 struct Buffer {
@@ -60,9 +78,9 @@ struct Op {
   CollectiveKind collective = CollectiveKind::AllReduce;
   Elements numel = 0;      ///< input elements per rank
   Elements out_numel = 0;  ///< output elements per rank (gathers/scatters; = numel otherwise)
-  std::uint32_t group_size = 1;
+  std::uint32_t comm = 0;  ///< Schedule::comms index: the communicator the collective runs on
   ReduceOp reduce_op = ReduceOp::None;
-  std::int32_t dst = -1;            ///< reduce destination / broadcast source rank (-1: none)
+  std::uint32_t root = kNone;  ///< reduce destination / broadcast source: index in the communicator
   std::vector<std::uint32_t> deps;  ///< op indices that must finish before this op starts
   std::string label;                ///< human-readable ("flush 3: AR(500000000)", "fwd layers.4")
 };
@@ -94,6 +112,7 @@ struct ScheduleMeta {
 
 struct Schedule {
   ScheduleMeta meta;
+  std::vector<CommGroup> comms;  ///< communicators; [0] is the data-parallel world
   std::vector<Buffer> buffers;
   std::vector<Op> ops;          ///< the shared program, in issue order
   std::vector<RankRole> roles;  ///< cover ranks 0..world-1 exactly once

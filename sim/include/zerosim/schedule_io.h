@@ -1,6 +1,6 @@
 // Schedule files and the collective log: the two text forms of a Schedule (schedule.h).
 //
-// Schedule JSON ("format": "zerosim-schedule", "version": 1) is what `zerosim schedule -o` writes
+// Schedule JSON ("format": "zerosim-schedule", "version": 2) is what `zerosim schedule -o` writes
 // and what the backends and `zerosim simulate --schedule` read back. Keys are written in a fixed
 // order and each buffer, role and op sits on its own line, so equal schedules give byte-identical
 // files and files diff well. Ops are compact: "kind" is always written, every other field only when

@@ -123,7 +123,7 @@ Span make_span(const Schedule& s, const Program& p, const LoopOutput& loop, std:
   return sp;
 }
 
-CommRecord make_comm(const Op& op, std::uint32_t i, const CollectiveCost& c,
+CommRecord make_comm(const Schedule& s, const Op& op, std::uint32_t i, const CollectiveCost& c,
                      const LoopOutput& loop) {
   CommRecord r;
   r.op = i;
@@ -134,7 +134,7 @@ CommRecord make_comm(const Op& op, std::uint32_t i, const CollectiveCost& c,
   r.numel = op.numel;
   r.out_numel = op.out_numel;
   r.dtype = op.dtype;
-  r.group_size = op.group_size;
+  r.group_size = s.comms[op.comm].size;
   r.bytes = c.algbw_bytes;
   r.bytes_sent = c.bytes_sent_per_rank;
   r.bytes_received = c.bytes_sent_per_rank;
@@ -190,7 +190,7 @@ Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
     t.spans.push_back(make_span(s, p, loop, i));
     if (next_call >= p.collectives.size() || p.collectives[next_call].op != i) continue;
     t.spans.back().comm = static_cast<std::uint32_t>(t.comms.size());
-    t.comms.push_back(make_comm(op, i, p.collectives[next_call++].cost, loop));
+    t.comms.push_back(make_comm(s, op, i, p.collectives[next_call++].cost, loop));
   }
   std::stable_sort(t.spans.begin(), t.spans.end(),
                    [](const Span& a, const Span& b) { return a.start_ns < b.start_ns; });

@@ -40,6 +40,7 @@ class Lowering {
   void check_roles();
   void check_role_cover();
   void check_buffers();
+  void check_comms();
   void check_op(const Op& op, std::uint32_t i);
   void check_collective(const Op& op, std::uint32_t i);
   void track_lifetime(const Op& op, std::uint32_t i);
@@ -50,6 +51,7 @@ class Lowering {
   Diagnostics d_;
   ScheduleGraph g_;
   std::vector<std::uint32_t> live_since_;  // per buffer: op of its live Alloc, or kNone
+  bool comms_ok_ = true;                   // communicator problems are reported once, at /comms
 };
 
 void Lowering::check_meta() {
@@ -162,10 +164,48 @@ void Lowering::check_buffers() {
     error("/buffers", "expected buffer sizes whose sum fits in 64 bits, got an overflow");
 }
 
+// Communicators: comms[0] is the data-parallel world; each one's groups of `size` ranks, `stride`
+// apart, tile ranks first..world-1 (so size·stride divides world - first).
+void Lowering::check_comms() {
+  const std::uint64_t world = s_.meta.world;
+  const std::size_t before = d_.items().size();
+  if (s_.comms.empty()) {
+    comms_ok_ = false;
+    error("/comms", "expected at least the data-parallel world {\"size\": " + str(world) +
+                        "} as communicator 0, got none");
+    return;
+  }
+  const CommGroup& w = s_.comms.front();
+  if (w.first != 0 || w.size != world || w.stride != 1)
+    error("/comms/0", "expected the data-parallel world {first 0, size " + str(world) +
+                          ", stride 1}, got {first " + str(w.first) + ", size " + str(w.size) +
+                          ", stride " + str(w.stride) + "}");
+  for (std::size_t c = 1; c < s_.comms.size(); ++c) {
+    const CommGroup& g = s_.comms[c];
+    const std::string ptr = "/comms/" + str(c);
+    if (g.size == 0 || g.stride == 0) {
+      error(ptr, "expected a size and a stride of at least 1, got size " + str(g.size) +
+                     ", stride " + str(g.stride));
+      continue;
+    }
+    const std::uint64_t block = std::uint64_t{g.size} * g.stride;
+    if (g.first >= world)
+      error(ptr + "/first",
+            "expected a first rank below the world size " + str(world) + ", got " + str(g.first));
+    else if ((world - g.first) % block != 0)
+      error(ptr, "expected size x stride (" + str(block) + ") to divide the " +
+                     str(world - g.first) + " ranks " + str(g.first) + ".." + str(world - 1) +
+                     " its groups tile, got a remainder of " + str((world - g.first) % block));
+  }
+  comms_ok_ = comms_ok_ && d_.items().size() == before;
+}
+
 void Lowering::check_collective(const Op& op, std::uint32_t i) {
-  if (op.group_size == 0 || op.group_size > s_.meta.world)
-    error(op_ptr(i, "/group_size"), "expected a group of 1.." + str(s_.meta.world) +
-                                        " ranks (the world size), got " + str(op.group_size));
+  const bool known = op.comm < s_.comms.size() && comms_ok_;
+  if (comms_ok_ && !known)
+    error(op_ptr(i, "/comm"),
+          index_problem("communicator", op.comm, s_.comms.size(), "the schedule has no comms"));
+  const std::uint32_t size = known ? s_.comms[op.comm].size : 0;
   const std::string name(collective_name(op.collective));
   const bool reduces = op.collective == CollectiveKind::AllReduce ||
                        op.collective == CollectiveKind::Reduce ||
@@ -178,14 +218,15 @@ void Lowering::check_collective(const Op& op, std::uint32_t i) {
                                        std::string(reduce_op_name(op.reduce_op)) + "\"");
   const bool rooted =
       op.collective == CollectiveKind::Reduce || op.collective == CollectiveKind::Broadcast;
-  if (rooted && op.dst == -1)
-    error(op_ptr(i), "expected \"dst\" (the root rank) for " + name + ", got none");
-  else if (rooted && (op.dst < 0 || static_cast<std::uint64_t>(op.dst) >= op.group_size))
-    error(op_ptr(i, "/dst"), "expected a root rank in 0.." +
-                                 str(op.group_size == 0 ? 0 : op.group_size - 1) + " for " + name +
-                                 ", got " + std::to_string(op.dst));
-  if (!rooted && op.dst != -1)
-    error(op_ptr(i, "/dst"), "expected no dst for " + name + ", got " + std::to_string(op.dst));
+  if (rooted && op.root == kNone && comms_ok_)
+    error(op_ptr(i), "expected \"root\" (an index in communicator " + str(op.comm) + ") for " +
+                         name + ", got none");
+  else if (rooted && known && op.root >= size)
+    error(op_ptr(i, "/root"), "expected a root index 0.." + str(size == 0 ? 0 : size - 1) +
+                                  " (communicator " + str(op.comm) + " has groups of " + str(size) +
+                                  " ranks) for " + name + ", got " + str(op.root));
+  if (!rooted && op.root != kNone)
+    error(op_ptr(i, "/root"), "expected no root for " + name + ", got " + str(op.root));
 }
 
 // The slow path: op i broke a rule; say which.
@@ -245,6 +286,7 @@ Result<ScheduleGraph> Lowering::run() {
   if (d_.has_errors()) return d_;
   check_roles();
   check_buffers();
+  check_comms();
   const auto n = static_cast<std::uint32_t>(s_.ops.size());
   const std::size_t n_buffers = s_.buffers.size(), n_slots = s_.meta.slot_names.size();
   g_.op_count = n;
@@ -274,10 +316,8 @@ Result<ScheduleGraph> Lowering::run() {
                            op.collective == CollectiveKind::ReduceScatter;
       const bool rooted =
           op.collective == CollectiveKind::Reduce || op.collective == CollectiveKind::Broadcast;
-      ok = op.group_size >= 1 && op.group_size <= s_.meta.world &&
-           reduces == (op.reduce_op != ReduceOp::None) &&
-           (rooted ? op.dst >= 0 && static_cast<std::uint32_t>(op.dst) < op.group_size
-                   : op.dst == -1);
+      ok = op.comm < s_.comms.size() && reduces == (op.reduce_op != ReduceOp::None) &&
+           (rooted ? op.root < s_.comms[op.comm].size : op.root == kNone);
     }
     if (!ok) {
       check_op(op, i);
@@ -315,7 +355,7 @@ std::size_t vec_bytes(const std::vector<T>& v) {
 
 }  // namespace
 
-std::uint32_t communicator_of(const Op& op) { return op.group_size; }
+std::uint32_t communicator_of(const Op& op) { return op.comm; }
 
 std::size_t ScheduleGraph::footprint_bytes() const {
   std::size_t n = sizeof(*this) + vec_bytes(dep_offsets) + vec_bytes(deps) + vec_bytes(gate) +

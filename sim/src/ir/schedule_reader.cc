@@ -95,6 +95,7 @@ class ScheduleReader {
   bool read_header(JsonReader& root);
   void read_meta(JsonReader& m);
   void read_buffer(JsonReader& r, Buffer& b);
+  void read_comm(JsonReader& r, CommGroup& c);
   void read_role(JsonReader& r, RankRole& role);
   void read_op(JsonReader& r, Op& o);
   void read_op_refs(JsonReader& r, Op& o);
@@ -124,8 +125,11 @@ bool ScheduleReader::read_header(JsonReader& root) {
   }
   const auto& v = version->value();
   if (!v.is_number_integer() || v.get<std::int64_t>() != kScheduleIrVersion) {
+    // Version 1 (no communicators, no tensor table, no operands) is refused, not upgraded.
+    const bool v1 = v.is_number_integer() && v.get<std::int64_t>() == 1;
     version->error("expected version " + std::to_string(kScheduleIrVersion) + ", got " +
-                   json::describe(v));
+                   json::describe(v) +
+                   (v1 ? ": regenerate the file with \"zerosim schedule --output\"" : ""));
     return false;
   }
   return true;
@@ -181,6 +185,15 @@ void ScheduleReader::read_buffer(JsonReader& r, Buffer& b) {
   r.reject_unknown({"name", "spec_id", "category", "pool", "dtype", "numel", "slot", "persistent"});
 }
 
+// The tiling rule and comms[0] = the world are lower_schedule's (schedule_graph.h).
+void ScheduleReader::read_comm(JsonReader& r, CommGroup& c) {
+  if (!r.expect_object()) return;
+  read_uint(r, "first", 0, kMaxCollectiveRanks - 1, c.first);
+  read_uint(r, "size", 1, kMaxCollectiveRanks, c.size);
+  read_uint(r, "stride", 1, kMaxCollectiveRanks, c.stride);
+  r.reject_unknown({"first", "size", "stride"});
+}
+
 void ScheduleReader::read_role(JsonReader& r, RankRole& role) {
   if (!r.expect_object()) return;
   for (const char* k : {"ranks", "representative", "slots"})
@@ -234,9 +247,9 @@ void ScheduleReader::read_op(JsonReader& r, Op& o) {
   if (auto v = r.get_string("label")) o.label = *v;
   read_op_refs(r, o);
   static const std::vector<std::string> keys = {
-      "kind",  "stream",    "phase",      "step",      "micro_step", "buffer", "layer",
-      "param", "bucket",    "flops",      "elements",  "slot",       "dtype",  "collective",
-      "numel", "out_numel", "group_size", "reduce_op", "dst",        "deps",   "label"};
+      "kind",  "stream",    "phase", "step",      "micro_step", "buffer", "layer",
+      "param", "bucket",    "flops", "elements",  "slot",       "dtype",  "collective",
+      "numel", "out_numel", "comm",  "reduce_op", "root",       "deps",   "label"};
   r.reject_unknown(keys);
 }
 
@@ -250,10 +263,8 @@ void ScheduleReader::read_op_refs(JsonReader& r, Op& o) {
     check_index(r, "layer", o.layer, model_->layers.size(), "layer", "the model has no layers");
   if (model_ && o.param != kNone)
     check_index(r, "param", o.param, model_->params.size(), "param", "the model has no params");
-  const std::uint32_t world = meta_ok_ ? s_.meta.world : kMaxCollectiveRanks;
-  read_uint(r, "group_size", 1, world, o.group_size);
-  if (auto dst = r.get_int("dst", -1, std::int64_t{world} - 1))
-    o.dst = static_cast<std::int32_t>(*dst);
+  read_uint(r, "comm", 0, kU32Max - 1, o.comm);
+  read_uint(r, "root", 0, kU32Max - 1, o.root);
   auto deps = r.child("deps");
   if (!deps) return;
   auto items = deps->elements();
@@ -264,11 +275,16 @@ void ScheduleReader::read_op_refs(JsonReader& r, Op& o) {
 
 void ScheduleReader::read(JsonReader& root) {
   if (!root.expect_object() || !read_header(root)) return;
-  static const std::vector<std::string> keys = {"format",  "version", "meta",
+  static const std::vector<std::string> keys = {"format",  "version", "meta", "comms",
                                                 "buffers", "roles",   "ops"};
-  for (const char* k : {"meta", "buffers", "roles", "ops"})
+  for (const char* k : {"meta", "comms", "buffers", "roles", "ops"})
     if (!root.has(k)) root.error(std::string("expected key \"") + k + "\", got none");
   if (auto meta = root.child("meta")) read_meta(*meta);
+  if (auto comms = root.child("comms"))
+    if (auto items = comms->elements()) {
+      s_.comms.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i) read_comm((*items)[i], s_.comms[i]);
+    }
   if (auto buffers = root.child("buffers"))
     if (auto items = buffers->elements()) {
       s_.buffers.resize(items->size());

@@ -50,6 +50,15 @@ ojson buffer_json(const Buffer& b) {
   return j;
 }
 
+ojson comm_json(const CommGroup& c) {
+  const CommGroup d;
+  ojson j = ojson::object();
+  if (c.first != d.first) j["first"] = c.first;
+  if (c.size != d.size) j["size"] = c.size;
+  if (c.stride != d.stride) j["stride"] = c.stride;
+  return j;
+}
+
 ojson role_json(const RankRole& r) {
   ojson j;
   ojson ranges = ojson::array();
@@ -80,9 +89,9 @@ ojson op_json(const Op& o) {
   if (o.collective != d.collective) j["collective"] = str(collective_name(o.collective));
   if (o.numel != d.numel) j["numel"] = o.numel;
   if (o.out_numel != d.out_numel) j["out_numel"] = o.out_numel;
-  if (o.group_size != d.group_size) j["group_size"] = o.group_size;
+  if (o.comm != d.comm) j["comm"] = o.comm;
   if (o.reduce_op != d.reduce_op) j["reduce_op"] = str(reduce_op_name(o.reduce_op));
-  if (o.dst != d.dst) j["dst"] = o.dst;
+  if (o.root != d.root) j["root"] = o.root;
   if (o.deps != d.deps) j["deps"] = o.deps;
   if (o.label != d.label) j["label"] = o.label;
   return j;
@@ -105,6 +114,7 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
   out << "  \"format\": " << ojson(kScheduleFormat).dump() << ",\n";
   out << "  \"version\": " << kScheduleIrVersion << ",\n";
   out << "  \"meta\": " << meta_json(s.meta).dump() << ",\n";
+  write_array(out, "comms", s.comms, comm_json, false);
   write_array(out, "buffers", s.buffers, buffer_json, false);
   write_array(out, "roles", s.roles, role_json, false);
   write_array(out, "ops", s.ops, op_json, true);

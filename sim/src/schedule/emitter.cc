@@ -24,7 +24,7 @@ std::string short_name(CollectiveKind k) {
 }
 
 std::string collective_label(const std::string& what, CollectiveKind k, Elements numel,
-                             Elements out_numel, std::int32_t root) {
+                             Elements out_numel, std::uint32_t root) {
   std::string label = what + ": " + short_name(k) + "(";
   if (k == CollectiveKind::Reduce) label += std::to_string(root) + ",";
   label += std::to_string(k == CollectiveKind::AllGather ? out_numel : numel);
@@ -33,7 +33,14 @@ std::string collective_label(const std::string& what, CollectiveKind k, Elements
   return label;
 }
 
-Emitter::Emitter(Schedule& s) : s_(s) {}
+Emitter::Emitter(Schedule& s, std::uint32_t world) : s_(s) { s_.comms.assign(1, {0, world, 1}); }
+
+std::uint32_t Emitter::comm(CommGroup g) {
+  for (std::size_t i = 0; i < s_.comms.size(); ++i)
+    if (s_.comms[i] == g) return static_cast<std::uint32_t>(i);
+  s_.comms.push_back(g);
+  return static_cast<std::uint32_t>(s_.comms.size() - 1);
+}
 
 std::uint32_t Emitter::buffer(Buffer b) {
   s_.buffers.push_back(std::move(b));
@@ -154,8 +161,8 @@ std::uint32_t Emitter::collective(CollectiveSpec c) {
   o.dtype = c.dtype;
   o.reduce_op = c.op;
   o.stream = c.stream;
-  o.dst = c.root;
-  o.group_size = s_.meta.world;
+  o.root = c.root;
+  o.comm = c.comm;
   o.bucket = c.flush;
   o.buffer = c.buffer;
   o.deps = std::move(c.deps);

@@ -18,14 +18,15 @@
 
 namespace zerosim::schedule {
 
-/// A Collective over the data-parallel world.
+/// A Collective over communicator `comm` (Schedule::comms; 0 is the data-parallel world).
 struct CollectiveSpec {
   CollectiveKind kind = CollectiveKind::AllReduce;
   DType dtype = DType::Float16;
   Elements numel = 0;      ///< input elements per rank
   Elements out_numel = 0;  ///< output elements per rank (= numel unless gather/scatter)
   ReduceOp op = ReduceOp::None;
-  std::int32_t root = -1;        ///< reduce root / broadcast source rank (-1: none)
+  std::uint32_t root = kNone;    ///< reduce root / broadcast source: index in the communicator
+  std::uint32_t comm = 0;        ///< Schedule::comms index
   std::uint32_t flush = kNone;   ///< flush sequence number (Op::bucket)
   std::uint32_t buffer = kNone;  ///< the buffer reduced or gathered
   Stream stream = Stream::Compute;
@@ -81,14 +82,17 @@ std::string short_name(CollectiveKind k);
 /// The stage 0/1/2 collective label: "<what>: AR(numel)", "<what>: RD(root,numel)",
 /// "<what>: AG(out,in)".
 std::string collective_label(const std::string& what, CollectiveKind k, Elements numel,
-                             Elements out_numel, std::int32_t root = -1);
+                             Elements out_numel, std::uint32_t root = kNone);
 
 /// Appends buffers and ops, keeping the phase/step/micro-step context so builders stay short.
 class Emitter {
  public:
-  explicit Emitter(Schedule& s);
+  /// Starts the schedule's communicators with the data-parallel world of `world` ranks.
+  Emitter(Schedule& s, std::uint32_t world);
 
   std::uint32_t buffer(Buffer b);
+  /// Interns a communicator (equal groups, equal index); returns its Schedule::comms index.
+  std::uint32_t comm(CommGroup g);
   /// A temporary buffer named "<name> (<numel> x <dtype>)", one per distinct name/size/dtype.
   std::uint32_t temp(const std::string& name, Elements numel, DType dt,
                      BufferCategory c = BufferCategory::Temp, const std::string& spec_id = "T5");

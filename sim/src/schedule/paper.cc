@@ -39,7 +39,8 @@ Buffer paper_buffer(std::string name, BufferCategory cat, DType dt, Elements num
 
 class PaperBuilder {
  public:
-  PaperBuilder(const ScheduleInput& in, Schedule& s) : in_(in), m_(*in.model), e_(s) {
+  PaperBuilder(const ScheduleInput& in, Schedule& s)
+      : in_(in), m_(*in.model), e_(s, in.plan->world) {
     stage_ = in.ds->zero.stage;
     w_ = in.plan->world;
     lp_ = in.ds->lp_dtype();

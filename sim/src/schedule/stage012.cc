@@ -352,7 +352,7 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
     return fail<Schedule>("schedule", "/zero_optimization/reduce_bucket_size",
                           "expected at least 1 element, got 0");
   Schedule s;
-  Emitter e(s);
+  Emitter e(s, in.plan->world);
   s12::Ctx c(in, e);
   s12::fill_meta(c, s);
   s12::create_shared_buffers(c);

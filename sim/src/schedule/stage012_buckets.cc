@@ -139,23 +139,24 @@ namespace {
 
 std::uint32_t flush_collective(Ctx& c, CollectiveKind k, Elements numel, Stream st,
                                const std::string& tag, std::uint32_t seq, std::uint32_t buffer,
-                               std::int32_t dst = -1) {
+                               std::uint32_t root = kNone) {
   return c.e.collective({.kind = k,
                          .dtype = c.cd,
                          .numel = numel,
                          .out_numel = numel,
                          .op = ReduceOp::Sum,
-                         .root = dst,
+                         .root = root,
                          .flush = seq,
                          .buffer = buffer,
                          .stream = st,
-                         .label = collective_label(tag, k, numel, numel, dst)});
+                         .label = collective_label(tag, k, numel, numel, root)});
 }
 
 // One reduction of `total` elements gathered from `pieces` slices: flattened into a temporary
 // (cast to CD) unless it is one slice already in CD.
 void reduce_chunk(Ctx& c, CollectiveKind k, Elements total, std::size_t pieces, Stream st,
-                  const std::string& tag, std::uint32_t seq, std::uint32_t src, std::int32_t dst) {
+                  const std::string& tag, std::uint32_t seq, std::uint32_t src,
+                  std::uint32_t root) {
   const bool flatten = pieces > 1 || c.cd != c.lp;
   std::uint32_t tmp = kNone;
   if (flatten) {
@@ -167,7 +168,7 @@ void reduce_chunk(Ctx& c, CollectiveKind k, Elements total, std::size_t pieces, 
               .buffer = tmp,
               .label = tag + ": flatten"});
   }
-  flush_collective(c, k, total, st, tag, seq, flatten ? tmp : src, dst);
+  flush_collective(c, k, total, st, tag, seq, flatten ? tmp : src, root);
   if (flatten) c.e.free(tmp, st);
 }
 
@@ -182,18 +183,18 @@ const std::vector<PlannedReduction>& owner_reductions(Ctx& c, IpgPass& pass, std
   if (pass.reductions_ready[f]) return out;
   pass.reductions_ready[f] = true;
   const auto slices = owner_slices(c.plan, c.m, pass.flushes[f].params);
-  auto add_chunks = [&](const std::vector<Elements>& sizes, std::int32_t dst) {
+  auto add_chunks = [&](const std::vector<Elements>& sizes, std::uint32_t root) {
     for (const auto& [b, e] : chunk_gt(sizes, c.r)) {
       Elements total = 0;
       for (std::size_t i = b; i < e; ++i) total += sizes[i];
-      out.push_back({total, e - b, dst});
+      out.push_back({total, e - b, root});
     }
   };
   if (c.multi_rank) {
     std::vector<Elements> sizes;
     sizes.reserve(slices.size());
     for (const auto& sl : slices) sizes.push_back(sl.length);
-    add_chunks(sizes, -1);
+    add_chunks(sizes, kNone);
     return out;
   }
   std::vector<std::uint32_t> owner_order;
@@ -203,7 +204,7 @@ const std::vector<PlannedReduction>& owner_reductions(Ctx& c, IpgPass& pass, std
     if (fresh) owner_order.push_back(sl.owner);
     it->second.push_back(sl.length);
   }
-  for (std::uint32_t k : owner_order) add_chunks(by_owner[k], static_cast<std::int32_t>(k));
+  for (std::uint32_t k : owner_order) add_chunks(by_owner[k], k);
   return out;
 }
 
@@ -218,14 +219,14 @@ void reduce_contiguous(Ctx& c, IpgPass& pass, std::uint32_t f, Stream st, const 
     return;
   }
   if (!c.reduce_scatter) {  // in place, post-scaled; a CD copy only when CD != LP
-    reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, 1, st, tag, seq, src, -1);
+    reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, 1, st, tag, seq, src, kNone);
     return;
   }
   for (const PlannedReduction& red : owner_reductions(c, pass, f)) {
-    const bool to_owner = red.dst >= 0;
+    const bool to_owner = red.root != kNone;
     if (to_owner && c.overlap) c.e.sync(tag + ": synchronize before reduce");
     reduce_chunk(c, to_owner ? CollectiveKind::Reduce : CollectiveKind::AllReduce, red.total,
-                 red.pieces, st, tag, seq, src, red.dst);
+                 red.pieces, st, tag, seq, src, red.root);
   }
 }
 
@@ -236,7 +237,7 @@ void reduce_fallback(Ctx& c, const PlannedFlush& fl, Stream st, const std::strin
   if (fl.params.empty()) return;
   if (c.overlap) c.e.sync(tag + ": synchronize before all_reduce");
   reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, fl.params.size(), st, tag, seq, kNone,
-               -1);
+               kNone);
 }
 
 void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, std::uint32_t micro,

@@ -91,11 +91,12 @@ struct PlannedInsert {
 };
 
 /// One reduction of a flush with reduce_scatter: `total` elements gathered from `pieces` owner
-/// slices, all-reduced (dst = -1) or reduced to rank `dst`.
+/// slices, all-reduced (root kNone) or reduced to rank `root` (its index in the world
+/// communicator).
 struct PlannedReduction {
   Elements total = 0;
   std::size_t pieces = 0;
-  std::int32_t dst = -1;
+  std::uint32_t root = kNone;
 };
 
 /// One backward's (or boundary pass's) bucket history. The last flush is the epilogue's (possibly

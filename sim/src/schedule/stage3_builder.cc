@@ -58,7 +58,7 @@ std::uint32_t named_buffer(Emitter& e, std::string name, BufferCategory cat, DTy
 }  // namespace
 
 Context::Context(Schedule& s, const ScheduleInput& in, const Walk& w)
-    : e(s),
+    : e(s, in.plan->world),
       m(*in.model),
       plan(*in.plan),
       ds(*in.ds),
@@ -118,13 +118,13 @@ bool Context::sg_on_cpu(std::size_t sg) const {
 
 std::uint32_t Context::collective(CollectiveKind k, Elements numel, Elements out, DType dt,
                                   ReduceOp r, Stream st, std::string label,
-                                  std::vector<std::uint32_t> deps, std::int32_t dst) {
+                                  std::vector<std::uint32_t> deps, std::uint32_t root) {
   return e.collective({.kind = k,
                        .dtype = dt,
                        .numel = numel,
                        .out_numel = out,
                        .op = r,
-                       .root = dst,
+                       .root = root,
                        .stream = st,
                        .deps = std::move(deps),
                        .label = std::move(label)});

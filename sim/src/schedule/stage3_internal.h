@@ -148,7 +148,7 @@ struct Context {
   /// A Collective op over the data-parallel group, with deps.
   std::uint32_t collective(CollectiveKind k, Elements numel, Elements out, DType dt, ReduceOp r,
                            Stream st, std::string label, std::vector<std::uint32_t> deps = {},
-                           std::int32_t dst = -1);
+                           std::uint32_t root = kNone);
   /// A copy-like op (Copy, HostToDevice, DeviceToHost, OptimizerStep, WriteBack).
   std::uint32_t data_op(OpKind k, Stream st, Elements elements, DType dt, std::uint32_t buffer,
                         std::string label, std::vector<std::uint32_t> deps = {});
