@@ -23,6 +23,7 @@
 
 #include "zerosim/diagnostic.h"
 #include "zerosim/ir_types.h"
+#include "zerosim/partition_plan.h"
 #include "zerosim/units.h"
 
 namespace zerosim {
@@ -85,6 +86,54 @@ struct Op {
   std::string label;                ///< human-readable ("flush 3: AR(500000000)", "fwd layers.4")
 };
 
+/// One model parameter; tensors[i] is model param i (DeepSpeed's ds_id order), what an op's `param`
+/// names.
+struct TensorInfo {
+  std::string name;
+  std::vector<std::uint64_t> shape;  ///< torch shape; empty for a scalar
+  Elements numel = 0;
+  DType dtype = DType::Float16;  ///< the 16-bit (LP) dtype the model is trained in
+  bool trainable = true;         ///< requires_grad
+  std::uint32_t grad = kNone;    ///< its gradient buffer (autograd's p.grad); kNone: none
+  // Where the partition plan puts it (Schedule::layout; PartitionPlan's fields of the same name).
+  std::uint32_t group = kNone;      ///< param group; kNone: frozen or in no group
+  Elements flat_offset = 0;         ///< stage 0-2: start in its group's flat buffer
+  std::uint32_t sub_group = kNone;  ///< stage 3: optimizer sub-group; kNone: none
+  bool persistent = false;          ///< stage 3: stays gathered (persistence thresholds)
+};
+
+/// One param group's flat layout (stage 0-2: PartitionPlan::groups; stage 3: only `params`).
+struct GroupLayout {
+  std::vector<std::uint32_t> params;      ///< tensor indices, the group's original order
+  std::vector<std::uint32_t> flat_order;  ///< stage 0-2: flat-buffer order (round robin applied)
+  Elements numel = 0;                     ///< P_g
+  Elements padding = 0;                   ///< pad_g (to a multiple of 2W)
+  Elements aligned = 0;                   ///< Pal_g = P_g + pad_g
+  Elements partition = 0;                 ///< S_g = Pal_g / W
+};
+
+/// A stage 3 optimizer sub-group (PartitionPlan::sub_groups).
+struct SubGroupLayout {
+  std::uint32_t group = 0;
+  std::vector<std::uint32_t> params;  ///< tensor indices, in order
+  Elements partition_numel = 0;       ///< Σ c_i
+};
+
+/// The partition layout the schedule was built for: the plan_partition options (groups as tensor
+/// lists) and what they give. plan_of() rebuilds the PartitionPlan from the tensor table and these
+/// options, so a consumer asks the builder's own queries (owners, rank_partition, ...);
+/// lower_schedule checks the recorded layout against that plan.
+struct Layout {
+  int stage = 0;
+  std::uint32_t world = 1;
+  bool round_robin = false;
+  std::uint64_t sub_group_size = 1000000000;
+  std::uint64_t param_persistence_threshold = 100000;
+  std::uint64_t model_persistence_threshold = 9223372036854775807ULL;
+  std::vector<GroupLayout> groups;
+  std::vector<SubGroupLayout> sub_groups;  ///< stage 3
+};
+
 /// Ranks that run the program with identical slot values.
 struct RankRole {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> ranks;  ///< inclusive [first, last] ranges
@@ -112,7 +161,9 @@ struct ScheduleMeta {
 
 struct Schedule {
   ScheduleMeta meta;
-  std::vector<CommGroup> comms;  ///< communicators; [0] is the data-parallel world
+  std::vector<CommGroup> comms;     ///< communicators; [0] is the data-parallel world
+  std::vector<TensorInfo> tensors;  ///< the model's params (empty: a schedule without a model)
+  Layout layout;                    ///< the partition layout of `tensors`
   std::vector<Buffer> buffers;
   std::vector<Op> ops;          ///< the shared program, in issue order
   std::vector<RankRole> roles;  ///< cover ranks 0..world-1 exactly once
@@ -124,6 +175,14 @@ struct Schedule {
   /// Elements an op touches for a role (its `elements`, or the role's slot value).
   Elements op_elements(const Op& op, std::uint32_t role) const;
 };
+
+/// The model the tensor table describes (names, shapes, numel, trainable), for plan_partition.
+ModelDesc tensor_model(const Schedule& s);
+/// The plan_partition options the layout records.
+PartitionOptions layout_options(const Layout& l);
+/// The partition plan of the schedule's tensors and layout: plan_partition(tensor_model(s),
+/// layout_options(s.layout)), the same queries the builder used. O(tensors).
+Result<PartitionPlan> plan_of(const Schedule& s);
 
 /// The IR's rules (what makes a Schedule runnable) are checked by lower_schedule
 /// (schedule_graph.h), the one lowering every consumer uses.

@@ -21,6 +21,12 @@ Result<Schedule> build_stage3(const ScheduleInput& in);
 /// Paper mode: the textbook ZeRO schedule (reduce-scatter of gradients, all-gather of parameters).
 Result<Schedule> build_paper(const ScheduleInput& in);
 
+/// Fills s.tensors and s.layout (schedule.h) from the model, the plan and the ds_config's stage 3
+/// partition options; `grad_buf[p]` is param p's gradient buffer (shorter or kNone: none). Call
+/// after meta is filled (a tensor's dtype is meta.lp).
+void fill_tensor_table(Schedule& s, const ScheduleInput& in,
+                       const std::vector<std::uint32_t>& grad_buf);
+
 /// The schedule note on fp16/bf16 overflow: which steps skip their update, or that none does.
 std::string overflow_note(const std::vector<std::uint32_t>& overflow_steps);
 

@@ -237,6 +237,7 @@ Result<Schedule> build_paper(const ScheduleInput& in) {
       "paper mode: the ZeRO paper's schedule, not what DeepSpeed issues (deepspeed_zero.md §10.1)");
   meta.notes.push_back("gradients padded to a multiple of the world size for even reduce-scatters");
   PaperBuilder(in, s).run();
+  fill_tensor_table(s, in, {});  // paper mode keeps one gradient buffer, no per-param grads
   RankRole all;
   all.ranks.emplace_back(0, in.plan->world - 1);
   s.roles.push_back(std::move(all));

@@ -361,6 +361,7 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
   } else {
     s12::emit_engine_allreduce_program(c);
   }
+  fill_tensor_table(s, in, c.grad_buf);
   for (const auto& d : c.slots.defs()) s.meta.slot_names.push_back(d.name);
   s.roles = s12::compute_roles(*in.model, *in.plan, c.slots);
   return s;

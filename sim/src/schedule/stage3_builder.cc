@@ -322,6 +322,7 @@ Result<Schedule> build_stage3(const ScheduleInput& in) {
     }
   }
   if (cx.internal.has_errors()) return cx.internal;
+  fill_tensor_table(s, in, cx.grad_buf);
   RankRole all;
   all.ranks = {{0, in.plan->world - 1}};
   all.representative = 0;
