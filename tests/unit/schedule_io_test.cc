@@ -93,10 +93,10 @@ Schedule two_rank_schedule() {
   ops.push_back(ready);  // 6
   Op copy = make_op(OpKind::CopyToBucket, Phase::Backward);
   copy.param = 2;
-  copy.buffer = 1;
   copy.elements = 7;
   copy.bucket = 0;
-  ops.push_back(copy);  // 7
+  copy.dst = {1, 0, 0, 0};  // ipg[0] from its start, the op's 7 elements
+  ops.push_back(copy);      // 7
   Op ar =
       collective(CollectiveKind::AllReduce, 7, 7, DType::Float16, ReduceOp::Sum, Phase::Backward);
   ar.stream = Stream::Reduce;
@@ -109,9 +109,9 @@ Schedule two_rank_schedule() {
   gip.deps = {6, 8};
   ops.push_back(gip);  // 9
   Op post = make_op(OpKind::Copy, Phase::Epilogue);
-  post.buffer = 2;
   post.slot = 0;
-  ops.push_back(post);  // 10
+  post.dst = {2, 0, 0, 0};  // the role's grads_in_partition
+  ops.push_back(post);      // 10
   Op fr = make_op(OpKind::Free, Phase::Epilogue);
   fr.buffer = 1;
   ops.push_back(fr);  // 11
@@ -125,8 +125,10 @@ Schedule two_rank_schedule() {
   opt.slot = 0;
   opt.dtype = DType::Float32;
   ops.push_back(opt);  // 14
-  ops.push_back(collective(CollectiveKind::AllGather, 8, 16, DType::Float16, ReduceOp::None,
-                           Phase::Step));  // 15
+  Op ag = collective(CollectiveKind::AllGather, 8, 16, DType::Float16, ReduceOp::None, Phase::Step);
+  ag.src = {0, 0, 8, 8};  // the rank's half of flat_lp, gathered in place
+  ag.dst = {0, 0, 0, 0};
+  ops.push_back(ag);  // 15
   Op rs = collective(CollectiveKind::ReduceScatter, 16, 8, DType::BFloat16, ReduceOp::Sum,
                      Phase::PostStep);
   rs.bucket = 1;
@@ -248,7 +250,7 @@ TEST(ScheduleIo, StructLayoutIsTheOneTheFormatCovers) {
   // A new Buffer/Op field changes these sizes: add it to schedule_writer.cc, schedule_reader.cc,
   // expect_equal above and scenarios/README.md, then update the numbers (x86-64, g++).
   EXPECT_EQ(sizeof(Buffer), 88u);
-  EXPECT_EQ(sizeof(Op), 144u);
+  EXPECT_EQ(sizeof(Op), 216u);
 }
 
 TEST(ScheduleIo, WritesTheGoldenFile) {
@@ -471,6 +473,33 @@ TEST(ScheduleIoBadInput, LayoutIsChecked) {
             "two_rank.json: /tensor: unknown key \"tensor\" (did you mean \"tensors\"?)\n");
 }
 
+TEST(ScheduleIoBadInput, OperandRegionsAreChecked) {
+  const std::string good = write(two_rank_schedule());
+  const std::string copy_dst = "\"dst\":{\"buffer\":1}";
+  EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":9}")),
+            "two_rank.json: /ops/7/dst/buffer: expected a buffer index 0..3, got 9\n");
+  EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"offset\":1}")),
+            "two_rank.json: /ops/7/dst: expected key \"buffer\" (a buffer index), got none\n");
+  EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":1,\"ofset\":1}")),
+            "two_rank.json: /ops/7/dst/ofset: unknown key \"ofset\" (did you mean \"offset\"?)\n");
+  EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":1,\"offset\":-1}")),
+            "two_rank.json: /ops/7/dst/offset: expected an integer >= 0, got -1\n");
+  EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":1,\"offset\":4}")),
+            "two_rank.json: /ops/7/dst: expected a region inside buffer \"ipg[0]\" (8 elements), "
+            "got elements [4, 11)\n");
+  EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":1,\"length\":5}")),
+            "two_rank.json: /ops/7/dst/length: expected the op's extent 7, got 5\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"src\":{\"buffer\":0,\"rank_stride\":8,\"length\":8}",
+                                   "\"src\":{\"buffer\":0,\"rank_stride\":9,\"length\":8}")),
+            "two_rank.json: /ops/15/src: expected a region inside buffer \"flat_lp\" (16 "
+            "elements), got elements [9, 17) at rank index 1\n");
+  // A slot-sized copy into a slot-sized buffer is checked for every role.
+  EXPECT_EQ(errors_of(replace_once(good, "\"dst\":{\"buffer\":2}",
+                                   "\"dst\":{\"buffer\":2,\"offset\":1}")),
+            "two_rank.json: /ops/10/dst: expected a region inside buffer \"grads_in_partition\" (8 "
+            "elements for role 0), got elements [1, 9)\n");
+}
+
 TEST(ScheduleIoBadInput, UnknownCommunicator) {
   const std::string text = replace_once(write(two_rank_schedule()), "\"label\":\"flush 0: AR(7)\"",
                                         "\"comm\":3,\"label\":\"flush 0: AR(7)\"");
@@ -531,10 +560,9 @@ TEST(ScheduleIoBadInput, DepThatIsNotEarlier) {
 }
 
 TEST(ScheduleIoBadInput, SlotIndexOutOfRange) {
-  const std::string text =
-      replace_once(write(two_rank_schedule()),
-                   "{\"kind\":\"copy\",\"phase\":\"epilogue\",\"buffer\":2,\"slot\":0}",
-                   "{\"kind\":\"copy\",\"phase\":\"epilogue\",\"buffer\":2,\"slot\":1}");
+  const std::string text = replace_once(write(two_rank_schedule()),
+                                        "{\"kind\":\"copy\",\"phase\":\"epilogue\",\"slot\":0,",
+                                        "{\"kind\":\"copy\",\"phase\":\"epilogue\",\"slot\":1,");
   EXPECT_EQ(errors_of(text), "two_rank.json: /ops/10/slot: expected a slot index 0..0, got 1\n");
 }
 
@@ -615,8 +643,8 @@ TEST(ScheduleIoBadInput, RootedCollectiveNeedsRootAndReductionNeedsOp) {
             "got \"sum\"\n"
             "two_rank.json: /ops/15/root: expected no root for all_gather_into_tensor, got 0\n");
   text = replace_once(write(two_rank_schedule()), "\"reduce_op\":\"sum\",\"root\":1",
-                      "\"reduce_op\":\"sum\",\"dst\":1");
-  EXPECT_EQ(errors_of(text), "two_rank.json: /ops/13/dst: unknown key \"dst\"\n");
+                      "\"reduce_op\":\"sum\",\"root\":1,\"group_size\":2");  // a v1 key
+  EXPECT_EQ(errors_of(text), "two_rank.json: /ops/13/group_size: unknown key \"group_size\"\n");
 }
 
 TEST(ScheduleIoBadInput, WrongTypesAndMissingKeys) {

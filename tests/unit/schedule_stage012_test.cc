@@ -30,7 +30,7 @@ std::vector<BucketCopy> bucket_copies(const Schedule& s) {
   std::vector<BucketCopy> out;
   for (const Op& op : s.ops)
     if (op.kind == OpKind::CopyToBucket) {
-      const std::string& name = s.buffers[op.buffer].name;
+      const std::string& name = s.buffers[op.dst.buffer].name;
       out.push_back({op.param, name == "ipg[1]" ? 1u : 0u, op.bucket});
     }
   return out;
@@ -135,7 +135,7 @@ TEST(ScheduleStage012Golden, G3Variants) {
     for (const Op& op : b.s().ops)
       if (op.kind == OpKind::Collective &&
           (op.phase == Phase::Backward || op.phase == Phase::Epilogue))
-        srcs.push_back(b.s().buffers[op.buffer].name);
+        srcs.push_back(b.s().buffers[op.src.buffer].name);
     EXPECT_EQ(srcs, (std::vector<std::string>{"ipg[0]", "ipg[1]"}));
   }
   {
@@ -161,7 +161,8 @@ TEST(ScheduleStage012Golden, G3Variants) {
     for (const Op& op : b.s().ops)
       if (op.kind == OpKind::Collective && op.phase != Phase::Init && op.phase != Phase::Step &&
           op.phase != Phase::PostStep)
-        temps.push_back(op.buffer == kNone ? 0u : 1u);
+        temps.push_back(b.s().buffers[op.src.buffer].name.rfind("reduction temp", 0) == 0 ? 1u
+                                                                                          : 0u);
     EXPECT_EQ(temps, (std::vector<std::uint32_t>{0, 1}));
   }
 }

@@ -188,8 +188,9 @@ TEST(ScheduleStage3, G17FetchShapes) {
   ASSERT_LT(staging, s.buffers.size());
   std::vector<OpKind> life;
   for (std::size_t i = 0; i < mark; ++i)
-    if (s.ops[i].buffer == staging) life.push_back(s.ops[i].kind);
-  EXPECT_EQ(life, (std::vector<OpKind>{OpKind::Alloc, OpKind::Copy, OpKind::Free}));
+    if (s.ops[i].buffer == staging || s.ops[i].dst.buffer == staging) life.push_back(s.ops[i].kind);
+  EXPECT_EQ(life,
+            (std::vector<OpKind>{OpKind::Alloc, OpKind::Copy, OpKind::Collective, OpKind::Free}));
 
   const Schedule one = build(layer_model({{10}}), ds, 4);
   EXPECT_EQ(colls(one, kind_in_step(CollectiveKind::AllGather, 0)).front(), ag(3, 12, kF));

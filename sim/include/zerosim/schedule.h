@@ -61,13 +61,28 @@ struct Buffer {
   bool persistent = false;
 };
 
+/// An operand: for the rank at index i of the op's communicator (comms[op.comm]; comm 0, the
+/// data-parallel world, for every non-collective op, so i is the rank), elements
+/// [offset + rank_stride·i, + length) of `buffer`. `length` 0 means the op's extent: `elements`
+/// (or the role's slot) for a data op, `numel` for a collective's src and `out_numel` for its dst.
+/// An empty region (buffer kNone) is an operand the schedule does not carry (yet): see the
+/// schedule notes and scenarios/README.md "Not carried yet".
+struct Region {
+  std::uint32_t buffer = kNone;
+  Elements offset = 0;
+  Elements rank_stride = 0;
+  Elements length = 0;
+  bool empty() const { return buffer == kNone; }
+  friend bool operator==(const Region&, const Region&) = default;
+};
+
 struct Op {
   OpKind kind = OpKind::Marker;
   Stream stream = Stream::Compute;
   Phase phase = Phase::Forward;
   std::uint32_t step = 0;        ///< optimizer step index (0 first)
   std::uint32_t micro_step = 0;  ///< micro-step inside the step
-  std::uint32_t buffer = kNone;  ///< Alloc/Free/CopyToBucket/Copy target
+  std::uint32_t buffer = kNone;  ///< Alloc/Free (and, until updates land, OptimizerStep's master)
   std::uint32_t layer = kNone;   ///< Forward/Backward/Recompute
   std::uint32_t param = kNone;   ///< GradReady/CopyToBucket (model param id)
   std::uint32_t bucket = kNone;  ///< flush sequence number a Collective/CopyToBucket belongs to
@@ -75,6 +90,11 @@ struct Op {
   Elements elements = 0;         ///< Copy/OptimizerStep/WriteBack/H2D/D2H/CopyToBucket size
   std::uint32_t slot = kNone;    ///< when != kNone, `elements` comes from the rank role
   DType dtype = DType::Float16;  ///< element type of `elements` / of the collective
+  /// Where the op reads and writes (data ops and collectives; empty: not carried). Copy, WriteBack,
+  /// HostToDevice, DeviceToHost, CopyToBucket: the src element stream lands in dst, cast to dst's
+  /// dtype. GradReady: the param as the layer sees it, its gradient buffer. Collective: input
+  /// and output (dst empty: in place).
+  Region src, dst;
   // Collective fields (kind == Collective).
   CollectiveKind collective = CollectiveKind::AllReduce;
   Elements numel = 0;      ///< input elements per rank
@@ -175,6 +195,19 @@ struct Schedule {
   /// Elements an op touches for a role (its `elements`, or the role's slot value).
   Elements op_elements(const Op& op, std::uint32_t role) const;
 };
+
+/// Elements [offset, offset + length) of `buffer` (kNone: the region is not carried).
+struct OperandSpan {
+  std::uint32_t buffer = kNone;
+  Elements offset = 0;
+  Elements length = 0;
+  friend bool operator==(const OperandSpan&, const OperandSpan&) = default;
+};
+/// What operand `r` (op.src when `is_src`, else op.dst) of `op` is for rank `rank`: the rank's
+/// index in comms[op.comm] times rank_stride plus offset, the explicit length or the op's extent
+/// for the rank's role. Preconditions: the schedule lowers, rank < meta.world.
+OperandSpan resolve(const Schedule& s, const Op& op, const Region& r, std::uint32_t rank,
+                    bool is_src);
 
 /// The model the tensor table describes (names, shapes, numel, trainable), for plan_partition.
 ModelDesc tensor_model(const Schedule& s);

@@ -37,6 +37,18 @@ Elements Schedule::buffer_numel(std::uint32_t buffer, std::uint32_t role) const 
   return roles[role].slots[b.slot];
 }
 
+OperandSpan resolve(const Schedule& s, const Op& op, const Region& r, std::uint32_t rank,
+                    bool is_src) {
+  if (r.empty()) return {};
+  const CommGroup& comm = op.comm < s.comms.size() ? s.comms[op.comm] : CommGroup{};
+  const Elements index = r.rank_stride == 0 || rank < comm.first ? 0 : comm.index_of(rank);
+  Elements length = r.length;
+  if (length == 0)
+    length = op.kind == OpKind::Collective ? (is_src ? op.numel : op.out_numel)
+                                           : s.op_elements(op, s.role_of(rank));
+  return {r.buffer, r.offset + r.rank_stride * index, length};
+}
+
 ModelDesc tensor_model(const Schedule& s) {
   ModelDesc m;
   m.name = s.meta.model;

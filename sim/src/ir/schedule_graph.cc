@@ -45,6 +45,7 @@ class Lowering {
   void check_layout();
   void check_op(const Op& op, std::uint32_t i);
   void check_collective(const Op& op, std::uint32_t i);
+  void check_region(const Op& op, std::uint32_t i, const Region& r, bool is_src);
   void track_lifetime(const Op& op, std::uint32_t i);
   void check_lifetimes_at_end();
 
@@ -333,6 +334,51 @@ void Lowering::check_collective(const Op& op, std::uint32_t i) {
     error(op_ptr(i, "/root"), "expected no root for " + name + ", got " + str(op.root));
 }
 
+// An operand lies inside its buffer for every rank (start is monotone in the rank index, so the
+// last index of the communicator bounds it) and every role (sizes from slots differ per role);
+// an explicit length equals the op's extent, the count the simulator costs.
+void Lowering::check_region(const Op& op, std::uint32_t i, const Region& r, bool is_src) {
+  const std::string ptr = op_ptr(i, is_src ? "/src" : "/dst");
+  if (r.buffer >= s_.buffers.size()) {
+    error(ptr + "/buffer",
+          index_problem("buffer", r.buffer, s_.buffers.size(), "the schedule has no buffers"));
+    return;
+  }
+  const Buffer& b = s_.buffers[r.buffer];
+  const bool collective = op.kind == OpKind::Collective;
+  const bool sized = collective || op.kind != OpKind::GradReady;  // GradReady has no extent
+  std::uint64_t last_index = 0;
+  if (r.rank_stride != 0) {
+    const std::uint32_t size = op.comm < s_.comms.size() ? s_.comms[op.comm].size : 1;
+    last_index = size == 0 ? 0 : size - 1;
+  }
+  const bool per_role = b.slot != kNone || (!collective && op.slot != kNone);
+  const std::size_t n_roles = per_role ? s_.roles.size() : 1;
+  for (std::size_t role = 0; role < n_roles; ++role) {
+    const auto k = static_cast<std::uint32_t>(role);
+    const Elements extent = collective ? (is_src ? op.numel : op.out_numel) : s_.op_elements(op, k);
+    const Elements length = r.length != 0 ? r.length : extent;
+    const std::string who = per_role ? " for role " + str(role) : "";
+    if (sized && r.length != 0 && r.length != extent) {
+      error(ptr + "/length",
+            "expected the op's extent " + str(extent) + who + ", got " + str(r.length));
+      return;
+    }
+    Elements start = 0, end = 0;
+    const bool overflow = __builtin_mul_overflow(r.rank_stride, last_index, &start) ||
+                          __builtin_add_overflow(start, r.offset, &start) ||
+                          __builtin_add_overflow(start, length, &end);
+    const Elements numel = s_.buffer_numel(r.buffer, k);
+    if (overflow || end > numel) {
+      error(ptr, "expected a region inside buffer " + quote(b.name) + " (" + str(numel) +
+                     " elements" + who + "), got elements [" + str(start) + ", " +
+                     (overflow ? std::string("overflow") : str(end)) + ")" +
+                     (r.rank_stride != 0 ? " at rank index " + str(last_index) : ""));
+      return;
+    }
+  }
+}
+
 // The slow path: op i broke a rule; say which.
 void Lowering::check_op(const Op& op, std::uint32_t i) {
   const bool needs_buffer = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
@@ -405,6 +451,8 @@ Result<ScheduleGraph> Lowering::run() {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> last_call;  // (communicator, latest op)
   std::uint32_t last_sync = kNone;
   bool op_errors = false;
+  // Regions are sized per role: only once every role has its slot values.
+  const bool regions_checked = g_.max_slots.size() == n_slots && !s_.roles.empty();
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s_.ops[i];
     g_.dep_offsets.push_back(static_cast<std::uint32_t>(g_.deps.size()));
@@ -429,6 +477,10 @@ Result<ScheduleGraph> Lowering::run() {
       check_op(op, i);
       op_errors = true;  // lifetimes after a broken op would only echo it
       continue;
+    }
+    if (regions_checked) {
+      if (!op.src.empty()) check_region(op, i, op.src, true);
+      if (!op.dst.empty()) check_region(op, i, op.dst, false);
     }
     g_.deps.insert(g_.deps.end(), op.deps.begin(), op.deps.end());
     g_.lanes[static_cast<std::size_t>(op.stream)].push_back(i);

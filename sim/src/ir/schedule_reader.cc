@@ -339,10 +339,22 @@ void ScheduleReader::read_op(JsonReader& r, Op& o) {
   if (auto v = r.get_string("label")) o.label = *v;
   read_op_refs(r, o);
   static const std::vector<std::string> keys = {
-      "kind",  "stream",    "phase", "step",      "micro_step", "buffer", "layer",
-      "param", "bucket",    "flops", "elements",  "slot",       "dtype",  "collective",
-      "numel", "out_numel", "comm",  "reduce_op", "root",       "deps",   "label"};
+      "kind",   "stream",    "phase",    "step",      "micro_step", "buffer", "layer", "param",
+      "bucket", "flops",     "elements", "slot",      "dtype",      "src",    "dst",   "collective",
+      "numel",  "out_numel", "comm",     "reduce_op", "root",       "deps",   "label"};
   r.reject_unknown(keys);
+}
+
+// An operand region; whether it lies inside its buffer is lower_schedule's.
+void read_region(JsonReader& r, std::string_view key, Region& out) {
+  auto c = r.child(key);
+  if (!c || !c->expect_object()) return;
+  if (!c->has("buffer")) c->error("expected key \"buffer\" (a buffer index), got none");
+  read_uint(*c, "buffer", 0, kU32Max - 1, out.buffer);
+  read_uint(*c, "offset", 0, UINT64_MAX, out.offset);
+  read_uint(*c, "rank_stride", 0, UINT64_MAX, out.rank_stride);
+  read_uint(*c, "length", 0, UINT64_MAX, out.length);
+  c->reject_unknown({"buffer", "offset", "rank_stride", "length"});
 }
 
 // Indices into other parts of the file (or the model, when given).
@@ -356,6 +368,8 @@ void ScheduleReader::read_op_refs(JsonReader& r, Op& o) {
   if (model_ && o.param != kNone)
     check_index(r, "param", o.param, model_->params.size(), "param", "the model has no params");
   read_uint(r, "comm", 0, kU32Max - 1, o.comm);
+  read_region(r, "src", o.src);
+  read_region(r, "dst", o.dst);
   read_uint(r, "root", 0, kU32Max - 1, o.root);
   auto deps = r.child("deps");
   if (!deps) return;

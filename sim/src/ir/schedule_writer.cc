@@ -123,6 +123,16 @@ ojson role_json(const RankRole& r) {
   return j;
 }
 
+// A region's fields other than the buffer only when non-zero.
+ojson region_json(const Region& r) {
+  ojson j;
+  j["buffer"] = r.buffer;
+  if (r.offset != 0) j["offset"] = r.offset;
+  if (r.rank_stride != 0) j["rank_stride"] = r.rank_stride;
+  if (r.length != 0) j["length"] = r.length;
+  return j;
+}
+
 // Fields in declaration order of Op; each only when it differs from the default.
 ojson op_json(const Op& o) {
   const Op d;
@@ -140,6 +150,8 @@ ojson op_json(const Op& o) {
   if (o.elements != d.elements) j["elements"] = o.elements;
   if (o.slot != d.slot) j["slot"] = o.slot;
   if (o.dtype != d.dtype) j["dtype"] = str(dtype_name(o.dtype));
+  if (!o.src.empty()) j["src"] = region_json(o.src);
+  if (!o.dst.empty()) j["dst"] = region_json(o.dst);
   if (o.collective != d.collective) j["collective"] = str(collective_name(o.collective));
   if (o.numel != d.numel) j["numel"] = o.numel;
   if (o.out_numel != d.out_numel) j["out_numel"] = o.out_numel;

@@ -129,6 +129,8 @@ std::uint32_t Emitter::grad_ready(GradSpec g) {
   o.param = g.param;
   o.elements = g.elements;
   o.dtype = g.dtype;
+  o.src = g.src;
+  o.dst = g.dst;
   o.label = std::move(g.label);
   return append(std::move(o));
 }
@@ -140,7 +142,8 @@ std::uint32_t Emitter::copy(CopySpec c) {
   o.elements = c.elements;
   o.slot = c.slot;
   o.dtype = c.dtype;
-  o.buffer = c.buffer;
+  o.src = c.src;
+  o.dst = c.dst;
   o.param = c.param;
   o.bucket = c.flush;
   o.deps = std::move(c.deps);
@@ -164,7 +167,8 @@ std::uint32_t Emitter::collective(CollectiveSpec c) {
   o.root = c.root;
   o.comm = c.comm;
   o.bucket = c.flush;
-  o.buffer = c.buffer;
+  o.src = c.src;
+  o.dst = c.dst;
   o.deps = std::move(c.deps);
   o.label = std::move(c.label);
   return append(std::move(o));

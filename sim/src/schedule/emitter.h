@@ -18,6 +18,16 @@
 
 namespace zerosim::schedule {
 
+/// Elements [offset, offset + length) of `buffer` for every rank (length 0: the op's extent); an
+/// empty region when `buffer` is kNone.
+inline Region region(std::uint32_t buffer, Elements offset = 0, Elements length = 0) {
+  return {buffer, offset, 0, length};
+}
+/// Rank i's `length` elements at offset + i·length (its partition of a rank-major buffer).
+inline Region rank_slice(std::uint32_t buffer, Elements length, Elements offset = 0) {
+  return {buffer, offset, length, length};
+}
+
 /// A Collective over communicator `comm` (Schedule::comms; 0 is the data-parallel world).
 struct CollectiveSpec {
   CollectiveKind kind = CollectiveKind::AllReduce;
@@ -25,10 +35,10 @@ struct CollectiveSpec {
   Elements numel = 0;      ///< input elements per rank
   Elements out_numel = 0;  ///< output elements per rank (= numel unless gather/scatter)
   ReduceOp op = ReduceOp::None;
-  std::uint32_t root = kNone;    ///< reduce root / broadcast source: index in the communicator
-  std::uint32_t comm = 0;        ///< Schedule::comms index
-  std::uint32_t flush = kNone;   ///< flush sequence number (Op::bucket)
-  std::uint32_t buffer = kNone;  ///< the buffer reduced or gathered
+  std::uint32_t root = kNone;   ///< reduce root / broadcast source: index in the communicator
+  std::uint32_t comm = 0;       ///< Schedule::comms index
+  std::uint32_t flush = kNone;  ///< flush sequence number (Op::bucket)
+  Region src{}, dst{};          ///< input and output (dst empty: in place)
   Stream stream = Stream::Compute;
   std::vector<std::uint32_t> deps{};
   std::string label{};
@@ -40,10 +50,10 @@ struct CopySpec {
   Stream stream = Stream::Compute;
   DType dtype = DType::Float16;
   Elements elements = 0;
-  std::uint32_t slot = kNone;    ///< when != kNone the element count is the rank role's slot value
-  std::uint32_t buffer = kNone;  ///< the buffer written
-  std::uint32_t param = kNone;   ///< CopyToBucket: the param whose gradient is copied
-  std::uint32_t flush = kNone;   ///< the flush the copy belongs to (Op::bucket)
+  std::uint32_t slot = kNone;   ///< when != kNone the element count is the rank role's slot value
+  Region src{}, dst{};          ///< read, written (empty: not carried)
+  std::uint32_t param = kNone;  ///< CopyToBucket: the param whose gradient is copied
+  std::uint32_t flush = kNone;  ///< the flush the copy belongs to (Op::bucket)
   /// Issued after the latest op so far on this stream (a non_blocking copy of data that stream
   /// produced): adds that op to deps.
   std::optional<Stream> after{};
@@ -66,6 +76,7 @@ struct GradSpec {
   std::uint32_t param = kNone;
   Elements elements = 0;
   DType dtype = DType::Float16;
+  Region src{}, dst{};  ///< the param as the layer sees it, its gradient buffer
   std::string label{};
 };
 

@@ -119,6 +119,8 @@ class PaperBuilder {
                    .dtype = lp_,
                    .numel = c,
                    .out_numel = c * w_,
+                   .src = rank_slice(gathered_buf_[l], c),
+                   .dst = region(gathered_buf_[l]),
                    .label = why + " " + u.name + ": AG(" + std::to_string(c * w_) + "," +
                             std::to_string(c) + ")"});
     live_ = gathered_buf_[l];

@@ -40,6 +40,9 @@ void emit_zero_init(Ctx& c) {
         c.e.buffer(make_buffer("bit16_groups_flat[" + gs + "]", "B1", BufferCategory::Param16,
                                MemoryPool::Device, c.lp, fg.aligned, true)));
     c.e.alloc(c.b1.back());
+    for (std::size_t i = 0; i < fg.flat_order.size(); ++i)  // p's 16-bit values now live in B1
+      c.lp_home[fg.flat_order[i]] =
+          region(c.b1.back(), fg.flat_offset[i], c.m.params[fg.flat_order[i]].numel);
   }
   c.e.free(module);
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
@@ -53,7 +56,8 @@ void emit_zero_init(Ctx& c) {
     c.e.alloc(c.b2.back());
     c.e.copy({.dtype = c.mw,
               .elements = s,
-              .buffer = c.b2.back(),
+              .src = rank_slice(c.b1[g], s),
+              .dst = region(c.b2.back()),
               .label = "master partition from the LP slice"});
     c.e.free(clone);
     if (!c.offload) continue;
@@ -143,7 +147,10 @@ struct Passes {
 // The hook side of one gradient (§4.2): SETUP_BUCKETS, autograd storage, GA-attribute move, insert.
 void on_grad(Ctx& c, IpgPass& pass, std::size_t& cursor, std::uint32_t p, bool boundary,
              std::uint32_t micro, std::uint32_t set) {
-  c.e.grad_ready({.param = p, .label = "grad ready " + c.pname(p)});
+  c.e.grad_ready({.param = p,
+                  .src = c.lp_home[p],
+                  .dst = region(c.grad_buf[p], 0, c.m.params[p].numel),
+                  .label = "grad ready " + c.pname(p)});
   if (c.plan.param_group[p] == PartitionPlan::kNoGroup) return;  // no optimizer group: no hook
   if (c.hooks && !c.v0144 && !c.ready_for_gradients) {
     c.ready_for_gradients = true;
@@ -159,7 +166,8 @@ void on_grad(Ctx& c, IpgPass& pass, std::size_t& cursor, std::uint32_t p, bool b
     }
     c.e.copy({.dtype = c.ga,
               .elements = c.m.params[p].numel,
-              .buffer = c.grad_accum_buf[p],
+              .src = region(c.grad_buf[p]),
+              .dst = region(c.grad_accum_buf[p]),
               .label = "grad_accum += grad"});
     c.free_grad(p);
   }
@@ -169,7 +177,8 @@ void on_grad(Ctx& c, IpgPass& pass, std::size_t& cursor, std::uint32_t p, bool b
     c.alloc_grad(p);
     c.e.copy({.dtype = c.lp,
               .elements = c.m.params[p].numel,
-              .buffer = c.grad_buf[p],
+              .src = region(c.grad_accum_buf[p]),
+              .dst = region(c.grad_buf[p]),
               .label = "LP copy of grad_accum"});
   }
   emit_insert(c, pass, cursor++, set, boundary, micro);
@@ -201,7 +210,8 @@ void emit_micro_step(Ctx& c, Passes& passes, std::uint32_t step, std::uint32_t m
         c.alloc_grad(p);
         c.e.copy({.dtype = c.lp,
                   .elements = c.m.params[p].numel,
-                  .buffer = c.grad_buf[p],
+                  .src = region(c.grad_accum_buf[p]),
+                  .dst = region(c.grad_buf[p]),
                   .label = "LP copy of grad_accum"});
       }
       emit_insert(c, passes.boundary, i, 0, boundary, micro);

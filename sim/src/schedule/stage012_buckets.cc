@@ -34,6 +34,7 @@ IpgPass plan_ipg_pass(const ModelDesc& m, const std::vector<std::uint32_t>& orde
       ins.copied = contiguous;
     }
     ins.buffer_index = cur.buffer_index;
+    ins.offset = cur.elements;
     ins.flush = static_cast<std::uint32_t>(pass.flushes.size());
     cur.elements += n;
     cur.params.push_back(p);
@@ -137,8 +138,9 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
 
 namespace {
 
+// In place on `src` (reduce: the result lands in the root's `src`).
 std::uint32_t flush_collective(Ctx& c, CollectiveKind k, Elements numel, Stream st,
-                               const std::string& tag, std::uint32_t seq, std::uint32_t buffer,
+                               const std::string& tag, std::uint32_t seq, Region src,
                                std::uint32_t root = kNone) {
   return c.e.collective({.kind = k,
                          .dtype = c.cd,
@@ -147,16 +149,15 @@ std::uint32_t flush_collective(Ctx& c, CollectiveKind k, Elements numel, Stream 
                          .op = ReduceOp::Sum,
                          .root = root,
                          .flush = seq,
-                         .buffer = buffer,
+                         .src = src,
                          .stream = st,
                          .label = collective_label(tag, k, numel, numel, root)});
 }
 
 // One reduction of `total` elements gathered from `pieces` slices: flattened into a temporary
-// (cast to CD) unless it is one slice already in CD.
+// (cast to CD) unless it is one slice already in CD, `src` (empty: the slices are not carried).
 void reduce_chunk(Ctx& c, CollectiveKind k, Elements total, std::size_t pieces, Stream st,
-                  const std::string& tag, std::uint32_t seq, std::uint32_t src,
-                  std::uint32_t root) {
+                  const std::string& tag, std::uint32_t seq, Region src, std::uint32_t root) {
   const bool flatten = pieces > 1 || c.cd != c.lp;
   std::uint32_t tmp = kNone;
   if (flatten) {
@@ -165,10 +166,11 @@ void reduce_chunk(Ctx& c, CollectiveKind k, Elements total, std::size_t pieces, 
     c.e.copy({.stream = st,
               .dtype = c.cd,
               .elements = total,
-              .buffer = tmp,
+              .src = pieces == 1 ? src : Region{},
+              .dst = region(tmp),
               .label = tag + ": flatten"});
   }
-  flush_collective(c, k, total, st, tag, seq, flatten ? tmp : src, root);
+  flush_collective(c, k, total, st, tag, seq, flatten ? region(tmp) : src, root);
   if (flatten) c.e.free(tmp, st);
 }
 
@@ -183,26 +185,26 @@ const std::vector<PlannedReduction>& owner_reductions(Ctx& c, IpgPass& pass, std
   if (pass.reductions_ready[f]) return out;
   pass.reductions_ready[f] = true;
   const auto slices = owner_slices(c.plan, c.m, pass.flushes[f].params);
-  auto add_chunks = [&](const std::vector<Elements>& sizes, std::uint32_t root) {
+  auto add_chunks = [&](const std::vector<BucketSlice>& chunk_slices, std::uint32_t root) {
+    std::vector<Elements> sizes;
+    sizes.reserve(chunk_slices.size());
+    for (const auto& sl : chunk_slices) sizes.push_back(sl.length);
     for (const auto& [b, e] : chunk_gt(sizes, c.r)) {
       Elements total = 0;
       for (std::size_t i = b; i < e; ++i) total += sizes[i];
-      out.push_back({total, e - b, root});
+      out.push_back({total, chunk_slices[b].offset, e - b, root});
     }
   };
   if (c.multi_rank) {
-    std::vector<Elements> sizes;
-    sizes.reserve(slices.size());
-    for (const auto& sl : slices) sizes.push_back(sl.length);
-    add_chunks(sizes, kNone);
+    add_chunks(slices, kNone);
     return out;
   }
   std::vector<std::uint32_t> owner_order;
-  std::map<std::uint32_t, std::vector<Elements>> by_owner;
+  std::map<std::uint32_t, std::vector<BucketSlice>> by_owner;
   for (const auto& sl : slices) {
     auto [it, fresh] = by_owner.try_emplace(sl.owner);
     if (fresh) owner_order.push_back(sl.owner);
-    it->second.push_back(sl.length);
+    it->second.push_back(sl);
   }
   for (std::uint32_t k : owner_order) add_chunks(by_owner[k], k);
   return out;
@@ -211,22 +213,23 @@ const std::vector<PlannedReduction>& owner_reductions(Ctx& c, IpgPass& pass, std
 void reduce_contiguous(Ctx& c, IpgPass& pass, std::uint32_t f, Stream st, const std::string& tag,
                        std::uint32_t seq) {
   const PlannedFlush& fl = pass.flushes[f];
-  const std::uint32_t src = fl.extra_large ? kNone : c.ipg[fl.buffer_index];
+  // The bucket, or for an extra-large flush the one param's own gradient.
+  const std::uint32_t src = fl.extra_large ? c.grad_buf[fl.params.front()] : c.ipg[fl.buffer_index];
   if (fl.elements == 0) {
     // v0.14.4's gradient_reduction_w_predivide has no empty-tensor guard (v0.14.4 :970).
     if (!c.reduce_scatter && c.v0144)
-      flush_collective(c, CollectiveKind::AllReduce, 0, st, tag, seq, src);
+      flush_collective(c, CollectiveKind::AllReduce, 0, st, tag, seq, region(src));
     return;
   }
   if (!c.reduce_scatter) {  // in place, post-scaled; a CD copy only when CD != LP
-    reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, 1, st, tag, seq, src, kNone);
+    reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, 1, st, tag, seq, region(src), kNone);
     return;
   }
   for (const PlannedReduction& red : owner_reductions(c, pass, f)) {
     const bool to_owner = red.root != kNone;
     if (to_owner && c.overlap) c.e.sync(tag + ": synchronize before reduce");
     reduce_chunk(c, to_owner ? CollectiveKind::Reduce : CollectiveKind::AllReduce, red.total,
-                 red.pieces, st, tag, seq, src, red.root);
+                 red.pieces, st, tag, seq, region(src, red.offset, red.total), red.root);
   }
 }
 
@@ -236,8 +239,9 @@ void reduce_fallback(Ctx& c, const PlannedFlush& fl, Stream st, const std::strin
                      std::uint32_t seq) {
   if (fl.params.empty()) return;
   if (c.overlap) c.e.sync(tag + ": synchronize before all_reduce");
-  reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, fl.params.size(), st, tag, seq, kNone,
-               kNone);
+  // One tensor is reduced in place in its own gradient; several are flattened first.
+  reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, fl.params.size(), st, tag, seq,
+               region(fl.params.size() == 1 ? c.grad_buf[fl.params.front()] : kNone), kNone);
 }
 
 void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, std::uint32_t micro,
@@ -251,7 +255,7 @@ void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, s
     if (micro > 0) {
       CopySpec to_gpu = c.transfer(OpKind::HostToDevice, c.lp);
       to_gpu.slot = touching;
-      to_gpu.buffer = c.b6;
+      to_gpu.src = region(pass.b8_buf[f]);  // into B6, which holds one param (not carried: X7)
       to_gpu.label = "accumulated grads to GPU (B8 -> B6)";
       const std::uint32_t h2d = c.e.copy(std::move(to_gpu));
       c.e.copy({.stream = st,
@@ -263,16 +267,14 @@ void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, s
     if (!boundary) {
       CopySpec to_cpu = c.transfer(OpKind::DeviceToHost, c.lp);
       to_cpu.slot = touching;
-      to_cpu.buffer = pass.b8_buf[f];
+      to_cpu.dst = region(pass.b8_buf[f]);  // from the rank's touching grads (not carried)
       to_cpu.label = "grads to CPU accumulator (B8)";
       c.e.copy(std::move(to_cpu));
     }
   }
   if (boundary) {
-    const std::uint32_t b4 = c.b4.empty() ? kNone : c.b4.front();
     CopySpec owned = c.transfer(OpKind::DeviceToHost, c.mw);
-    owned.slot = pass.owned_slot[f];
-    owned.buffer = b4;
+    owned.slot = pass.owned_slot[f];  // each owned slice into its group's B4 (not carried)
     owned.label = "owned gradient slices to fp32 CPU partition (B4)";
     c.e.copy(std::move(owned));
   }
@@ -311,10 +313,10 @@ void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool 
     if (!fl.params.empty()) {
       c.e.alloc(pass.gip_buf[set][f], st);  // lazily, at the rank's first in-partition copy
       (set == 0 ? c.step_frees : c.epilogue_frees).push_back(pass.gip_buf[set][f]);
+      // Into the T3 piece of the flush that first touches the rank, at its cursor (not carried).
       c.e.copy({.stream = st,
                 .dtype = c.lp,
                 .slot = pass.copy_slot[f],
-                .buffer = pass.gip_buf[set][f],
                 .label = tag + ": copy the rank's grads into grads_in_partition"});
     }
   } else if (c.stage == 2) {
@@ -336,7 +338,8 @@ void emit_insert(Ctx& c, IpgPass& pass, std::size_t i, std::uint32_t set, bool b
   c.e.copy({.kind = OpKind::CopyToBucket,
             .dtype = c.lp,
             .elements = c.m.params[ins.param].numel,
-            .buffer = c.ipg[ins.buffer_index],
+            .src = region(c.grad_buf[ins.param]),
+            .dst = region(c.ipg[ins.buffer_index], ins.offset),
             .param = ins.param,
             .flush = c.flush_seq,  // the flush that will reduce this bucket
             .label = "copy " + c.pname(ins.param) + " into ipg[" +

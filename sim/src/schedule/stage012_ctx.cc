@@ -34,6 +34,7 @@ Ctx::Ctx(const ScheduleInput& input, Emitter& emitter)
   grad_buf.assign(m.params.size(), kNone);
   grad_accum_buf.assign(m.params.size(), kNone);
   grad_live.assign(m.params.size(), false);
+  lp_home.assign(m.params.size(), Region{});
   grad_accum_live.assign(m.params.size(), false);
   t6.assign(plan.groups.size(), kNone);
   t7.assign(plan.groups.size(), kNone);

@@ -29,8 +29,10 @@ Buffer engine_buffer(std::string name, BufferCategory cat, DType dt, Elements nu
 }
 
 // buffered_allreduce_fallback: CHUNK_GT(5e8) over `sizes`; each chunk flattened (a copy unless one
-// tensor already in CD), all-reduced in CD, post-scaled, copied back.
-void engine_allreduce(Ctx& c, const std::vector<Elements>& sizes, DType item_dt) {
+// tensor already in CD, reduced in place in `items[i]`), all-reduced in CD, post-scaled, copied
+// back. The flatten's sources and the copy-back's destinations are lists (not carried yet).
+void engine_allreduce(Ctx& c, const std::vector<Elements>& sizes, const std::vector<Region>& items,
+                      DType item_dt) {
   for (const auto& [b, e] : chunk_gt(sizes, kEngineChunk)) {
     Elements total = 0;
     for (std::size_t i = b; i < e; ++i) total += sizes[i];
@@ -41,7 +43,7 @@ void engine_allreduce(Ctx& c, const std::vector<Elements>& sizes, DType item_dt)
       c.e.alloc(tmp);
       c.e.copy({.dtype = c.cd,
                 .elements = total,
-                .buffer = tmp,
+                .dst = region(tmp),
                 .label = "flatten grads for the engine all-reduce"});
     }
     c.e.collective(
@@ -49,10 +51,13 @@ void engine_allreduce(Ctx& c, const std::vector<Elements>& sizes, DType item_dt)
          .numel = total,
          .out_numel = total,
          .op = ReduceOp::Sum,
-         .buffer = tmp,
+         .src = flatten ? region(tmp) : items[b],
          .label = collective_label("engine all-reduce", CollectiveKind::AllReduce, total, total)});
     if (flatten) {
-      c.e.copy({.dtype = item_dt, .elements = total, .label = "copy reduced grads back"});
+      c.e.copy({.dtype = item_dt,
+                .elements = total,
+                .src = region(tmp),
+                .label = "copy reduced grads back"});
       c.e.free(tmp);
     }
   }
@@ -61,19 +66,25 @@ void engine_allreduce(Ctx& c, const std::vector<Elements>& sizes, DType item_dt)
 // Stage 0: every trainable param's grad in named_parameters order (zeros for params without one).
 void stage0_reduce(Ctx& c) {
   std::vector<Elements> sizes;
+  std::vector<Region> items;
   for (std::uint32_t p = 0; p < c.m.params.size(); ++p) {
     if (!c.m.params[p].trainable) continue;
     c.alloc_grad(p);  // a param without a grad gets a zero grad (no-op when it has one)
     sizes.push_back(c.m.params[p].numel);
+    items.push_back(region(c.grad_buf[p]));
   }
-  engine_allreduce(c, sizes, c.lp);
+  engine_allreduce(c, sizes, items, c.lp);
 }
 
 // BF16_Optimizer: the fp32 gradient buffer of each group (Pal_g elements).
 void bf16_reduce(Ctx& c) {
   std::vector<Elements> sizes;
-  for (const FlatGroup& fg : c.plan.groups) sizes.push_back(fg.aligned);
-  engine_allreduce(c, sizes, c.ga);
+  std::vector<Region> items;
+  for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
+    sizes.push_back(c.plan.groups[g].aligned);
+    items.push_back(region(g < c.fp32_grads.size() ? c.fp32_grads[g] : kNone));
+  }
+  engine_allreduce(c, sizes, items, c.ga);
 }
 
 Elements grads_in_groups(const Ctx& c) {
@@ -96,6 +107,9 @@ std::vector<std::uint32_t> emit_engine_init(Ctx& c) {
         engine_buffer("flat LP params [" + std::to_string(g) + "]", BufferCategory::Param16, c.lp,
                       bf16opt ? fg.aligned : fg.numel, true, bf16opt ? "B1" : "")));
     c.e.alloc(c.b1.back());
+    for (std::size_t i = 0; i < fg.flat_order.size(); ++i)  // p's 16-bit values now live in B1
+      c.lp_home[fg.flat_order[i]] =
+          region(c.b1.back(), fg.flat_offset[i], c.m.params[fg.flat_order[i]].numel);
   }
   c.e.free(module);
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
@@ -115,6 +129,7 @@ std::vector<std::uint32_t> emit_engine_init(Ctx& c) {
       c.e.alloc(c.b3.back());
     }
   }
+  c.fp32_grads = fp32_grads;
   return fp32_grads;
 }
 
@@ -147,7 +162,10 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
     if (!bf16opt) {  // FP16_Optimizer: flat fp32 copy of the group's grads
       tmp = c.e.temp("fp32 flat grads [" + std::to_string(g) + "]", n, c.mw);
       c.e.alloc(tmp);
-      c.e.copy({.dtype = c.mw, .elements = n, .buffer = tmp, .label = "flatten and cast grads"});
+      c.e.copy({.dtype = c.mw,
+                .elements = n,
+                .dst = region(tmp),
+                .label = "flatten and cast grads"});  // from the group's grads (not carried)
     } else if (step == 0) {
       c.b3.push_back(
           c.e.buffer(engine_buffer("optimizer states [" + std::to_string(g) + "]",
@@ -162,7 +180,8 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
     c.e.copy({.kind = OpKind::WriteBack,
               .dtype = c.lp,
               .elements = n,
-              .buffer = c.b1[g],
+              .src = region(c.b2[g]),
+              .dst = bf16opt ? rank_slice(c.b1[g], n) : region(c.b1[g]),
               .label = "master -> LP params of group " + std::to_string(g)});
   }
   if (c.path == OptimizerPath::Bf16Optimizer) {
@@ -183,11 +202,27 @@ std::uint32_t emit_module_params(Ctx& c, bool trainable_persistent) {
   const std::uint32_t module = c.e.buffer(engine_buffer(
       "module params (optimized)", BufferCategory::Param16, c.lp, flattened, trainable_persistent));
   c.e.alloc(module);
+  std::uint32_t rest = kNone;
   if (total > flattened) {  // frozen params and params in no optimizer group keep their storage
-    const std::uint32_t rest = c.e.buffer(engine_buffer(
-        "module params (not optimized)", BufferCategory::Param16, c.lp, total - flattened, true));
+    rest = c.e.buffer(engine_buffer("module params (not optimized)", BufferCategory::Param16, c.lp,
+                                    total - flattened, true));
     c.e.alloc(rest);
   }
+  // The module's storage as two concatenations: group params in group order, then the others in
+  // declaration order.
+  Elements at = 0, rest_at = 0;
+  std::vector<bool> grouped(c.m.params.size(), false);
+  for (const FlatGroup& fg : c.plan.groups)
+    for (std::uint32_t p : fg.params) {
+      grouped[p] = true;
+      c.lp_home[p] = region(module, at, c.m.params[p].numel);
+      at += c.m.params[p].numel;
+    }
+  for (std::uint32_t p = 0; p < c.m.params.size(); ++p)
+    if (!grouped[p]) {
+      c.lp_home[p] = region(rest, rest_at, c.m.params[p].numel);
+      rest_at += c.m.params[p].numel;
+    }
   // engine _broadcast_model: every param from rank 0, in module.parameters() order (§7.1 item 1).
   for (std::uint32_t p = 0; p < c.m.params.size(); ++p)
     c.e.collective({.kind = CollectiveKind::Broadcast,
@@ -195,6 +230,7 @@ std::uint32_t emit_module_params(Ctx& c, bool trainable_persistent) {
                     .numel = c.m.params[p].numel,
                     .out_numel = c.m.params[p].numel,
                     .root = 0,
+                    .src = c.lp_home[p],
                     .label = collective_label("broadcast " + c.pname(p), CollectiveKind::Broadcast,
                                               c.m.params[p].numel, c.m.params[p].numel, 0)});
   return module;
@@ -204,7 +240,7 @@ void emit_engine_allreduce_program(Ctx& c) {
   c.e.set_phase(Phase::Init);
   c.e.set_step(0, 0);
   c.e.marker("init");
-  const std::vector<std::uint32_t> fp32_grads = emit_engine_init(c);
+  emit_engine_init(c);
   const bool bf16opt = c.path == OptimizerPath::Bf16Optimizer;
   for (std::uint32_t step = 0; step < c.in.steps; ++step) {
     for (std::uint32_t micro = 0; micro < c.gas; ++micro) {
@@ -212,15 +248,18 @@ void emit_engine_allreduce_program(Ctx& c) {
       const bool boundary = c.managed && micro + 1 == c.gas;
       emit_forward_backward(c.e, c.m, c.in.training, c.activation, c.ready_layer,
                             [&](std::uint32_t p) {
-                              c.e.grad_ready({.param = p, .label = "grad ready " + c.pname(p)});
+                              c.e.grad_ready({.param = p,
+                                              .src = c.lp_home[p],
+                                              .dst = region(c.grad_buf[p], 0, c.m.params[p].numel),
+                                              .label = "grad ready " + c.pname(p)});
                               if (micro == 0)
                                 c.alloc_grad(p);  // later micro-steps accumulate into p.grad
                             });
       if (bf16opt) {  // backward epilogue: every bf16 grad is added into the fp32 buffer
         c.e.set_phase(Phase::Epilogue);
+        // Each grad into its group's fp32 buffer at its flat offset (a list: not carried).
         c.e.copy({.dtype = c.ga,
                   .elements = grads_in_groups(c),
-                  .buffer = fp32_grads.empty() ? kNone : fp32_grads.front(),
                   .label = "add bf16 grads into the fp32 gradient buffer"});
       }
       if (!boundary) continue;

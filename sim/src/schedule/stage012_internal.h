@@ -83,6 +83,7 @@ struct PlannedFlush {
 
 struct PlannedInsert {
   std::uint32_t param = 0;
+  Elements offset = 0;  ///< bucket elements before this insert (where a copied grad lands)
   bool flush_before =
       false;                ///< the bucket is flushed (flush index `flush - 1`) before this insert
   std::uint32_t flush = 0;  ///< index of the flush that reduces this param
@@ -95,6 +96,7 @@ struct PlannedInsert {
 /// communicator).
 struct PlannedReduction {
   Elements total = 0;
+  Elements offset = 0;  ///< bucket offset of the first slice (the input when `pieces` is 1)
   std::size_t pieces = 0;
   std::uint32_t root = kNone;
 };
@@ -170,6 +172,9 @@ struct Ctx {
   std::vector<std::uint32_t> ipg;                 ///< T2 buffers (1, or 2 with overlap)
   std::vector<std::uint32_t> b1, b2, b3, b4, b5;  ///< per group
   std::uint32_t b6 = kNone, b7 = kNone;
+  /// Per param: where its 16-bit values live (the module's storage, then its slice of B1).
+  std::vector<Region> lp_home;
+  std::vector<std::uint32_t> fp32_grads;  ///< BF16_Optimizer: per group, the fp32 gradient buffer
 
   // Emission state.
   std::uint32_t flush_seq = 0;  ///< next flush number (Op::bucket)

@@ -37,7 +37,8 @@ std::uint32_t write_back(Ctx& c, Elements elements, std::uint32_t group) {
   return c.e.copy({.kind = OpKind::WriteBack,
                    .dtype = c.lp,
                    .elements = elements,
-                   .buffer = c.b1[group],
+                   .src = region(c.b2[group]),
+                   .dst = rank_slice(c.b1[group], elements),
                    .label = "master -> LP slice of group " + std::to_string(group)});
 }
 
@@ -60,7 +61,7 @@ void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
   c.e.alloc(t6);
   c.e.copy({.dtype = flat_dt,
             .slot = c.e.schedule().buffers[t6].slot,
-            .buffer = t6,
+            .dst = region(t6),  // from averaged_gradients (not carried)
             .label = "flatten averaged_gradients"});
   std::uint32_t grad_mw = t6;
   if (flat_dt != c.mw) {  // cast to the master dtype; the flat copy goes right after
@@ -72,7 +73,7 @@ void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
     c.e.alloc(grad_mw);
     c.e.copy({.dtype = c.mw,
               .elements = s,
-              .buffer = grad_mw,
+              .dst = region(grad_mw),  // from T6, or the one averaged gradient (not carried)
               .label = "cast grads to the master dtype"});
     c.e.free(t6);
   }
@@ -93,11 +94,13 @@ void group_update_host(Ctx& c, std::uint32_t g) {
   c.e.copy({.stream = Stream::Host,
             .dtype = c.lp,
             .elements = s,
-            .buffer = c.b5[g],
+            .src = region(c.b2[g]),
+            .dst = region(c.b5[g]),
             .label = "master -> LP staging (B5)"});
   CopySpec h2d = c.transfer(OpKind::HostToDevice, c.lp);
   h2d.elements = s;
-  h2d.buffer = c.b1[g];
+  h2d.src = region(c.b5[g]);
+  h2d.dst = rank_slice(c.b1[g], s);
   h2d.after = Stream::Host;  // the staging copy the host just made
   h2d.label = "updated LP slice to the GPU";
   c.e.copy(std::move(h2d));
@@ -117,7 +120,8 @@ void emit_param_all_gather(Ctx& c) {
          .dtype = c.lp,
          .numel = fg.partition,
          .out_numel = fg.aligned,
-         .buffer = c.b1[g],
+         .src = rank_slice(c.b1[g], fg.partition),  // the input is a view of the output
+         .dst = region(c.b1[g]),
          .label = collective_label("all_gather params group " + std::to_string(g),
                                    CollectiveKind::AllGather, fg.partition, fg.aligned)});
   }

@@ -84,9 +84,24 @@ Context::Context(Schedule& s, const ScheduleInput& in, const Walk& w)
   adam.assign(n_sg, kNone);
   host_fp32_grads.assign(n_sg, kNone);
   sg_of_param.assign(m.params.size(), kNone);
-  for (std::size_t i = 0; i < n_sg; ++i)
+  sg_offset.assign(n_sg, 0);
+  part_offset.assign(m.params.size(), 0);
+  Elements at = 0;
+  for (std::size_t i = 0; i < n_sg; ++i) {
+    sg_offset[i] = at;
     for (auto p : plan.sub_groups[i].params)
-      if (p < sg_of_param.size()) sg_of_param[p] = static_cast<std::uint32_t>(i);
+      if (p < sg_of_param.size()) {
+        sg_of_param[p] = static_cast<std::uint32_t>(i);
+        part_offset[p] = at;
+        at += plan.s3[p].partition;
+      }
+  }
+  Elements frozen_at = 0;
+  for (std::uint32_t p = 0; p < m.params.size(); ++p)
+    if (sg_of_param[p] == kNone) {
+      part_offset[p] = frozen_at;
+      frozen_at += plan.s3[p].partition;
+    }
   grad_buf.assign(m.params.size(), kNone);
   full_buf.assign(m.params.size(), kNone);
   padded_buf.assign(m.params.size(), kNone);
@@ -118,33 +133,29 @@ bool Context::sg_on_cpu(std::size_t sg) const {
 
 std::uint32_t Context::collective(CollectiveKind k, Elements numel, Elements out, DType dt,
                                   ReduceOp r, Stream st, std::string label,
-                                  std::vector<std::uint32_t> deps, std::uint32_t root) {
+                                  std::vector<std::uint32_t> deps, std::uint32_t root, Region src,
+                                  Region dst) {
   return e.collective({.kind = k,
                        .dtype = dt,
                        .numel = numel,
                        .out_numel = out,
                        .op = r,
                        .root = root,
+                       .src = src,
+                       .dst = dst,
                        .stream = st,
                        .deps = std::move(deps),
                        .label = std::move(label)});
 }
 
-std::uint32_t Context::data_op(OpKind k, Stream st, Elements elements, DType dt,
-                               std::uint32_t buffer, std::string label,
-                               std::vector<std::uint32_t> deps) {
-  if (k == OpKind::OptimizerStep)
-    return e.optimizer_step({.stream = st,
-                             .dtype = dt,
-                             .elements = elements,
-                             .buffer = buffer,
-                             .deps = std::move(deps),
-                             .label = std::move(label)});
+std::uint32_t Context::data_op(OpKind k, Stream st, Elements elements, DType dt, Region src,
+                               Region dst, std::string label, std::vector<std::uint32_t> deps) {
   return e.copy({.kind = k,
                  .stream = st,
                  .dtype = dt,
                  .elements = elements,
-                 .buffer = buffer,
+                 .src = src,
+                 .dst = dst,
                  .deps = std::move(deps),
                  .label = std::move(label)});
 }
@@ -268,9 +279,11 @@ void replay_event(s3::Context& cx, s3::Coordinator& co, s3::Reducer& red, const 
       break;
     case s3::HookKind::GradReady: {
       cx.e.alloc(cx.grad_buf[i]);
+      // The param's gathered storage is the coordinator's (not carried yet).
       red.on_grad(i, cx.e.grad_ready({.param = i,
                                       .elements = cx.n(i),
                                       .dtype = cx.lp,
+                                      .dst = region(cx.grad_buf[i]),
                                       .label = "grad ready " + cx.m.params[i].name}));
       break;
     }

@@ -199,7 +199,9 @@ std::uint32_t Coordinator::stage_partitions_on_device(const std::vector<std::uin
   const auto tmp = cx_.pool.acquire(cx_.e, "offloaded partitions on device", BufferCategory::Temp,
                                     cx_.lp, numel);
   cx_.e.alloc(tmp, gs);
-  cx_.data_op(OpKind::HostToDevice, gs, numel, cx_.lp, tmp, "H2D partitions for gather");
+  // From each param's host partition (a list: not carried).
+  cx_.data_op(OpKind::HostToDevice, gs, numel, cx_.lp, {}, region(tmp),
+              "H2D partitions for gather");
   return tmp;
 }
 
@@ -211,9 +213,16 @@ void Coordinator::gather_single(std::uint32_t p, const std::string& why, std::ui
   Elements staged = 0;
   const auto tmp = stage_partitions_on_device({p}, staged);
   const CollectiveKind k = fetch_kind();
-  last_gather_op_ = cx_.collective(k, k == CollectiveKind::AllReduce ? out : c, out, cx_.lp,
-                                   k == CollectiveKind::AllReduce ? ReduceOp::Sum : ReduceOp::None,
-                                   gs, why + ": " + cx_.m.params[p].name);
+  // The all-reduce variant (a zero-filled output holding the rank's slice) is not carried (X10),
+  // nor a persistent param's device partition under offload_param (X12).
+  Region in;
+  if (k == CollectiveKind::AllGather)
+    in = tmp != kNone ? region(tmp, 0, c) : (cx_.offload_param ? Region{} : cx_.own_partition(p));
+  last_gather_op_ =
+      cx_.collective(k, k == CollectiveKind::AllReduce ? out : c, out, cx_.lp,
+                     k == CollectiveKind::AllReduce ? ReduceOp::Sum : ReduceOp::None, gs,
+                     why + ": " + cx_.m.params[p].name, {}, kNone, in,
+                     k == CollectiveKind::AllGather ? region(cx_.padded_buf[p]) : Region{});
   if (tmp != kNone) {
     cx_.e.free(tmp, gs);
     cx_.pool.release(tmp);
@@ -235,11 +244,16 @@ void Coordinator::gather_coalesced(const std::vector<std::uint32_t>& params, con
   cx_.e.alloc(staging, gs);
   Elements staged = 0;
   const auto tmp = stage_partitions_on_device(params, staged);
-  cx_.data_op(OpKind::Copy, gs, sum_c, cx_.lp, staging, "own partitions into the staging slot");
+  // From each param's partition (a list: not carried) into the rank's slot.
+  const Region slot = rank_slice(staging, sum_c);
+  cx_.data_op(OpKind::Copy, gs, sum_c, cx_.lp, {}, slot, "own partitions into the staging slot");
   const CollectiveKind k = fetch_kind();
-  last_gather_op_ = cx_.collective(k, k == CollectiveKind::AllReduce ? out : sum_c, out, cx_.lp,
-                                   k == CollectiveKind::AllReduce ? ReduceOp::Sum : ReduceOp::None,
-                                   gs, why + ": " + std::to_string(params.size()) + " params");
+  const bool gather = k == CollectiveKind::AllGather;  // the all-reduce variant: not carried (X10)
+  last_gather_op_ =
+      cx_.collective(k, k == CollectiveKind::AllReduce ? out : sum_c, out, cx_.lp,
+                     k == CollectiveKind::AllReduce ? ReduceOp::Sum : ReduceOp::None, gs,
+                     why + ": " + std::to_string(params.size()) + " params", {}, kNone,
+                     gather ? slot : Region{}, gather ? region(staging) : Region{});
   if (tmp != kNone) {
     cx_.e.free(tmp, gs);
     cx_.pool.release(tmp);
@@ -257,7 +271,8 @@ void Coordinator::wait(std::uint32_t p) {
     for (auto q : handles_[hid].params) {
       if (handles_[hid].staging != kNone) {
         cx_.e.alloc(cx_.full_buf[q], gs);
-        cx_.data_op(OpKind::Copy, gs, cx_.n(q), cx_.lp, cx_.full_buf[q],
+        // From q's strided chunks of the staging buffer (not carried yet).
+        cx_.data_op(OpKind::Copy, gs, cx_.n(q), cx_.lp, {}, region(cx_.full_buf[q]),
                     "assemble " + cx_.m.params[q].name);
         ps_[q].storage = cx_.full_buf[q];
       }
@@ -326,7 +341,9 @@ void Coordinator::gather_persistent() {
     cx_.e.alloc(cx_.padded_buf[p]);
     cx_.collective(CollectiveKind::AllGather, cx_.c(p), cx_.c(p) * cx_.world, cx_.lp,
                    ReduceOp::None, Stream::Compute,
-                   "post-step gather of persistent " + cx_.m.params[p].name);
+                   "post-step gather of persistent " + cx_.m.params[p].name, {}, kNone,
+                   cx_.offload_param ? Region{} : cx_.own_partition(p),  // X12
+                   region(cx_.padded_buf[p]));
     ps_[p].status = Status::Available;  // outside the coordinator: n_available is not counted
     ps_[p].storage = cx_.padded_buf[p];
     ++issued;

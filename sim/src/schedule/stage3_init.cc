@@ -35,10 +35,15 @@ std::uint32_t temp_buffer(Context& cx, std::string name, BufferCategory cat, DTy
   return cx.e.buffer(std::move(b));
 }
 
-void broadcasts(Context& cx, const std::string& what) {
-  for (std::uint32_t p = 0; p < cx.m.params.size(); ++p)
+// In place on each param's slice of the whole-model buffer (declaration order).
+void broadcasts(Context& cx, const std::string& what, std::uint32_t whole) {
+  Elements at = 0;
+  for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) {
     cx.collective(CollectiveKind::Broadcast, cx.n(p), cx.n(p), cx.lp, ReduceOp::None,
-                  Stream::Compute, what + " " + cx.m.params[p].name, {}, 0);
+                  Stream::Compute, what + " " + cx.m.params[p].name, {}, 0,
+                  region(whole, at, cx.n(p)));
+    at += cx.n(p);
+  }
 }
 
 // Partitions of every param, before the defragmenting copy, and of params outside the optimizer.
@@ -73,7 +78,7 @@ void convert_params(Context& cx) {
                                      cx.lp, cx.n(p));
       cx.e.alloc(whole);
       cx.collective(CollectiveKind::Broadcast, cx.n(p), cx.n(p), cx.lp, ReduceOp::None,
-                    Stream::Compute, "zero.Init broadcast " + name, {}, 0);
+                    Stream::Compute, "zero.Init broadcast " + name, {}, 0, region(whole));
       cx.e.free(whole);
     }
   } else {
@@ -82,8 +87,8 @@ void convert_params(Context& cx) {
     const auto whole =
         temp_buffer(cx, kStage3WholeModelBuffer, BufferCategory::Param16, cx.lp, total);
     cx.e.alloc(whole);
-    broadcasts(cx, "engine broadcast");
-    broadcasts(cx, "zero conversion broadcast");
+    broadcasts(cx, "engine broadcast", whole);
+    broadcasts(cx, "zero conversion broadcast", whole);
     parts = alloc_partitions(cx, lp_pool);
     cx.e.free(whole);
   }
@@ -91,8 +96,9 @@ void convert_params(Context& cx) {
   cx.lp_partitions = persistent_buffer(cx, "lp_param_buffer (LP partitions)",
                                        BufferCategory::Param16, cx.lp, trainable, lp_pool);
   cx.e.alloc(cx.lp_partitions);
-  cx.data_op(OpKind::Copy, Stream::Compute, trainable, cx.lp, cx.lp_partitions,
-             "defragment LP partitions");
+  // `parts` is never filled from the whole params (not carried: X2).
+  cx.data_op(OpKind::Copy, Stream::Compute, trainable, cx.lp, region(parts),
+             region(cx.lp_partitions), "defragment LP partitions");
   cx.e.free(parts);
 }
 
@@ -108,7 +114,8 @@ void master_weights(Context& cx) {
     // Adam's two moments are created lazily at the first step (allocated there).
     cx.adam[i] = persistent_buffer(cx, "Adam states [sub-group " + std::to_string(i) + "]",
                                    BufferCategory::OptimState, cx.mw, 2 * sc, pool);
-    cx.data_op(OpKind::Copy, cpu ? Stream::Host : Stream::Compute, sc, cx.mw, cx.master[i],
+    cx.data_op(OpKind::Copy, cpu ? Stream::Host : Stream::Compute, sc, cx.mw,
+               region(cx.lp_partitions, cx.sg_offset[i], sc), region(cx.master[i]),
                "LP partitions to fp32 master, sub-group " + std::to_string(i));
     if (cpu) {
       cx.host_fp32_grads[i] =
@@ -145,11 +152,16 @@ void hook_gathers(Context& cx) {
   for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) {
     if (!cx.m.params[p].trainable) continue;
     cx.e.alloc(cx.padded_buf[p]);
-    if (cx.offload_param && !cx.persistent(p))
-      cx.data_op(OpKind::HostToDevice, Stream::Compute, cx.c(p), cx.lp, cx.padded_buf[p],
-                 "H2D partition of " + cx.m.params[p].name);
+    const bool staged = cx.offload_param && !cx.persistent(p);
+    if (staged)  // into the rank's slot of the gather output
+      cx.data_op(OpKind::HostToDevice, Stream::Compute, cx.c(p), cx.lp, cx.own_partition(p),
+                 rank_slice(cx.padded_buf[p], cx.c(p)), "H2D partition of " + cx.m.params[p].name);
+    // offload_param keeps a persistent param's device partition in no buffer (not carried: X12).
+    const Region in = staged ? rank_slice(cx.padded_buf[p], cx.c(p))
+                             : (cx.offload_param ? Region{} : cx.own_partition(p));
     cx.collective(CollectiveKind::AllGather, cx.c(p), cx.c(p) * cx.world, cx.lp, ReduceOp::None,
-                  Stream::Compute, "grad hook registration: gather " + cx.m.params[p].name);
+                  Stream::Compute, "grad hook registration: gather " + cx.m.params[p].name, {},
+                  kNone, in, region(cx.padded_buf[p]));
     cx.e.free(cx.padded_buf[p]);
   }
 }

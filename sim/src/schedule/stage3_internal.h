@@ -135,6 +135,11 @@ struct Context {
                 grad_partitions = kNone;
   std::vector<std::uint32_t> master, adam, host_fp32_grads;  ///< per sub-group
   std::vector<std::uint32_t> sg_of_param;  ///< per param, kNone outside sub-groups
+  /// Per sub-group: its start in lp_param_buffer and grad_partitions (Σc of earlier sub-groups).
+  std::vector<Elements> sg_offset;
+  /// Per param: the start of its c-chunk in lp_param_buffer / grad_partitions (sub-group params,
+  /// in sub-group order) or in the frozen partitions (the others, in declaration order).
+  std::vector<Elements> part_offset;
   // Per-param and per-layer buffers, re-allocated at every use.
   std::vector<std::uint32_t> grad_buf, full_buf, padded_buf, act_buf;
   BufferPool pool;
@@ -143,14 +148,24 @@ struct Context {
   Elements n(std::uint32_t p) const { return m.params[p].numel; }
   Elements c(std::uint32_t p) const { return plan.s3[p].partition; }
   bool persistent(std::uint32_t p) const { return plan.s3[p].persistent; }
+  /// The rank's c-chunk of p in the LP partitions (or in the frozen partitions).
+  Region own_partition(std::uint32_t p) const {
+    return region(sg_of_param[p] == kNone ? frozen_partitions : lp_partitions, part_offset[p],
+                  c(p));
+  }
+  /// The rank's c-chunk of p's gradient in grad_partitions (sub-group params only).
+  Region grad_partition(std::uint32_t p) const {
+    return region(sg_of_param[p] == kNone ? kNone : grad_partitions, part_offset[p], c(p));
+  }
   /// offload_optimizer.ratio: sub-groups with index < floor((1 - ratio) * count) stay on the GPU.
   bool sg_on_cpu(std::size_t sg) const;
-  /// A Collective op over the data-parallel group, with deps.
+  /// A Collective op over the data-parallel group, with deps; input `src`, output `dst` (empty:
+  /// in place).
   std::uint32_t collective(CollectiveKind k, Elements numel, Elements out, DType dt, ReduceOp r,
                            Stream st, std::string label, std::vector<std::uint32_t> deps = {},
-                           std::uint32_t root = kNone);
-  /// A copy-like op (Copy, HostToDevice, DeviceToHost, OptimizerStep, WriteBack).
-  std::uint32_t data_op(OpKind k, Stream st, Elements elements, DType dt, std::uint32_t buffer,
+                           std::uint32_t root = kNone, Region src = {}, Region dst = {});
+  /// A copy-like op (Copy, HostToDevice, DeviceToHost, WriteBack) from `src` into `dst`.
+  std::uint32_t data_op(OpKind k, Stream st, Elements elements, DType dt, Region src, Region dst,
                         std::string label, std::vector<std::uint32_t> deps = {});
 };
 
@@ -232,12 +247,14 @@ class Reducer {
   void flush();
   void reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements sum_c);
   void all_reduce(Elements e);
-  void partition_grads(const std::vector<std::uint32_t>& sorted, Elements sum_c);
+  /// `out`: the reduce-scatter output holding the rank's chunks in `sorted` order (kNone: the
+  /// all-reduced bucket, where they are strided).
+  void partition_grads(const std::vector<std::uint32_t>& sorted, Elements sum_c, std::uint32_t out);
   /// Ops on the reduce stream, tagged with the current flush; each becomes last_reduce_op_.
   std::uint32_t on_reduce_stream(std::uint32_t op);
   std::uint32_t alloc(std::uint32_t buffer);
   std::uint32_t free(std::uint32_t buffer);
-  std::uint32_t copy(OpKind kind, Elements elements, DType dt, std::uint32_t buffer,
+  std::uint32_t copy(OpKind kind, Elements elements, DType dt, Region src, Region dst,
                      std::string label, std::uint32_t param = kNone,
                      std::vector<std::uint32_t> deps = {});
 

@@ -24,14 +24,15 @@ std::uint32_t Reducer::free(std::uint32_t buffer) {
   return on_reduce_stream(cx_.e.free(buffer, cx_.reduce_stream, flush_seq_));
 }
 
-std::uint32_t Reducer::copy(OpKind kind, Elements elements, DType dt, std::uint32_t buffer,
+std::uint32_t Reducer::copy(OpKind kind, Elements elements, DType dt, Region src, Region dst,
                             std::string label, std::uint32_t param,
                             std::vector<std::uint32_t> deps) {
   return on_reduce_stream(cx_.e.copy({.kind = kind,
                                       .stream = cx_.reduce_stream,
                                       .dtype = dt,
                                       .elements = elements,
-                                      .buffer = buffer,
+                                      .src = src,
+                                      .dst = dst,
                                       .param = param,
                                       .flush = flush_seq_,
                                       .deps = std::move(deps),
@@ -47,7 +48,7 @@ void Reducer::on_grad(std::uint32_t p, std::uint32_t ready_op) {
   if (cx_.z.contiguous_gradients && elements_ + n <= r) {
     // The reduce stream waits for the compute stream, copies the grad into the bucket, and the
     // autograd storage goes (p.grad becomes a view of the IPG buffer).
-    copy(OpKind::CopyToBucket, n, cx_.cd, cx_.ipg,
+    copy(OpKind::CopyToBucket, n, cx_.cd, region(cx_.grad_buf[p]), region(cx_.ipg, elements_),
          "grad " + cx_.m.params[p].name + " into IPG [" + std::to_string(elements_) + ":" +
              std::to_string(elements_ + n) + "]",
          p, {ready_op});
@@ -95,18 +96,25 @@ void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements 
     stage_buf =
         cx_.pool.acquire(cx_.e, "reduce-scatter staging", BufferCategory::CommBucket, cx_.cd, in);
     alloc(stage_buf);
-    copy(OpKind::Copy, in, cx_.cd, stage_buf,
+    // Each grad, zero-padded to W·c, into its strided chunks (piece lists: not carried yet).
+    copy(OpKind::Copy, in, cx_.cd, {}, {},
          flush_label + ": rank-major staging, padded per tensor, / W");
   }
   const auto out =
       cx_.pool.acquire(cx_.e, "reduce-scatter output", BufferCategory::Grad, cx_.cd, sum_c);
   alloc(out);
+  // A lone W-divisible tensor is scattered from its own gradient (in the bucket or not).
+  Region input = region(stage_buf);
+  if (!staging)
+    input = bucket_.front().in_ipg ? region(cx_.ipg, 0, in) : region(cx_.grad_buf[sorted.front()]);
   on_reduce_stream(cx_.e.collective({.kind = CollectiveKind::ReduceScatter,
                                      .dtype = cx_.cd,
                                      .numel = in,
                                      .out_numel = sum_c,
                                      .op = ReduceOp::Sum,
                                      .flush = flush_seq_,
+                                     .src = input,
+                                     .dst = region(out),
                                      .stream = cx_.reduce_stream,
                                      .label = flush_label + ": reduce_scatter_tensor of " +
                                               std::to_string(sorted.size()) + " grads"}));
@@ -114,7 +122,7 @@ void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements 
     free(stage_buf);
     cx_.pool.release(stage_buf);
   }
-  partition_grads(sorted, sum_c);
+  partition_grads(sorted, sum_c, out);
   free(out);
   cx_.pool.release(out);
 }
@@ -128,7 +136,7 @@ void Reducer::all_reduce(Elements e) {
        .out_numel = e,
        .op = ReduceOp::Sum,
        .flush = flush_seq_,
-       .buffer = cx_.ipg,
+       .src = region(cx_.ipg, 0, e),
        .stream = cx_.reduce_stream,
        .label = "flush " + std::to_string(flush_seq_) + ": all_reduce of the IPG bucket"}));
   std::vector<std::uint32_t> sorted;
@@ -137,7 +145,7 @@ void Reducer::all_reduce(Elements e) {
     sorted.push_back(en.param);
     sum_c += cx_.c(en.param);
   }
-  partition_grads(sorted, sum_c);  // own chunks in bucket order
+  partition_grads(sorted, sum_c, kNone);  // own chunks in bucket order
 }
 
 // PARTITION_GRADS: the first micro-step copies into the param's view of
@@ -145,26 +153,31 @@ void Reducer::all_reduce(Elements e) {
 // (per-param D2H, or H2D + add + D2H), and at the accumulation boundary each partition is copied
 // into its sub-group's fp32 grads. Ranks holding only padding skip the copy; the element counts
 // here are the padded c_i.
-void Reducer::partition_grads(const std::vector<std::uint32_t>& sorted, Elements sum_c) {
+void Reducer::partition_grads(const std::vector<std::uint32_t>& sorted, Elements sum_c,
+                              std::uint32_t out) {
   const std::string mode = cx_.micro == 0 ? "copy" : "accumulate";
   const DType ga = cx_.ga;
   if (!cx_.offload_opt) {
-    copy(OpKind::Copy, sum_c, ga, cx_.grad_partitions, "partition grads (" + mode + ")");
+    // Into each param's view of grad_partitions (a list: not carried yet).
+    copy(OpKind::Copy, sum_c, ga, region(out), {}, "partition grads (" + mode + ")");
     return;
   }
+  Elements at = 0;  // the param's chunk in `out`
   for (auto p : sorted) {
     const std::string& name = cx_.m.params[p].name;
-    auto data = [&](OpKind k, const std::string& what) {
-      return copy(k, cx_.c(p), ga, cx_.grad_partitions, what + " " + name);
-    };
-    if (cx_.micro > 0) {
-      data(OpKind::HostToDevice, "grad partition to device for accumulation:");
-      data(OpKind::Copy, "accumulate grad partition:");
+    if (cx_.micro > 0) {  // through a device temporary the schedule has no buffer for (X11)
+      copy(OpKind::HostToDevice, cx_.c(p), ga, cx_.grad_partition(p), {},
+           "grad partition to device for accumulation: " + name);
+      copy(OpKind::Copy, cx_.c(p), ga, {}, {}, "accumulate grad partition: " + name);
     }
-    const auto d2h = data(OpKind::DeviceToHost, "grad partition to host:");
+    const auto d2h = copy(OpKind::DeviceToHost, cx_.c(p), ga,
+                          out == kNone ? Region{} : region(out, at, cx_.c(p)),
+                          cx_.grad_partition(p), "grad partition to host: " + name);
+    at += cx_.c(p);
     const std::uint32_t sg = cx_.sg_of_param[p];
     if (cx_.boundary && sg != kNone && cx_.sg_on_cpu(sg))
-      cx_.data_op(OpKind::Copy, Stream::Host, cx_.c(p), cx_.mw, cx_.host_fp32_grads[sg],
+      cx_.data_op(OpKind::Copy, Stream::Host, cx_.c(p), cx_.mw, cx_.grad_partition(p),
+                  region(cx_.host_fp32_grads[sg], cx_.part_offset[p] - cx_.sg_offset[sg], cx_.c(p)),
                   "grad partition into fp32 sub-group grads: " + name, {d2h});
   }
 }

@@ -18,20 +18,24 @@ void gpu_update(Context& cx, std::size_t sg, bool first_step) {
   // g = cast(flatten(averaged views), MW): a GA temporary, then the MW copy.
   const auto flat = cx.pool.acquire(cx.e, "step flat grads", BufferCategory::Temp, cx.ga, sc);
   cx.e.alloc(flat);
-  cx.data_op(OpKind::Copy, Stream::Compute, sc, cx.ga, flat, "flatten grad partitions" + tag);
+  cx.data_op(OpKind::Copy, Stream::Compute, sc, cx.ga,
+             region(cx.grad_partitions, cx.sg_offset[sg], sc), region(flat),
+             "flatten grad partitions" + tag);
   const auto g32 = cx.pool.acquire(cx.e, "step fp32 grads", BufferCategory::Temp, cx.mw, sc);
   cx.e.alloc(g32);
-  cx.data_op(OpKind::Copy, Stream::Compute, sc, cx.mw, g32, "cast grads to master dtype" + tag);
+  cx.data_op(OpKind::Copy, Stream::Compute, sc, cx.mw, region(flat), region(g32),
+             "cast grads to master dtype" + tag);
   cx.e.free(flat);
   cx.pool.release(flat);
   if (first_step) cx.e.alloc(cx.adam[sg]);
-  cx.data_op(OpKind::OptimizerStep, Stream::Compute, sc, cx.mw, cx.master[sg],
-             "optimizer step" + tag);
+  cx.e.optimizer_step(
+      {.dtype = cx.mw, .elements = sc, .buffer = cx.master[sg], .label = "optimizer step" + tag});
+  const Region lp_out = region(cx.lp_partitions, cx.sg_offset[sg], sc);
   if (cx.offload_param)  // the LP partitions live on the host
-    cx.data_op(OpKind::DeviceToHost, Stream::Compute, sc, cx.lp, cx.lp_partitions,
+    cx.data_op(OpKind::DeviceToHost, Stream::Compute, sc, cx.lp, region(cx.master[sg]), lp_out,
                "master to LP partitions" + tag);
   else
-    cx.data_op(OpKind::WriteBack, Stream::Compute, sc, cx.lp, cx.lp_partitions,
+    cx.data_op(OpKind::WriteBack, Stream::Compute, sc, cx.lp, region(cx.master[sg]), lp_out,
                "master to LP partitions" + tag);
   cx.e.free(g32);
   cx.pool.release(g32);
@@ -41,13 +45,17 @@ void cpu_update(Context& cx, std::size_t sg, bool first_step) {
   const Elements sc = cx.plan.sub_groups[sg].partition_numel;
   const std::string tag = " [sub-group " + std::to_string(sg) + "]";
   if (first_step) cx.e.alloc(cx.adam[sg]);
-  const auto st = cx.data_op(OpKind::OptimizerStep, Stream::Host, sc, cx.mw, cx.master[sg],
-                             "CPU optimizer step" + tag);
+  const auto st = cx.e.optimizer_step({.stream = Stream::Host,
+                                       .dtype = cx.mw,
+                                       .elements = sc,
+                                       .buffer = cx.master[sg],
+                                       .label = "CPU optimizer step" + tag});
+  const Region lp_out = region(cx.lp_partitions, cx.sg_offset[sg], sc);
   if (cx.offload_param)
-    cx.data_op(OpKind::WriteBack, Stream::Host, sc, cx.lp, cx.lp_partitions,
+    cx.data_op(OpKind::WriteBack, Stream::Host, sc, cx.lp, region(cx.master[sg]), lp_out,
                "master to LP partitions" + tag, {st});
   else
-    cx.data_op(OpKind::HostToDevice, Stream::H2D, sc, cx.lp, cx.lp_partitions,
+    cx.data_op(OpKind::HostToDevice, Stream::H2D, sc, cx.lp, region(cx.master[sg]), lp_out,
                "master to LP partitions" + tag, {st});
 }
 
