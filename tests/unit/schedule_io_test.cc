@@ -63,6 +63,8 @@ Schedule two_rank_schedule() {
       {"grads_in_partition", "", BufferCategory::Grad, MemoryPool::Device, DType::Float16, 0, 0,
        false},
       {"master", "B2", BufferCategory::Param32, MemoryPool::Pinned, DType::Float32, 8, kNone, true},
+      {"norms", "", BufferCategory::Temp, MemoryPool::Device, DType::Float32, 1, kNone, false,
+       true},
   };
   s.roles = {{{{0, 0}}, 0, {8}}, {{{1, 1}}, 1, {7}}};
   auto& ops = s.ops;
@@ -124,6 +126,11 @@ Schedule two_rank_schedule() {
   opt.stream = Stream::Host;
   opt.slot = 0;
   opt.dtype = DType::Float32;
+  opt.update = 0;
+  UpdateCall call;
+  call.master = {3, 0, 0, 0};  // the role's master slice (the op's slot-sized extent)
+  call.norms = {4, 0, 0, 1};
+  s.updates = {call};
   ops.push_back(opt);  // 14
   Op ag = collective(CollectiveKind::AllGather, 8, 16, DType::Float16, ReduceOp::None, Phase::Step);
   ag.src = {0, 0, 8, 8};  // the rank's half of flat_lp, gathered in place
@@ -430,7 +437,7 @@ TEST(ScheduleIoBadInput, TensorTableIsChecked) {
   EXPECT_EQ(errors_of(replace_once(good, "\"numel\":8,\"group\":0}", "\"numel\":8,\"grop\":0}")),
             "two_rank.json: /tensors/0/grop: unknown key \"grop\" (did you mean \"group\"?)\n");
   EXPECT_EQ(errors_of(replace_once(good, "\"grad\":1,", "\"grad\":9,")),
-            "two_rank.json: /tensors/2/grad: expected a buffer index 0..3, got 9\n");
+            "two_rank.json: /tensors/2/grad: expected a buffer index 0..4, got 9\n");
   EXPECT_EQ(errors_of(replace_once(good, "\"numel\":8,\"group\":0}", "\"numel\":8,\"group\":4}")),
             "two_rank.json: /tensors/0/group: expected a param group index 0..0, got 4\n");
   EXPECT_EQ(errors_of(replace_once(good, "\"numel\":8,\"group\":0}",
@@ -477,7 +484,7 @@ TEST(ScheduleIoBadInput, OperandRegionsAreChecked) {
   const std::string good = write(two_rank_schedule());
   const std::string copy_dst = "\"dst\":{\"buffer\":1}";
   EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":9}")),
-            "two_rank.json: /ops/7/dst/buffer: expected a buffer index 0..3, got 9\n");
+            "two_rank.json: /ops/7/dst/buffer: expected a buffer index 0..4, got 9\n");
   EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"offset\":1}")),
             "two_rank.json: /ops/7/dst: expected key \"buffer\" (a buffer index), got none\n");
   EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":1,\"ofset\":1}")),
@@ -498,6 +505,35 @@ TEST(ScheduleIoBadInput, OperandRegionsAreChecked) {
                                    "\"dst\":{\"buffer\":2,\"offset\":1}")),
             "two_rank.json: /ops/10/dst: expected a region inside buffer \"grads_in_partition\" (8 "
             "elements for role 0), got elements [1, 9)\n");
+}
+
+TEST(ScheduleIoBadInput, UpdatesAndScratchAreChecked) {
+  const std::string good = write(two_rank_schedule());
+  const std::string opt = "\"update\":0,";
+  EXPECT_EQ(errors_of(replace_once(good, opt, "\"update\":2,")),
+            "two_rank.json: /ops/14/update: expected an update index 0..0, got 2\n");
+  EXPECT_EQ(
+      errors_of(replace_once(good, "{\"kind\":\"marker\"", "{\"kind\":\"marker\",\"update\":0")),
+      "two_rank.json: /ops/19/update: expected no update for a marker op, got 0\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"master\":{\"buffer\":3}",
+                                   "{\"master\":{\"buffer\":3,\"offset\":1}")),
+            "two_rank.json: /updates/0/master: expected a region inside buffer \"master\" (8 "
+            "elements for role 0), got elements [1, 9)\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"norms\":{\"buffer\":4,\"length\":1}",
+                                   "\"norms\":{\"buffer\":4,\"length\":2}")),
+            "two_rank.json: /updates/0/norms: expected a region inside buffer \"norms\" (1 "
+            "elements), got elements [0, 2)\n");
+  EXPECT_EQ(
+      errors_of(replace_once(good, "{\"master\":{\"buffer\":3}", "{\"mastr\":{\"buffer\":3}")),
+      "two_rank.json: /updates/0/mastr: unknown key \"mastr\" (did you mean \"master\"?)\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"numel\":1,\"executor_owned\":true",
+                                   "\"numel\":1,\"executor_owned\":1")),
+            "two_rank.json: /buffers/4/executor_owned: expected true or false, got 1\n");
+  // An executor-owned buffer is never allocated by the program.
+  EXPECT_EQ(errors_of(replace_once(good, "{\"kind\":\"alloc\",\"phase\":\"init\",\"buffer\":3}",
+                                   "{\"kind\":\"alloc\",\"phase\":\"init\",\"buffer\":4}")),
+            "two_rank.json: /ops/1/buffer: expected a buffer the program allocates, got \"norms\", "
+            "which the executor owns (no Alloc or Free)\n");
 }
 
 TEST(ScheduleIoBadInput, UnknownCommunicator) {
@@ -550,7 +586,7 @@ TEST(ScheduleIoBadInput, BufferIndexOutOfRange) {
   const std::string text = replace_once(write(two_rank_schedule()),
                                         "{\"kind\":\"alloc\",\"phase\":\"backward\",\"buffer\":1}",
                                         "{\"kind\":\"alloc\",\"phase\":\"backward\",\"buffer\":9}");
-  EXPECT_EQ(errors_of(text), "two_rank.json: /ops/4/buffer: expected a buffer index 0..3, got 9\n");
+  EXPECT_EQ(errors_of(text), "two_rank.json: /ops/4/buffer: expected a buffer index 0..4, got 9\n");
 }
 
 TEST(ScheduleIoBadInput, DepThatIsNotEarlier) {

@@ -119,5 +119,38 @@ TEST(ScheduleOperands, Stage3GathersReadEachPartitionOnce) {
   }
 }
 
+TEST(ScheduleOperands, UpdatesNameMasterGradStatesOutputAndScratch) {
+  auto ds = testlib::zero_config(2, 16, false);  // fp16: the overflow flag is checked
+  const auto b = testlib::build(testlib::make_model({10, 7, 2, 13}), ds, 4,
+                                testlib::with_groups({{0, 2}, {1, 3}}));
+  ASSERT_TRUE(b.schedule.ok());
+  const Schedule& s = b.s();
+  std::vector<std::uint32_t> seen;
+  for (const Op& op : s.ops) {
+    if (op.kind == OpKind::Collective && op.dtype == DType::UInt8) {
+      ASSERT_FALSE(op.src.empty());
+      EXPECT_TRUE(s.buffers[op.src.buffer].executor_owned);
+    }
+    if (op.kind != OpKind::OptimizerStep) continue;
+    ASSERT_NE(op.update, kNone);
+    const UpdateCall& u = s.updates[op.update];
+    const auto g = seen.size();
+    seen.push_back(op.update);
+    const Elements part = b.plan.groups[g].partition;
+    EXPECT_EQ(s.buffers[u.master.buffer].spec_id, "B2");
+    EXPECT_EQ(s.buffers[u.grad.buffer].spec_id, "T7");  // fp16 grads cast to fp32
+    EXPECT_EQ(u.exp_avg.buffer, u.exp_avg_sq.buffer);
+    EXPECT_EQ(resolve(s, op, u.exp_avg_sq, 0, false), (OperandSpan{u.exp_avg.buffer, part, part}));
+    EXPECT_EQ(resolve(s, op, u.lp_out, 3, false), (OperandSpan{u.lp_out.buffer, 3 * part, part}));
+    EXPECT_EQ(s.buffers[u.lp_out.buffer].spec_id, "B1");
+    EXPECT_TRUE(s.buffers[u.norms.buffer].executor_owned);
+    EXPECT_EQ(u.norms.length, 2u);
+    EXPECT_TRUE(s.buffers[u.overflow.buffer].executor_owned);
+  }
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_NE(seen[0], seen[1]);
+  EXPECT_EQ(s.updates.size(), 2u);  // O(groups): a second step would reuse them
+}
+
 }  // namespace
 }  // namespace zerosim

@@ -120,9 +120,15 @@ TEST(ScheduleIr, ValidateFindsBrokenReferencesAndLifetimes) {
             "t.json: /ops/0/deps/0: expected no deps (op 0 is the first op), got 0");
   Op bad_buf;
   bad_buf.kind = OpKind::Copy;
-  bad_buf.buffer = 9;
+  bad_buf.buffer = 1;  // v1's target buffer: operands are regions now
   s.ops = {bad_buf};
-  EXPECT_EQ(first_error(s), "t.json: /ops/0/buffer: expected a buffer index 0..1, got 9");
+  EXPECT_EQ(first_error(s),
+            "t.json: /ops/0/buffer: expected no buffer on a copy op (only alloc and free name one; "
+            "operands are src and dst), got 1");
+  bad_buf.buffer = kNone;
+  bad_buf.dst = {9, 0, 0, 0};
+  s.ops = {bad_buf};
+  EXPECT_EQ(first_error(s), "t.json: /ops/0/dst/buffer: expected a buffer index 0..1, got 9");
   Op reduce;
   reduce.kind = OpKind::Collective;
   reduce.collective = CollectiveKind::Reduce;

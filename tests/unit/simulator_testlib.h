@@ -137,7 +137,7 @@ inline Schedule two_role_schedule() {
   s.buffers[1].slot = 0;
   Op copy = data(OpKind::Copy, Stream::Compute, DType::Float16);
   copy.slot = 0;
-  copy.buffer = 1;
+  copy.dst = {1, 0, 0, 0};
   s.ops = {alloc(0), alloc(1), copy, compute(OpKind::Forward, 5e9)};
   return s;
 }

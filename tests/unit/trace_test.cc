@@ -28,7 +28,7 @@ Schedule bucket_schedule() {
   s.buffers = {buffer("ipg[0]", BufferCategory::CommBucket, 1000000)};
   Op copy = data(OpKind::CopyToBucket, Stream::Compute, DType::Float16, 1000000);
   copy.bucket = 0;
-  copy.buffer = 0;
+  copy.dst = {0, 0, 0, 0};
   Op ar =
       with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 0, Stream::Reduce), {3});
   ar.bucket = 0;

@@ -59,6 +59,9 @@ struct Buffer {
   std::uint32_t slot = kNone;
   /// Lives to the end of the program once allocated (B1, B2, B3, ...): needs no Free.
   bool persistent = false;
+  /// Scalar scratch the executor provides before op 0 (norms, the overflow flag): never
+  /// allocated or freed by an op, outside the memory ledger (like NCCL's own buffers).
+  bool executor_owned = false;
 };
 
 /// An operand: for the rank at index i of the op's communicator (comms[op.comm]; comm 0, the
@@ -76,14 +79,26 @@ struct Region {
   friend bool operator==(const Region&, const Region&) = default;
 };
 
+/// The operands of one optimizer update (a param group's at stage 0-2, a sub-group's at stage 3),
+/// shared by every step that repeats it: master weights, the gradient it reads, Adam's two
+/// moments, where the 16-bit result lands (the WriteBack / H2D / D2H after the update writes it),
+/// the squared-norm scratch the clip factor reads and the overflow flag (empty: no check). An
+/// empty region is not carried yet. Lengths: master, grad, exp_avg, exp_avg_sq and lp_out are the
+/// op's `elements` (length 0 or equal to it); norms and overflow give theirs.
+struct UpdateCall {
+  Region master, grad, exp_avg, exp_avg_sq, lp_out, norms, overflow;
+  friend bool operator==(const UpdateCall&, const UpdateCall&) = default;
+};
+
 struct Op {
   OpKind kind = OpKind::Marker;
   Stream stream = Stream::Compute;
   Phase phase = Phase::Forward;
   std::uint32_t step = 0;        ///< optimizer step index (0 first)
   std::uint32_t micro_step = 0;  ///< micro-step inside the step
-  std::uint32_t buffer = kNone;  ///< Alloc/Free (and, until updates land, OptimizerStep's master)
+  std::uint32_t buffer = kNone;  ///< Alloc/Free
   std::uint32_t layer = kNone;   ///< Forward/Backward/Recompute
+  std::uint32_t update = kNone;  ///< OptimizerStep: Schedule::updates index (kNone: not carried)
   std::uint32_t param = kNone;   ///< GradReady/CopyToBucket (model param id)
   std::uint32_t bucket = kNone;  ///< flush sequence number a Collective/CopyToBucket belongs to
   double flops = 0;              ///< compute ops
@@ -184,6 +199,7 @@ struct Schedule {
   std::vector<CommGroup> comms;     ///< communicators; [0] is the data-parallel world
   std::vector<TensorInfo> tensors;  ///< the model's params (empty: a schedule without a model)
   Layout layout;                    ///< the partition layout of `tensors`
+  std::vector<UpdateCall> updates;  ///< optimizer updates, one per distinct call (O(groups))
   std::vector<Buffer> buffers;
   std::vector<Op> ops;          ///< the shared program, in issue order
   std::vector<RankRole> roles;  ///< cover ranks 0..world-1 exactly once

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,7 +23,9 @@ std::string index_problem(const char* what, std::uint64_t value, std::uint64_t c
                           const char* empty) {
   if (count == 0)
     return std::string("expected no ") + what + " index (" + empty + "), got " + str(value);
-  return std::string("expected a ") + what + " index 0.." + str(count - 1) + ", got " + str(value);
+  const bool vowel = std::string_view("aeiou").find(what[0]) != std::string_view::npos;
+  return std::string(vowel ? "expected an " : "expected a ") + what + " index 0.." +
+         str(count - 1) + ", got " + str(value);
 }
 
 class Lowering {
@@ -45,7 +48,11 @@ class Lowering {
   void check_layout();
   void check_op(const Op& op, std::uint32_t i);
   void check_collective(const Op& op, std::uint32_t i);
-  void check_region(const Op& op, std::uint32_t i, const Region& r, bool is_src);
+  /// What a region's length 0 stands for: a collective's input or output count, the op's extent,
+  /// or nothing (scalar scratch: the length is explicit).
+  enum class Side : std::uint8_t { Src, Dst, Scalar };
+  void check_region(const Op& op, const std::string& ptr, const Region& r, Side side);
+  void check_update(const Op& op, std::uint32_t u);
   void track_lifetime(const Op& op, std::uint32_t i);
   void check_lifetimes_at_end();
 
@@ -337,8 +344,8 @@ void Lowering::check_collective(const Op& op, std::uint32_t i) {
 // An operand lies inside its buffer for every rank (start is monotone in the rank index, so the
 // last index of the communicator bounds it) and every role (sizes from slots differ per role);
 // an explicit length equals the op's extent, the count the simulator costs.
-void Lowering::check_region(const Op& op, std::uint32_t i, const Region& r, bool is_src) {
-  const std::string ptr = op_ptr(i, is_src ? "/src" : "/dst");
+void Lowering::check_region(const Op& op, const std::string& ptr, const Region& r, Side side) {
+  const bool is_src = side == Side::Src;
   if (r.buffer >= s_.buffers.size()) {
     error(ptr + "/buffer",
           index_problem("buffer", r.buffer, s_.buffers.size(), "the schedule has no buffers"));
@@ -346,17 +353,21 @@ void Lowering::check_region(const Op& op, std::uint32_t i, const Region& r, bool
   }
   const Buffer& b = s_.buffers[r.buffer];
   const bool collective = op.kind == OpKind::Collective;
-  const bool sized = collective || op.kind != OpKind::GradReady;  // GradReady has no extent
+  // GradReady has no extent; scalar scratch gives its length.
+  const bool sized = side != Side::Scalar && (collective || op.kind != OpKind::GradReady);
   std::uint64_t last_index = 0;
   if (r.rank_stride != 0) {
     const std::uint32_t size = op.comm < s_.comms.size() ? s_.comms[op.comm].size : 1;
     last_index = size == 0 ? 0 : size - 1;
   }
-  const bool per_role = b.slot != kNone || (!collective && op.slot != kNone);
+  const bool per_role =
+      b.slot != kNone || (side != Side::Scalar && !collective && op.slot != kNone);
   const std::size_t n_roles = per_role ? s_.roles.size() : 1;
   for (std::size_t role = 0; role < n_roles; ++role) {
     const auto k = static_cast<std::uint32_t>(role);
-    const Elements extent = collective ? (is_src ? op.numel : op.out_numel) : s_.op_elements(op, k);
+    const Elements extent = side == Side::Scalar ? 0
+                            : collective         ? (is_src ? op.numel : op.out_numel)
+                                                 : s_.op_elements(op, k);
     const Elements length = r.length != 0 ? r.length : extent;
     const std::string who = per_role ? " for role " + str(role) : "";
     if (sized && r.length != 0 && r.length != extent) {
@@ -379,15 +390,46 @@ void Lowering::check_region(const Op& op, std::uint32_t i, const Region& r, bool
   }
 }
 
+// An update's operands, checked once, against the first OptimizerStep naming it: the weights,
+// gradient and states are the op's `elements`, the norm and overflow scratch give their length.
+void Lowering::check_update(const Op& op, std::uint32_t u) {
+  const UpdateCall& c = s_.updates[u];
+  const std::string ptr = "/updates/" + str(u);
+  const std::pair<const char*, const Region*> sized[] = {{"/master", &c.master},
+                                                         {"/grad", &c.grad},
+                                                         {"/exp_avg", &c.exp_avg},
+                                                         {"/exp_avg_sq", &c.exp_avg_sq},
+                                                         {"/lp_out", &c.lp_out}};
+  for (const auto& [key, r] : sized)
+    if (!r->empty()) check_region(op, ptr + key, *r, Side::Dst);
+  if (!c.norms.empty()) check_region(op, ptr + "/norms", c.norms, Side::Scalar);
+  if (!c.overflow.empty()) check_region(op, ptr + "/overflow", c.overflow, Side::Scalar);
+}
+
 // The slow path: op i broke a rule; say which.
 void Lowering::check_op(const Op& op, std::uint32_t i) {
   const bool needs_buffer = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
   if (needs_buffer && op.buffer == kNone)
     error(op_ptr(i), "expected a \"buffer\" index for a " + std::string(op_kind_name(op.kind)) +
                          " op, got none");
+  else if (!needs_buffer && op.buffer != kNone)
+    error(op_ptr(i, "/buffer"), "expected no buffer on a " + std::string(op_kind_name(op.kind)) +
+                                    " op (only alloc and free name one; operands are src and "
+                                    "dst), got " +
+                                    str(op.buffer));
   else if (op.buffer != kNone && op.buffer >= s_.buffers.size())
     error(op_ptr(i, "/buffer"),
           index_problem("buffer", op.buffer, s_.buffers.size(), "the schedule has no buffers"));
+  else if (needs_buffer && s_.buffers[op.buffer].executor_owned)
+    error(op_ptr(i, "/buffer"), "expected a buffer the program allocates, got " +
+                                    quote(s_.buffers[op.buffer].name) +
+                                    ", which the executor owns (no Alloc or Free)");
+  if (op.update != kNone && op.kind != OpKind::OptimizerStep)
+    error(op_ptr(i, "/update"), "expected no update for a " + std::string(op_kind_name(op.kind)) +
+                                    " op, got " + str(op.update));
+  else if (op.update != kNone && op.update >= s_.updates.size())
+    error(op_ptr(i, "/update"),
+          index_problem("update", op.update, s_.updates.size(), "the schedule has no updates"));
   const std::size_t n_slots = s_.meta.slot_names.size();
   if (op.slot != kNone && op.slot >= n_slots)
     error(op_ptr(i, "/slot"), index_problem("slot", op.slot, n_slots, "meta slot_names is empty"));
@@ -453,16 +495,20 @@ Result<ScheduleGraph> Lowering::run() {
   bool op_errors = false;
   // Regions are sized per role: only once every role has its slot values.
   const bool regions_checked = g_.max_slots.size() == n_slots && !s_.roles.empty();
+  std::vector<bool> update_checked(s_.updates.size(), false);
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s_.ops[i];
     g_.dep_offsets.push_back(static_cast<std::uint32_t>(g_.deps.size()));
     g_.gate.push_back(last_sync);
     // The fast path checks everything check_op does, without building a string.
     const bool memory = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
-    bool ok = (memory ? op.buffer < n_buffers : op.buffer == kNone || op.buffer < n_buffers) &&
+    bool ok = (memory ? op.buffer < n_buffers : op.buffer == kNone) &&
               (op.slot == kNone || op.slot < n_slots) &&
               static_cast<std::size_t>(op.stream) < kStreamCount && op.step < s_.meta.steps &&
-              op.micro_step < s_.meta.grad_accum;
+              op.micro_step < s_.meta.grad_accum &&
+              (op.update == kNone ||
+               (op.kind == OpKind::OptimizerStep && op.update < s_.updates.size())) &&
+              (!memory || !s_.buffers[op.buffer].executor_owned);
     for (std::uint32_t dep : op.deps) ok = ok && dep < i;
     if (ok && op.kind == OpKind::Collective) {
       const bool reduces = op.collective == CollectiveKind::AllReduce ||
@@ -479,8 +525,12 @@ Result<ScheduleGraph> Lowering::run() {
       continue;
     }
     if (regions_checked) {
-      if (!op.src.empty()) check_region(op, i, op.src, true);
-      if (!op.dst.empty()) check_region(op, i, op.dst, false);
+      if (!op.src.empty()) check_region(op, op_ptr(i, "/src"), op.src, Side::Src);
+      if (!op.dst.empty()) check_region(op, op_ptr(i, "/dst"), op.dst, Side::Dst);
+      if (op.update != kNone && !update_checked[op.update]) {
+        update_checked[op.update] = true;
+        check_update(op, op.update);
+      }
     }
     g_.deps.insert(g_.deps.end(), op.deps.begin(), op.deps.end());
     g_.lanes[static_cast<std::size_t>(op.stream)].push_back(i);

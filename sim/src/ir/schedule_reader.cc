@@ -184,7 +184,9 @@ void ScheduleReader::read_buffer(JsonReader& r, Buffer& b) {
   read_uint(r, "numel", 0, UINT64_MAX, b.numel);
   read_uint(r, "slot", 0, kU32Max - 1, b.slot);
   if (auto v = r.get_bool("persistent")) b.persistent = *v;
-  r.reject_unknown({"name", "spec_id", "category", "pool", "dtype", "numel", "slot", "persistent"});
+  if (auto v = r.get_bool("executor_owned")) b.executor_owned = *v;
+  r.reject_unknown({"name", "spec_id", "category", "pool", "dtype", "numel", "slot", "persistent",
+                    "executor_owned"});
 }
 
 // The tiling rule and comms[0] = the world are lower_schedule's (schedule_graph.h).
@@ -339,9 +341,9 @@ void ScheduleReader::read_op(JsonReader& r, Op& o) {
   if (auto v = r.get_string("label")) o.label = *v;
   read_op_refs(r, o);
   static const std::vector<std::string> keys = {
-      "kind",   "stream",    "phase",    "step",      "micro_step", "buffer", "layer", "param",
-      "bucket", "flops",     "elements", "slot",      "dtype",      "src",    "dst",   "collective",
-      "numel",  "out_numel", "comm",     "reduce_op", "root",       "deps",   "label"};
+      "kind",       "stream", "phase",     "step",     "micro_step", "buffer", "layer", "update",
+      "param",      "bucket", "flops",     "elements", "slot",       "dtype",  "src",   "dst",
+      "collective", "numel",  "out_numel", "comm",     "reduce_op",  "root",   "deps",  "label"};
   r.reject_unknown(keys);
 }
 
@@ -362,6 +364,7 @@ void ScheduleReader::read_op_refs(JsonReader& r, Op& o) {
   read_uint(r, "buffer", 0, kU32Max - 1, o.buffer);
   read_uint(r, "slot", 0, kU32Max - 1, o.slot);
   read_uint(r, "layer", 0, kU32Max - 1, o.layer);
+  read_uint(r, "update", 0, kU32Max - 1, o.update);
   read_uint(r, "param", 0, kU32Max - 1, o.param);
   if (model_ && o.layer != kNone)
     check_index(r, "layer", o.layer, model_->layers.size(), "layer", "the model has no layers");
@@ -381,9 +384,9 @@ void ScheduleReader::read_op_refs(JsonReader& r, Op& o) {
 
 void ScheduleReader::read(JsonReader& root) {
   if (!root.expect_object() || !read_header(root)) return;
-  static const std::vector<std::string> keys = {"format", "version", "meta",  "comms", "tensors",
-                                                "layout", "buffers", "roles", "ops"};
-  for (const char* k : {"meta", "comms", "tensors", "layout", "buffers", "roles", "ops"})
+  static const std::vector<std::string> keys = {"format", "version", "meta",    "comms", "tensors",
+                                                "layout", "updates", "buffers", "roles", "ops"};
+  for (const char* k : {"meta", "comms", "tensors", "layout", "updates", "buffers", "roles", "ops"})
     if (!root.has(k)) root.error(std::string("expected key \"") + k + "\", got none");
   if (auto meta = root.child("meta")) read_meta(*meta);
   if (auto comms = root.child("comms"))
@@ -397,6 +400,24 @@ void ScheduleReader::read(JsonReader& root) {
       for (std::size_t i = 0; i < items->size(); ++i) read_tensor((*items)[i], s_.tensors[i]);
     }
   if (auto layout = root.child("layout")) read_layout(*layout);
+  if (auto updates = root.child("updates"))
+    if (auto items = updates->elements()) {
+      s_.updates.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        JsonReader& u = (*items)[i];
+        if (!u.expect_object()) continue;
+        UpdateCall& c = s_.updates[i];
+        read_region(u, "master", c.master);
+        read_region(u, "grad", c.grad);
+        read_region(u, "exp_avg", c.exp_avg);
+        read_region(u, "exp_avg_sq", c.exp_avg_sq);
+        read_region(u, "lp_out", c.lp_out);
+        read_region(u, "norms", c.norms);
+        read_region(u, "overflow", c.overflow);
+        u.reject_unknown(
+            {"master", "grad", "exp_avg", "exp_avg_sq", "lp_out", "norms", "overflow"});
+      }
+    }
   if (auto buffers = root.child("buffers"))
     if (auto items = buffers->elements()) {
       s_.buffers.resize(items->size());

@@ -47,6 +47,7 @@ ojson buffer_json(const Buffer& b) {
   if (b.numel != d.numel) j["numel"] = b.numel;
   if (b.slot != d.slot) j["slot"] = b.slot;
   if (b.persistent != d.persistent) j["persistent"] = b.persistent;
+  if (b.executor_owned != d.executor_owned) j["executor_owned"] = b.executor_owned;
   return j;
 }
 
@@ -133,6 +134,17 @@ ojson region_json(const Region& r) {
   return j;
 }
 
+ojson update_json(const UpdateCall& u) {
+  ojson j = ojson::object();
+  const std::pair<const char*, const Region*> fields[] = {
+      {"master", &u.master},         {"grad", &u.grad},     {"exp_avg", &u.exp_avg},
+      {"exp_avg_sq", &u.exp_avg_sq}, {"lp_out", &u.lp_out}, {"norms", &u.norms},
+      {"overflow", &u.overflow}};
+  for (const auto& [key, r] : fields)
+    if (!r->empty()) j[key] = region_json(*r);
+  return j;
+}
+
 // Fields in declaration order of Op; each only when it differs from the default.
 ojson op_json(const Op& o) {
   const Op d;
@@ -144,6 +156,7 @@ ojson op_json(const Op& o) {
   if (o.micro_step != d.micro_step) j["micro_step"] = o.micro_step;
   if (o.buffer != d.buffer) j["buffer"] = o.buffer;
   if (o.layer != d.layer) j["layer"] = o.layer;
+  if (o.update != d.update) j["update"] = o.update;
   if (o.param != d.param) j["param"] = o.param;
   if (o.bucket != d.bucket) j["bucket"] = o.bucket;
   if (o.flops != d.flops) j["flops"] = o.flops;
@@ -185,6 +198,7 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
       out, "tensors", s.tensors, [&](const TensorInfo& t) { return tensor_json(t, s.meta.lp); },
       false);
   write_layout(out, s.layout);
+  write_array(out, "updates", s.updates, update_json, false);
   write_array(out, "buffers", s.buffers, buffer_json, false);
   write_array(out, "roles", s.roles, role_json, false);
   write_array(out, "ops", s.ops, op_json, true);

@@ -2,6 +2,7 @@
 // appended once with the current phase, step and micro-step.
 #include "schedule/emitter.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -45,6 +46,16 @@ std::uint32_t Emitter::comm(CommGroup g) {
 std::uint32_t Emitter::buffer(Buffer b) {
   s_.buffers.push_back(std::move(b));
   return static_cast<std::uint32_t>(s_.buffers.size() - 1);
+}
+
+std::uint32_t Emitter::scratch(const std::string& name, Elements numel, DType dt) {
+  Buffer b;
+  b.name = name;
+  b.category = BufferCategory::Temp;
+  b.dtype = dt;
+  b.numel = numel;
+  b.executor_owned = true;
+  return buffer(std::move(b));
 }
 
 std::uint32_t Emitter::temp(const std::string& name, Elements numel, DType dt, BufferCategory c,
@@ -180,7 +191,11 @@ std::uint32_t Emitter::optimizer_step(UpdateSpec u) {
   o.stream = u.stream;
   o.elements = u.elements;
   o.dtype = u.dtype;
-  o.buffer = u.buffer;
+  if (!(u.call == UpdateCall{})) {  // interned: every step repeating a call shares it
+    const auto it = std::find(s_.updates.begin(), s_.updates.end(), u.call);
+    o.update = static_cast<std::uint32_t>(it - s_.updates.begin());
+    if (it == s_.updates.end()) s_.updates.push_back(u.call);
+  }
   o.deps = std::move(u.deps);
   o.label = std::move(u.label);
   return append(std::move(o));

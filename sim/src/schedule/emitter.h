@@ -66,7 +66,7 @@ struct UpdateSpec {
   Stream stream = Stream::Compute;
   DType dtype = DType::Float32;
   Elements elements = 0;
-  std::uint32_t buffer = kNone;  ///< the master weights updated
+  UpdateCall call{};  ///< its operands (interned into Schedule::updates)
   std::vector<std::uint32_t> deps{};
   std::string label{};
 };
@@ -102,6 +102,8 @@ class Emitter {
   Emitter(Schedule& s, std::uint32_t world);
 
   std::uint32_t buffer(Buffer b);
+  /// Executor-owned scalar scratch (Buffer::executor_owned): no Alloc/Free, outside the ledger.
+  std::uint32_t scratch(const std::string& name, Elements numel, DType dt);
   /// Interns a communicator (equal groups, equal index); returns its Schedule::comms index.
   std::uint32_t comm(CommGroup g);
   /// A temporary buffer named "<name> (<numel> x <dtype>)", one per distinct name/size/dtype.

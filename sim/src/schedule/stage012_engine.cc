@@ -151,7 +151,11 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
           engine_buffer("optimizer states", BufferCategory::OptimState, c.mw, 2 * n, true)));
       c.e.alloc(c.b3.back());
     }
-    c.e.optimizer_step({.dtype = c.mw, .elements = n, .label = "optimizer step"});
+    // Master and gradients are the module's separate tensors (lists: not carried).
+    UpdateCall call;
+    call.exp_avg = region(c.b3.front(), 0, n);
+    call.exp_avg_sq = region(c.b3.front(), n, n);
+    c.e.optimizer_step({.dtype = c.mw, .elements = n, .call = call, .label = "optimizer step"});
   }
   for (std::size_t g = 0; g < c.plan.groups.size() && c.path != OptimizerPath::Plain; ++g) {
     const FlatGroup& fg = c.plan.groups[g];
@@ -166,15 +170,21 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
                 .elements = n,
                 .dst = region(tmp),
                 .label = "flatten and cast grads"});  // from the group's grads (not carried)
-    } else if (step == 0) {
-      c.b3.push_back(
-          c.e.buffer(engine_buffer("optimizer states [" + std::to_string(g) + "]",
-                                   BufferCategory::OptimState, c.mw, 2 * n, true, "B3")));
-      c.e.alloc(c.b3.back());
+    } else if (step == 0) {  // indexed by group (a group without elements has none)
+      c.b3.resize(c.plan.groups.size(), kNone);
+      c.b3[g] = c.e.buffer(engine_buffer("optimizer states [" + std::to_string(g) + "]",
+                                         BufferCategory::OptimState, c.mw, 2 * n, true, "B3"));
+      c.e.alloc(c.b3[g]);
     }
+    UpdateCall call;
+    call.master = region(c.b2[g]);
+    call.grad = bf16opt ? rank_slice(c.fp32_grads[g], n) : region(tmp);
+    call.exp_avg = region(c.b3[g], 0, n);
+    call.exp_avg_sq = region(c.b3[g], n, n);
+    call.lp_out = bf16opt ? rank_slice(c.b1[g], n) : region(c.b1[g]);
     c.e.optimizer_step({.dtype = c.mw,
                         .elements = n,
-                        .buffer = c.b2[g],
+                        .call = call,
                         .label = "optimizer step group " + std::to_string(g)});
     if (tmp != kNone) c.e.free(tmp);
     c.e.copy({.kind = OpKind::WriteBack,

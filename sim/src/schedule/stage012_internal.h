@@ -175,6 +175,8 @@ struct Ctx {
   /// Per param: where its 16-bit values live (the module's storage, then its slice of B1).
   std::vector<Region> lp_home;
   std::vector<std::uint32_t> fp32_grads;  ///< BF16_Optimizer: per group, the fp32 gradient buffer
+  std::uint32_t norms = kNone;            ///< step(): the per-group squared-norm scratch (fp32 x G)
+  std::uint32_t overflow_flag = kNone;    ///< step(): the overflow flag scratch (uint8 x 1)
 
   // Emission state.
   std::uint32_t flush_seq = 0;  ///< next flush number (Op::bucket)

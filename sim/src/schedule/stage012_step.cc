@@ -25,11 +25,20 @@ Buffer step_buffer(std::string name, std::string spec, BufferCategory cat, Memor
   return b;
 }
 
-std::uint32_t optimizer_op(Ctx& c, Elements elements, Stream st, std::uint32_t group) {
+// `grad`: the flat master-dtype gradient the update reads (empty: not carried).
+std::uint32_t optimizer_op(Ctx& c, Elements elements, Stream st, std::uint32_t group, Region grad) {
+  UpdateCall call;
+  call.master = region(c.b2[group]);
+  call.grad = grad;
+  call.exp_avg = region(c.b3[group], 0, elements);
+  call.exp_avg_sq = region(c.b3[group], elements, elements);
+  call.lp_out = rank_slice(c.b1[group], elements);  // the write-back / H2D after writes it
+  call.norms = region(c.norms, 0, c.plan.groups.size());
+  call.overflow = c.overflow_flag == kNone ? Region{} : region(c.overflow_flag, 0, 1);
   return c.e.optimizer_step({.stream = st,
                              .dtype = c.mw,
                              .elements = elements,
-                             .buffer = c.b2[group],
+                             .call = call,
                              .label = "optimizer step group " + std::to_string(group)});
 }
 
@@ -82,7 +91,8 @@ void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
     c.step_frees.clear();
   }
   if (g >= c.b3.size() || c.b3[g] == kNone) alloc_adam(c, g, MemoryPool::Device);  // first update
-  optimizer_op(c, s, Stream::Compute, g);
+  // The flat fp32 T6 itself when no cast is needed: derived from averaged_gradients (not carried).
+  optimizer_op(c, s, Stream::Compute, g, grad_mw == t6 ? Region{} : region(grad_mw));
   c.e.free(grad_mw);
   write_back(c, s, g);
 }
@@ -90,7 +100,7 @@ void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
 void group_update_host(Ctx& c, std::uint32_t g) {
   const Elements s = c.plan.groups[g].partition;
   if (g >= c.b3.size() || c.b3[g] == kNone) alloc_adam(c, g, MemoryPool::Host);  // first update
-  optimizer_op(c, s, Stream::Host, g);
+  optimizer_op(c, s, Stream::Host, g, region(c.b4[g]));
   c.e.copy({.stream = Stream::Host,
             .dtype = c.lp,
             .elements = s,
@@ -134,11 +144,16 @@ void emit_zero_step(Ctx& c, std::uint32_t step) {
   if (c.offload) c.e.sync("step: gradient copies to host complete");
   const bool check =
       c.lp == DType::Float16 || (c.lp == DType::BFloat16 && c.ds.bf16_check_grad_overflow);
-  if (check)
+  if (c.norms == kNone) {
+    c.norms = c.e.scratch("grad norms (scratch)", c.plan.groups.size(), DType::Float32);
+    if (check) c.overflow_flag = c.e.scratch("overflow flag (scratch)", 1, DType::UInt8);
+  }
+  if (check)  // in place on the flag the rank's check set
     c.e.collective({.dtype = DType::UInt8,
                     .numel = 1,
                     .out_numel = 1,
                     .op = ReduceOp::Max,
+                    .src = region(c.overflow_flag, 0, 1),
                     .label = collective_label("overflow check", CollectiveKind::AllReduce, 1, 1)});
   if (std::binary_search(c.in.overflow_steps.begin(), c.in.overflow_steps.end(), step)) {
     // Overflow: drop the grads and averaged lists and return: no norm, no update, no all-gather
@@ -152,10 +167,11 @@ void emit_zero_step(Ctx& c, std::uint32_t step) {
     return;
   }
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g)
-    c.e.collective({.dtype = DType::Float32,
+    c.e.collective({.dtype = DType::Float32,  // in place on the group's squared norm
                     .numel = 1,
                     .out_numel = 1,
                     .op = ReduceOp::Sum,
+                    .src = region(c.norms, g, 1),
                     .label = collective_label("grad norm group " + std::to_string(g),
                                               CollectiveKind::AllReduce, 1, 1)});
   std::size_t last = c.plan.groups.size();

@@ -134,6 +134,9 @@ struct Context {
   std::uint32_t lp_partitions = kNone, frozen_partitions = kNone, ipg = kNone,
                 grad_partitions = kNone;
   std::vector<std::uint32_t> master, adam, host_fp32_grads;  ///< per sub-group
+  /// step()'s executor-owned scratch: squared norms per sub-group (fp64 on the GPU, fp32 for
+  /// CPU sub-groups) and the overflow flag (fp16 only).
+  std::uint32_t norms64 = kNone, norms32 = kNone, overflow_flag = kNone;
   std::vector<std::uint32_t> sg_of_param;  ///< per param, kNone outside sub-groups
   /// Per sub-group: its start in lp_param_buffer and grad_partitions (Σc of earlier sub-groups).
   std::vector<Elements> sg_offset;

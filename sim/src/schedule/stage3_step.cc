@@ -12,6 +12,21 @@
 namespace zerosim::schedule::s3 {
 namespace {
 
+// The operands of sub-group sg's update reading `grad`.
+UpdateCall update_call(const Context& cx, std::size_t sg, Region grad) {
+  const Elements sc = cx.plan.sub_groups[sg].partition_numel;
+  UpdateCall call;
+  call.master = region(cx.master[sg]);
+  call.grad = grad;
+  call.exp_avg = region(cx.adam[sg], 0, sc);
+  call.exp_avg_sq = region(cx.adam[sg], sc, sc);
+  call.lp_out = region(cx.lp_partitions, cx.sg_offset[sg], sc);
+  const std::uint32_t norms = cx.sg_on_cpu(sg) ? cx.norms32 : cx.norms64;
+  call.norms = region(norms, 0, cx.plan.sub_groups.size());
+  call.overflow = region(cx.overflow_flag, 0, 1);
+  return call;
+}
+
 void gpu_update(Context& cx, std::size_t sg, bool first_step) {
   const Elements sc = cx.plan.sub_groups[sg].partition_numel;
   const std::string tag = " [sub-group " + std::to_string(sg) + "]";
@@ -28,8 +43,10 @@ void gpu_update(Context& cx, std::size_t sg, bool first_step) {
   cx.e.free(flat);
   cx.pool.release(flat);
   if (first_step) cx.e.alloc(cx.adam[sg]);
-  cx.e.optimizer_step(
-      {.dtype = cx.mw, .elements = sc, .buffer = cx.master[sg], .label = "optimizer step" + tag});
+  cx.e.optimizer_step({.dtype = cx.mw,
+                       .elements = sc,
+                       .call = update_call(cx, sg, region(g32)),
+                       .label = "optimizer step" + tag});
   const Region lp_out = region(cx.lp_partitions, cx.sg_offset[sg], sc);
   if (cx.offload_param)  // the LP partitions live on the host
     cx.data_op(OpKind::DeviceToHost, Stream::Compute, sc, cx.lp, region(cx.master[sg]), lp_out,
@@ -48,7 +65,7 @@ void cpu_update(Context& cx, std::size_t sg, bool first_step) {
   const auto st = cx.e.optimizer_step({.stream = Stream::Host,
                                        .dtype = cx.mw,
                                        .elements = sc,
-                                       .buffer = cx.master[sg],
+                                       .call = update_call(cx, sg, region(cx.host_fp32_grads[sg])),
                                        .label = "CPU optimizer step" + tag});
   const Region lp_out = region(cx.lp_partitions, cx.sg_offset[sg], sc);
   if (cx.offload_param)
@@ -65,20 +82,28 @@ void emit_step(Context& cx, Coordinator& co, bool overflow) {
   cx.e.set_phase(Phase::Step);
   cx.e.marker("step");
   co.release_all();
+  const auto n_sg = cx.plan.sub_groups.size();
+  if (cx.norms64 == kNone) {  // the step's scalar scratch, provided by the executor
+    cx.norms64 = cx.e.scratch("grad norms, GPU sub-groups (scratch)", n_sg, DType::Float64);
+    if (cx.offload_opt)
+      cx.norms32 = cx.e.scratch("grad norms, CPU sub-groups (scratch)", n_sg, DType::Float32);
+    if (cx.lp == DType::Float16)
+      cx.overflow_flag = cx.e.scratch("overflow flag (scratch)", 1, DType::UInt8);
+  }
   if (cx.lp == DType::Float16)  // bf16 and fp32 training run no overflow check in stage 3
     cx.collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Stream::Compute,
-                  "overflow check");
+                  "overflow check", {}, kNone, region(cx.overflow_flag, 0, 1));
   if (overflow) {  // zero grads, drop the averaged lists, return (fp16 only: checked by the input)
     cx.e.marker("overflow: step skipped, loss scale lowered");
     return;
   }
   const bool first_step = !cx.updated;  // Adam states come with the first update
   cx.updated = true;
-  const auto n_sg = cx.plan.sub_groups.size();
-  for (std::size_t i = 0; i < n_sg; ++i)
+  for (std::size_t i = 0; i < n_sg; ++i)  // in place on the sub-group's squared norm
     cx.collective(CollectiveKind::AllReduce, 1, 1,
                   cx.sg_on_cpu(i) ? DType::Float32 : DType::Float64, ReduceOp::Sum, Stream::Compute,
-                  "grad norm [sub-group " + std::to_string(i) + "]");
+                  "grad norm [sub-group " + std::to_string(i) + "]", {}, kNone,
+                  region(cx.sg_on_cpu(i) ? cx.norms32 : cx.norms64, i, 1));
   for (std::size_t i = 0; i < n_sg; ++i) {
     if (cx.sg_on_cpu(i))
       cpu_update(cx, i, first_step);
