@@ -139,6 +139,8 @@ Schedule two_rank_schedule() {
   Op rs = collective(CollectiveKind::ReduceScatter, 16, 8, DType::BFloat16, ReduceOp::Sum,
                      Phase::PostStep);
   rs.bucket = 1;
+  rs.src.list = 0;  // half of flat_lp, then 8 zeros
+  s.lists = {{{0, 0, 8}, {kNone, 0, 8}}};
   ops.push_back(rs);  // 16
   Op fr2 = make_op(OpKind::Free, Phase::PostStep);
   fr2.buffer = 2;
@@ -257,7 +259,7 @@ TEST(ScheduleIo, StructLayoutIsTheOneTheFormatCovers) {
   // A new Buffer/Op field changes these sizes: add it to schedule_writer.cc, schedule_reader.cc,
   // expect_equal above and scenarios/README.md, then update the numbers (x86-64, g++).
   EXPECT_EQ(sizeof(Buffer), 88u);
-  EXPECT_EQ(sizeof(Op), 216u);
+  EXPECT_EQ(sizeof(Op), 232u);
 }
 
 TEST(ScheduleIo, WritesTheGoldenFile) {
@@ -485,8 +487,10 @@ TEST(ScheduleIoBadInput, OperandRegionsAreChecked) {
   const std::string copy_dst = "\"dst\":{\"buffer\":1}";
   EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":9}")),
             "two_rank.json: /ops/7/dst/buffer: expected a buffer index 0..4, got 9\n");
-  EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"offset\":1}")),
-            "two_rank.json: /ops/7/dst: expected key \"buffer\" (a buffer index), got none\n");
+  EXPECT_EQ(
+      errors_of(replace_once(good, copy_dst, "\"dst\":{\"offset\":1}")),
+      "two_rank.json: /ops/7/dst: expected key \"buffer\" (a buffer index) or \"list\" (a list "
+      "index), got none\n");
   EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":1,\"ofset\":1}")),
             "two_rank.json: /ops/7/dst/ofset: unknown key \"ofset\" (did you mean \"offset\"?)\n");
   EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":1,\"offset\":-1}")),
@@ -505,6 +509,29 @@ TEST(ScheduleIoBadInput, OperandRegionsAreChecked) {
                                    "\"dst\":{\"buffer\":2,\"offset\":1}")),
             "two_rank.json: /ops/10/dst: expected a region inside buffer \"grads_in_partition\" (8 "
             "elements for role 0), got elements [1, 9)\n");
+}
+
+TEST(ScheduleIoBadInput, OperandListsAreChecked) {
+  const std::string good = write(two_rank_schedule());
+  EXPECT_EQ(errors_of(replace_once(good, "\"src\":{\"list\":0}", "\"src\":{\"list\":3}")),
+            "two_rank.json: /ops/16/src/list: expected a list index 0..0, got 3\n");
+  EXPECT_EQ(
+      errors_of(replace_once(good, "\"src\":{\"list\":0}", "\"src\":{\"list\":0,\"offset\":1}")),
+      "two_rank.json: /ops/16/src/offset: unknown key \"offset\"\n");
+  EXPECT_EQ(errors_of(replace_once(good, "[{\"buffer\":0,\"length\":8},{\"length\":8}]",
+                                   "[{\"buffer\":0,\"length\":8},{\"length\":7}]")),
+            "two_rank.json: /ops/16/src: expected list 0's pieces to total the op's extent 16, got "
+            "15\n");
+  EXPECT_EQ(
+      errors_of(replace_once(good, "[{\"buffer\":0,\"length\":8},{\"length\":8}]",
+                             "[{\"buffer\":1,\"offset\":4,\"length\":8},{\"length\":8}]")),
+      "two_rank.json: /lists/0/0: expected a piece inside buffer \"ipg[0]\" (8 elements), got "
+      "elements [4, 12)\n");
+  EXPECT_EQ(
+      errors_of(replace_once(good, "[{\"buffer\":0,\"length\":8},{\"length\":8}]",
+                             "[{\"buffer\":0,\"length\":8},{\"lenght\":8}]")),
+      "two_rank.json: /lists/0/1: expected key \"length\", got none\n"
+      "two_rank.json: /lists/0/1/lenght: unknown key \"lenght\" (did you mean \"length\"?)\n");
 }
 
 TEST(ScheduleIoBadInput, UpdatesAndScratchAreChecked) {

@@ -15,6 +15,7 @@
 // Schedule from a model and a DeepSpeed config are declared in schedule_builder.h.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -70,13 +71,26 @@ struct Buffer {
 /// (or the role's slot) for a data op, `numel` for a collective's src and `out_numel` for its dst.
 /// An empty region (buffer kNone) is an operand the schedule does not carry (yet): see the
 /// schedule notes and scenarios/README.md "Not carried yet".
+/// With `list` != kNone the operand is instead the concatenation of Schedule::lists[list]'s pieces
+/// (the same for every rank; buffer kNone, offset, rank_stride and length 0).
 struct Region {
   std::uint32_t buffer = kNone;
   Elements offset = 0;
   Elements rank_stride = 0;
   Elements length = 0;
-  bool empty() const { return buffer == kNone; }
+  std::uint32_t list = kNone;
+  bool empty() const { return buffer == kNone && list == kNone; }
   friend bool operator==(const Region&, const Region&) = default;
+};
+
+/// One piece of an operand list: elements [offset, offset + length) of `buffer` (kNone: zeros when
+/// read, dropped when written).
+struct Piece {
+  std::uint32_t buffer = kNone;
+  Elements offset = 0;
+  Elements length = 0;
+  friend bool operator==(const Piece&, const Piece&) = default;
+  friend auto operator<=>(const Piece&, const Piece&) = default;
 };
 
 /// The operands of one optimizer update (a param group's at stage 0-2, a sub-group's at stage 3),
@@ -200,6 +214,8 @@ struct Schedule {
   std::vector<TensorInfo> tensors;  ///< the model's params (empty: a schedule without a model)
   Layout layout;                    ///< the partition layout of `tensors`
   std::vector<UpdateCall> updates;  ///< optimizer updates, one per distinct call (O(groups))
+  /// Operand piece lists (Region::list), one per distinct list: O(tensors) pieces, never per rank.
+  std::vector<std::vector<Piece>> lists;
   std::vector<Buffer> buffers;
   std::vector<Op> ops;          ///< the shared program, in issue order
   std::vector<RankRole> roles;  ///< cover ranks 0..world-1 exactly once
@@ -221,7 +237,9 @@ struct OperandSpan {
 };
 /// What operand `r` (op.src when `is_src`, else op.dst) of `op` is for rank `rank`: the rank's
 /// index in comms[op.comm] times rank_stride plus offset, the explicit length or the op's extent
-/// for the rank's role. Preconditions: the schedule lowers, rank < meta.world.
+/// for the rank's role; for a list region, buffer kNone and the lists' total length (its pieces
+/// are Schedule::lists[r.list], the same for every rank). Preconditions: the schedule lowers,
+/// rank < meta.world.
 OperandSpan resolve(const Schedule& s, const Op& op, const Region& r, std::uint32_t rank,
                     bool is_src);
 

@@ -40,6 +40,12 @@ Elements Schedule::buffer_numel(std::uint32_t buffer, std::uint32_t role) const 
 OperandSpan resolve(const Schedule& s, const Op& op, const Region& r, std::uint32_t rank,
                     bool is_src) {
   if (r.empty()) return {};
+  if (r.list != kNone) {  // a list: its total length (the pieces are Schedule::lists[r.list])
+    Elements total = 0;
+    if (r.list < s.lists.size())
+      for (const Piece& p : s.lists[r.list]) total += p.length;
+    return {kNone, 0, total};
+  }
   const CommGroup& comm = op.comm < s.comms.size() ? s.comms[op.comm] : CommGroup{};
   const Elements index = r.rank_stride == 0 || rank < comm.first ? 0 : comm.index_of(rank);
   Elements length = r.length;

@@ -53,6 +53,8 @@ class Lowering {
   enum class Side : std::uint8_t { Src, Dst, Scalar };
   void check_region(const Op& op, const std::string& ptr, const Region& r, Side side);
   void check_update(const Op& op, std::uint32_t u);
+  void check_lists();
+  void check_list_region(const Op& op, const std::string& ptr, const Region& r, Side side);
   void track_lifetime(const Op& op, std::uint32_t i);
   void check_lifetimes_at_end();
 
@@ -344,7 +346,63 @@ void Lowering::check_collective(const Op& op, std::uint32_t i) {
 // An operand lies inside its buffer for every rank (start is monotone in the rank index, so the
 // last index of the communicator bounds it) and every role (sizes from slots differ per role);
 // an explicit length equals the op's extent, the count the simulator costs.
+// Every piece of every list lies inside its buffer for every role (kNone: zeros / dropped).
+void Lowering::check_lists() {
+  for (std::size_t k = 0; k < s_.lists.size(); ++k)
+    for (std::size_t j = 0; j < s_.lists[k].size(); ++j) {
+      const Piece& p = s_.lists[k][j];
+      const std::string ptr = "/lists/" + str(k) + "/" + str(j);
+      if (p.buffer == kNone) continue;
+      if (p.buffer >= s_.buffers.size()) {
+        error(ptr + "/buffer",
+              index_problem("buffer", p.buffer, s_.buffers.size(), "the schedule has no buffers"));
+        continue;
+      }
+      const bool per_role = s_.buffers[p.buffer].slot != kNone;
+      for (std::size_t role = 0; role < (per_role ? s_.roles.size() : 1); ++role) {
+        const Elements numel = s_.buffer_numel(p.buffer, static_cast<std::uint32_t>(role));
+        Elements end = 0;
+        if (__builtin_add_overflow(p.offset, p.length, &end) || end > numel) {
+          error(ptr, "expected a piece inside buffer " + quote(s_.buffers[p.buffer].name) + " (" +
+                         str(numel) + " elements" +
+                         (per_role ? " for role " + str(role) : std::string()) +
+                         "), got elements [" + str(p.offset) + ", " + str(end) + ")");
+          break;
+        }
+      }
+    }
+}
+
+// A list operand: a known list whose pieces add up to the op's extent.
+void Lowering::check_list_region(const Op& op, const std::string& ptr, const Region& r, Side side) {
+  if (r.list >= s_.lists.size()) {
+    error(ptr + "/list",
+          index_problem("list", r.list, s_.lists.size(), "the schedule has no lists"));
+    return;
+  }
+  const bool collective = op.kind == OpKind::Collective;
+  if (side == Side::Scalar || (!collective && op.kind == OpKind::GradReady)) return;
+  Elements total = 0;
+  for (const Piece& p : s_.lists[r.list]) total += p.length;
+  const bool per_role = !collective && op.slot != kNone;
+  for (std::size_t role = 0; role < (per_role ? s_.roles.size() : 1); ++role) {
+    const auto k = static_cast<std::uint32_t>(role);
+    const Elements extent =
+        collective ? (side == Side::Src ? op.numel : op.out_numel) : s_.op_elements(op, k);
+    if (total != extent) {
+      error(ptr, "expected list " + str(r.list) + "'s pieces to total the op's extent " +
+                     str(extent) + (per_role ? " for role " + str(role) : std::string()) +
+                     ", got " + str(total));
+      return;
+    }
+  }
+}
+
 void Lowering::check_region(const Op& op, const std::string& ptr, const Region& r, Side side) {
+  if (r.list != kNone) {
+    check_list_region(op, ptr, r, side);
+    return;
+  }
   const bool is_src = side == Side::Src;
   if (r.buffer >= s_.buffers.size()) {
     error(ptr + "/buffer",
@@ -481,6 +539,7 @@ Result<ScheduleGraph> Lowering::run() {
   check_comms();
   check_tensors();
   if (!s_.tensors.empty() && !d_.has_errors()) check_layout();
+  if (g_.max_slots.size() == s_.meta.slot_names.size()) check_lists();
   const auto n = static_cast<std::uint32_t>(s_.ops.size());
   const std::size_t n_buffers = s_.buffers.size(), n_slots = s_.meta.slot_names.size();
   g_.op_count = n;

@@ -351,7 +351,13 @@ void ScheduleReader::read_op(JsonReader& r, Op& o) {
 void read_region(JsonReader& r, std::string_view key, Region& out) {
   auto c = r.child(key);
   if (!c || !c->expect_object()) return;
-  if (!c->has("buffer")) c->error("expected key \"buffer\" (a buffer index), got none");
+  if (c->has("list")) {  // a piece list stands alone
+    read_uint(*c, "list", 0, kU32Max - 1, out.list);
+    c->reject_unknown({"list"});
+    return;
+  }
+  if (!c->has("buffer"))
+    c->error("expected key \"buffer\" (a buffer index) or \"list\" (a list index), got none");
   read_uint(*c, "buffer", 0, kU32Max - 1, out.buffer);
   read_uint(*c, "offset", 0, UINT64_MAX, out.offset);
   read_uint(*c, "rank_stride", 0, UINT64_MAX, out.rank_stride);
@@ -384,9 +390,11 @@ void ScheduleReader::read_op_refs(JsonReader& r, Op& o) {
 
 void ScheduleReader::read(JsonReader& root) {
   if (!root.expect_object() || !read_header(root)) return;
-  static const std::vector<std::string> keys = {"format", "version", "meta",    "comms", "tensors",
-                                                "layout", "updates", "buffers", "roles", "ops"};
-  for (const char* k : {"meta", "comms", "tensors", "layout", "updates", "buffers", "roles", "ops"})
+  static const std::vector<std::string> keys = {"format",  "version", "meta",    "comms",
+                                                "tensors", "layout",  "updates", "lists",
+                                                "buffers", "roles",   "ops"};
+  for (const char* k :
+       {"meta", "comms", "tensors", "layout", "updates", "lists", "buffers", "roles", "ops"})
     if (!root.has(k)) root.error(std::string("expected key \"") + k + "\", got none");
   if (auto meta = root.child("meta")) read_meta(*meta);
   if (auto comms = root.child("comms"))
@@ -400,6 +408,24 @@ void ScheduleReader::read(JsonReader& root) {
       for (std::size_t i = 0; i < items->size(); ++i) read_tensor((*items)[i], s_.tensors[i]);
     }
   if (auto layout = root.child("layout")) read_layout(*layout);
+  if (auto lists = root.child("lists"))
+    if (auto items = lists->elements()) {
+      s_.lists.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        auto pieces = (*items)[i].elements();
+        if (!pieces) continue;
+        for (JsonReader& pr : *pieces) {
+          if (!pr.expect_object()) continue;
+          Piece p;
+          if (!pr.has("length")) pr.error("expected key \"length\", got none");
+          read_uint(pr, "buffer", 0, kU32Max - 1, p.buffer);
+          read_uint(pr, "offset", 0, UINT64_MAX, p.offset);
+          read_uint(pr, "length", 0, UINT64_MAX, p.length);
+          pr.reject_unknown({"buffer", "offset", "length"});
+          s_.lists[i].push_back(p);
+        }
+      }
+    }
   if (auto updates = root.child("updates"))
     if (auto items = updates->elements()) {
       s_.updates.resize(items->size());

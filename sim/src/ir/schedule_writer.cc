@@ -127,6 +127,10 @@ ojson role_json(const RankRole& r) {
 // A region's fields other than the buffer only when non-zero.
 ojson region_json(const Region& r) {
   ojson j;
+  if (r.list != kNone) {
+    j["list"] = r.list;
+    return j;
+  }
   j["buffer"] = r.buffer;
   if (r.offset != 0) j["offset"] = r.offset;
   if (r.rank_stride != 0) j["rank_stride"] = r.rank_stride;
@@ -199,6 +203,20 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
       false);
   write_layout(out, s.layout);
   write_array(out, "updates", s.updates, update_json, false);
+  write_array(
+      out, "lists", s.lists,
+      [](const std::vector<Piece>& pieces) {
+        ojson a = ojson::array();
+        for (const Piece& p : pieces) {
+          ojson j;
+          if (p.buffer != kNone) j["buffer"] = p.buffer;  // absent: zeros
+          if (p.offset != 0) j["offset"] = p.offset;
+          j["length"] = p.length;
+          a.push_back(std::move(j));
+        }
+        return a;
+      },
+      false);
   write_array(out, "buffers", s.buffers, buffer_json, false);
   write_array(out, "roles", s.roles, role_json, false);
   write_array(out, "ops", s.ops, op_json, true);

@@ -36,6 +36,13 @@ std::string collective_label(const std::string& what, CollectiveKind k, Elements
 
 Emitter::Emitter(Schedule& s, std::uint32_t world) : s_(s) { s_.comms.assign(1, {0, world, 1}); }
 
+std::uint32_t Emitter::list(std::vector<Piece> pieces) {
+  if (pieces.empty()) return kNone;
+  auto [it, fresh] = lists_.try_emplace(pieces, static_cast<std::uint32_t>(s_.lists.size()));
+  if (fresh) s_.lists.push_back(std::move(pieces));
+  return it->second;
+}
+
 std::uint32_t Emitter::comm(CommGroup g) {
   for (std::size_t i = 0; i < s_.comms.size(); ++i)
     if (s_.comms[i] == g) return static_cast<std::uint32_t>(i);

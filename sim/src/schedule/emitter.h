@@ -28,6 +28,9 @@ inline Region rank_slice(std::uint32_t buffer, Elements length, Elements offset 
   return {buffer, offset, length, length};
 }
 
+/// The operand Schedule::lists[list] (kNone: an empty region).
+inline Region list_region(std::uint32_t list) { return {kNone, 0, 0, 0, list}; }
+
 /// A Collective over communicator `comm` (Schedule::comms; 0 is the data-parallel world).
 struct CollectiveSpec {
   CollectiveKind kind = CollectiveKind::AllReduce;
@@ -104,6 +107,8 @@ class Emitter {
   std::uint32_t buffer(Buffer b);
   /// Executor-owned scalar scratch (Buffer::executor_owned): no Alloc/Free, outside the ledger.
   std::uint32_t scratch(const std::string& name, Elements numel, DType dt);
+  /// Interns an operand list (equal pieces, equal index); kNone for an empty list.
+  std::uint32_t list(std::vector<Piece> pieces);
   /// Interns a communicator (equal groups, equal index); returns its Schedule::comms index.
   std::uint32_t comm(CommGroup g);
   /// A temporary buffer named "<name> (<numel> x <dtype>)", one per distinct name/size/dtype.
@@ -151,6 +156,7 @@ class Emitter {
   std::uint32_t step_ = 0;
   std::uint32_t micro_step_ = 0;
   std::map<std::tuple<std::string, Elements, DType>, std::uint32_t> temps_;
+  std::map<std::vector<Piece>, std::uint32_t> lists_;
 };
 
 }  // namespace zerosim::schedule

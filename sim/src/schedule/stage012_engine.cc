@@ -30,7 +30,7 @@ Buffer engine_buffer(std::string name, BufferCategory cat, DType dt, Elements nu
 
 // buffered_allreduce_fallback: CHUNK_GT(5e8) over `sizes`; each chunk flattened (a copy unless one
 // tensor already in CD, reduced in place in `items[i]`), all-reduced in CD, post-scaled, copied
-// back. The flatten's sources and the copy-back's destinations are lists (not carried yet).
+// back: the flatten reads the chunk's items as one list, the copy-back writes the same list.
 void engine_allreduce(Ctx& c, const std::vector<Elements>& sizes, const std::vector<Region>& items,
                       DType item_dt) {
   for (const auto& [b, e] : chunk_gt(sizes, kEngineChunk)) {
@@ -38,11 +38,17 @@ void engine_allreduce(Ctx& c, const std::vector<Elements>& sizes, const std::vec
     for (std::size_t i = b; i < e; ++i) total += sizes[i];
     const bool flatten = e - b > 1 || c.cd != item_dt;
     std::uint32_t tmp = kNone;
+    Region chunk;
     if (flatten) {
+      std::vector<Piece> pieces;
+      for (std::size_t i = b; i < e; ++i)
+        pieces.push_back({items[i].buffer, items[i].offset, sizes[i]});
+      chunk = list_region(c.e.list(std::move(pieces)));
       tmp = c.e.temp("engine all-reduce flatten", total, c.cd);
       c.e.alloc(tmp);
       c.e.copy({.dtype = c.cd,
                 .elements = total,
+                .src = chunk,
                 .dst = region(tmp),
                 .label = "flatten grads for the engine all-reduce"});
     }
@@ -57,6 +63,7 @@ void engine_allreduce(Ctx& c, const std::vector<Elements>& sizes, const std::vec
       c.e.copy({.dtype = item_dt,
                 .elements = total,
                 .src = region(tmp),
+                .dst = chunk,
                 .label = "copy reduced grads back"});
       c.e.free(tmp);
     }
@@ -166,10 +173,14 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
     if (!bf16opt) {  // FP16_Optimizer: flat fp32 copy of the group's grads
       tmp = c.e.temp("fp32 flat grads [" + std::to_string(g) + "]", n, c.mw);
       c.e.alloc(tmp);
+      std::vector<Piece> grads;  // the group's grads in flat order
+      for (std::uint32_t p : fg.flat_order)
+        grads.push_back({c.grad_buf[p], 0, c.m.params[p].numel});
       c.e.copy({.dtype = c.mw,
                 .elements = n,
+                .src = list_region(c.e.list(std::move(grads))),
                 .dst = region(tmp),
-                .label = "flatten and cast grads"});  // from the group's grads (not carried)
+                .label = "flatten and cast grads"});
     } else if (step == 0) {  // indexed by group (a group without elements has none)
       c.b3.resize(c.plan.groups.size(), kNone);
       c.b3[g] = c.e.buffer(engine_buffer("optimizer states [" + std::to_string(g) + "]",
@@ -267,9 +278,20 @@ void emit_engine_allreduce_program(Ctx& c) {
                             });
       if (bf16opt) {  // backward epilogue: every bf16 grad is added into the fp32 buffer
         c.e.set_phase(Phase::Epilogue);
-        // Each grad into its group's fp32 buffer at its flat offset (a list: not carried).
+        // Each grad into its group's fp32 buffer at its flat offset.
+        std::vector<Piece> grads, into;
+        for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
+          const FlatGroup& fg = c.plan.groups[g];
+          for (std::size_t i = 0; i < fg.flat_order.size(); ++i) {
+            const std::uint32_t p = fg.flat_order[i];
+            grads.push_back({c.grad_buf[p], 0, c.m.params[p].numel});
+            into.push_back({c.fp32_grads[g], fg.flat_offset[i], c.m.params[p].numel});
+          }
+        }
         c.e.copy({.dtype = c.ga,
                   .elements = grads_in_groups(c),
+                  .src = list_region(c.e.list(std::move(grads))),
+                  .dst = list_region(c.e.list(std::move(into))),
                   .label = "add bf16 grads into the fp32 gradient buffer"});
       }
       if (!boundary) continue;

@@ -199,9 +199,14 @@ std::uint32_t Coordinator::stage_partitions_on_device(const std::vector<std::uin
   const auto tmp = cx_.pool.acquire(cx_.e, "offloaded partitions on device", BufferCategory::Temp,
                                     cx_.lp, numel);
   cx_.e.alloc(tmp, gs);
-  // From each param's host partition (a list: not carried).
-  cx_.data_op(OpKind::HostToDevice, gs, numel, cx_.lp, {}, region(tmp),
-              "H2D partitions for gather");
+  std::vector<Piece> parts;  // each param's host partition
+  for (auto p : params)
+    if (!cx_.persistent(p)) {
+      const Region own = cx_.own_partition(p);
+      parts.push_back({own.buffer, own.offset, own.length});
+    }
+  cx_.data_op(OpKind::HostToDevice, gs, numel, cx_.lp, list_region(cx_.e.list(std::move(parts))),
+              region(tmp), "H2D partitions for gather");
   return tmp;
 }
 
@@ -244,9 +249,17 @@ void Coordinator::gather_coalesced(const std::vector<std::uint32_t>& params, con
   cx_.e.alloc(staging, gs);
   Elements staged = 0;
   const auto tmp = stage_partitions_on_device(params, staged);
-  // From each param's partition (a list: not carried) into the rank's slot.
+  // From each param's partition into the rank's slot (under offload_param from the device copies
+  // just staged: not carried yet).
+  std::vector<Piece> parts;
+  if (!cx_.offload_param)
+    for (auto p : params) {
+      const Region own = cx_.own_partition(p);
+      parts.push_back({own.buffer, own.offset, own.length});
+    }
   const Region slot = rank_slice(staging, sum_c);
-  cx_.data_op(OpKind::Copy, gs, sum_c, cx_.lp, {}, slot, "own partitions into the staging slot");
+  cx_.data_op(OpKind::Copy, gs, sum_c, cx_.lp, list_region(cx_.e.list(std::move(parts))), slot,
+              "own partitions into the staging slot");
   const CollectiveKind k = fetch_kind();
   const bool gather = k == CollectiveKind::AllGather;  // the all-reduce variant: not carried (X10)
   last_gather_op_ =

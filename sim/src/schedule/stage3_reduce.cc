@@ -158,8 +158,15 @@ void Reducer::partition_grads(const std::vector<std::uint32_t>& sorted, Elements
   const std::string mode = cx_.micro == 0 ? "copy" : "accumulate";
   const DType ga = cx_.ga;
   if (!cx_.offload_opt) {
-    // Into each param's view of grad_partitions (a list: not carried yet).
-    copy(OpKind::Copy, sum_c, ga, region(out), {}, "partition grads (" + mode + ")");
+    // Into each param's view of grad_partitions; from the reduce-scatter output (the all-reduced
+    // bucket's own chunks are strided: not carried yet).
+    std::vector<Piece> views;
+    for (auto p : sorted) {
+      const Region v = cx_.grad_partition(p);
+      views.push_back({v.buffer, v.offset, v.length});
+    }
+    copy(OpKind::Copy, sum_c, ga, region(out), list_region(cx_.e.list(std::move(views))),
+         "partition grads (" + mode + ")");
     return;
   }
   Elements at = 0;  // the param's chunk in `out`
