@@ -141,7 +141,8 @@ Schedule two_rank_schedule() {
   rs.bucket = 1;
   rs.src.list = 0;  // half of flat_lp, then 8 zeros
   s.lists = {{{0, 0, 8}, {kNone, 0, 8}}};
-  ops.push_back(rs);  // 16
+  s.flush_plans = {{{{2, 1, 0}}}};  // flush 0 reduces w2 from ipg[0]
+  ops.push_back(rs);                // 16
   Op fr2 = make_op(OpKind::Free, Phase::PostStep);
   fr2.buffer = 2;
   ops.push_back(fr2);                                     // 17
@@ -487,10 +488,9 @@ TEST(ScheduleIoBadInput, OperandRegionsAreChecked) {
   const std::string copy_dst = "\"dst\":{\"buffer\":1}";
   EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":9}")),
             "two_rank.json: /ops/7/dst/buffer: expected a buffer index 0..4, got 9\n");
-  EXPECT_EQ(
-      errors_of(replace_once(good, copy_dst, "\"dst\":{\"offset\":1}")),
-      "two_rank.json: /ops/7/dst: expected key \"buffer\" (a buffer index) or \"list\" (a list "
-      "index), got none\n");
+  EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"offset\":1}")),
+            "two_rank.json: /ops/7/dst: expected key \"buffer\" (a buffer index), \"list\" or "
+            "\"flush_grads\", got none\n");
   EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":1,\"ofset\":1}")),
             "two_rank.json: /ops/7/dst/ofset: unknown key \"ofset\" (did you mean \"offset\"?)\n");
   EXPECT_EQ(errors_of(replace_once(good, copy_dst, "\"dst\":{\"buffer\":1,\"offset\":-1}")),
@@ -532,6 +532,31 @@ TEST(ScheduleIoBadInput, OperandListsAreChecked) {
                              "[{\"buffer\":0,\"length\":8},{\"lenght\":8}]")),
       "two_rank.json: /lists/0/1: expected key \"length\", got none\n"
       "two_rank.json: /lists/0/1/lenght: unknown key \"lenght\" (did you mean \"length\"?)\n");
+}
+
+TEST(ScheduleIoBadInput, FlushPlansAreChecked) {
+  const std::string good = write(two_rank_schedule());
+  EXPECT_EQ(errors_of(replace_once(good, "[[2,1,0]]", "[[2,1]]")),
+            "two_rank.json: /flush_plans/0/0: expected [tensor, buffer, offset], got an array of "
+            "2\n");
+  EXPECT_EQ(errors_of(replace_once(good, "[[2,1,0]]", "[[7,1,0]]")),
+            "two_rank.json: /flush_plans/0/0: expected a tensor index 0..2, got 7\n");
+  EXPECT_EQ(errors_of(replace_once(good, "[[2,1,0]]", "[[2,1,4]]")),
+            "two_rank.json: /flush_plans/0/0: expected tensor 2 inside buffer \"ipg[0]\" (8 "
+            "elements), got elements [4, 12)\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"dst\":{\"buffer\":2}",
+                                   "\"src\":{\"flush_grads\":5},\"dst\":{\"buffer\":2}")),
+            "two_rank.json: /ops/10/src/flush_grads: expected a flush plan index 0..0, got 5\n");
+  EXPECT_EQ(
+      errors_of(replace_once(good, "\"dst\":{\"buffer\":2}",
+                             "\"src\":{\"flush_grads\":0,\"buffer\":1},\"dst\":{\"buffer\":2}")),
+      "two_rank.json: /ops/10/src/buffer: unknown key \"buffer\"\n");
+  // Rank 0's partition [0, 8) holds w0, not w2: the flush's touching grads total 0, not the 8 the
+  // copy's slot says.
+  EXPECT_EQ(errors_of(replace_once(good, "\"dst\":{\"buffer\":2}",
+                                   "\"src\":{\"flush_grads\":0},\"dst\":{\"buffer\":2}")),
+            "two_rank.json: /ops/10/src: expected flush plan 0's gradients touching rank 0's "
+            "partition (role 0) to total the op's extent 8, got 0\n");
 }
 
 TEST(ScheduleIoBadInput, UpdatesAndScratchAreChecked) {

@@ -119,6 +119,37 @@ TEST(ScheduleOperands, Stage3GathersReadEachPartitionOnce) {
   }
 }
 
+// The post-flush copy reads, for every rank, exactly the flush's grads touching its partition:
+// their total is the rank's Touching slot (the SlotTable sweep and the layout agree), and each
+// lies where the flush reduces it.
+TEST(ScheduleOperands, Stage12PostFlushCopiesReadTheTouchingGradsOfEveryRank) {
+  for (const bool overlap : {false, true}) {
+    auto ds = testlib::zero_config(2, 20, overlap);
+    const auto b =
+        testlib::build(testlib::make_model({10, 7, 2, 13, 30, 1}), ds, 8, testlib::with_steps(2));
+    ASSERT_TRUE(b.schedule.ok());
+    const Schedule& s = b.s();
+    std::size_t copies = 0;
+    for (const Op& op : s.ops) {
+      if (op.kind != OpKind::Copy || op.src.flush_grads == kNone) continue;
+      ++copies;
+      for (std::uint32_t rank = 0; rank < 8; ++rank) {
+        Elements total = 0;
+        for (const OperandSpan& sp : resolve_pieces(s, op, op.src, rank, true)) {
+          ASSERT_LT(sp.buffer, s.buffers.size());
+          const std::string& spec = s.buffers[sp.buffer].spec_id;
+          EXPECT_TRUE(spec == "T1" || spec == "T2") << spec;
+          EXPECT_LE(sp.offset + sp.length, s.buffers[sp.buffer].numel);
+          total += sp.length;
+        }
+        EXPECT_EQ(total, s.op_elements(op, s.role_of(rank))) << op.label << " rank " << rank;
+      }
+    }
+    EXPECT_GT(copies, 2u);
+    EXPECT_LE(s.flush_plans.size(), 4u);  // one per planned flush, shared by both steps
+  }
+}
+
 TEST(ScheduleOperands, UpdatesNameMasterGradStatesOutputAndScratch) {
   auto ds = testlib::zero_config(2, 16, false);  // fp16: the overflow flag is checked
   const auto b = testlib::build(testlib::make_model({10, 7, 2, 13}), ds, 4,

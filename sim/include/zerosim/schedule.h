@@ -72,14 +72,19 @@ struct Buffer {
 /// An empty region (buffer kNone) is an operand the schedule does not carry (yet): see the
 /// schedule notes and scenarios/README.md "Not carried yet".
 /// With `list` != kNone the operand is instead the concatenation of Schedule::lists[list]'s pieces
-/// (the same for every rank; buffer kNone, offset, rank_stride and length 0).
+/// (the same for every rank; buffer kNone, offset, rank_stride and length 0). With `flush_grads`
+/// != kNone it is derived from the partition layout: the gradients of
+/// Schedule::flush_plans[flush_grads] that touch the rank's partition of their param group, whole,
+/// in insertion order, where the flush reduces them (the stage 1/2 post-flush copies; a rank's
+/// total is its Touching slot).
 struct Region {
   std::uint32_t buffer = kNone;
   Elements offset = 0;
   Elements rank_stride = 0;
   Elements length = 0;
   std::uint32_t list = kNone;
-  bool empty() const { return buffer == kNone && list == kNone; }
+  std::uint32_t flush_grads = kNone;
+  bool empty() const { return buffer == kNone && list == kNone && flush_grads == kNone; }
   friend bool operator==(const Region&, const Region&) = default;
 };
 
@@ -91,6 +96,21 @@ struct Piece {
   Elements length = 0;
   friend bool operator==(const Piece&, const Piece&) = default;
   friend auto operator<=>(const Piece&, const Piece&) = default;
+};
+
+/// One gradient of a planned IPG flush and where it sits when the flush reduces it (the IPG
+/// buffer at its bucket offset when copied, else its own gradient buffer).
+struct FlushEntry {
+  std::uint32_t tensor = 0;
+  std::uint32_t buffer = kNone;
+  Elements offset = 0;
+  friend bool operator==(const FlushEntry&, const FlushEntry&) = default;
+};
+/// The gradients one planned stage 1/2 flush reduces, in insertion order; shared by every
+/// micro-step that repeats the flush, so O(tensors) entries per pass.
+struct FlushPlan {
+  std::vector<FlushEntry> entries;
+  friend bool operator==(const FlushPlan&, const FlushPlan&) = default;
 };
 
 /// The operands of one optimizer update (a param group's at stage 0-2, a sub-group's at stage 3),
@@ -216,6 +236,7 @@ struct Schedule {
   std::vector<UpdateCall> updates;  ///< optimizer updates, one per distinct call (O(groups))
   /// Operand piece lists (Region::list), one per distinct list: O(tensors) pieces, never per rank.
   std::vector<std::vector<Piece>> lists;
+  std::vector<FlushPlan> flush_plans;  ///< stage 1/2 planned flushes (Region::flush_grads)
   std::vector<Buffer> buffers;
   std::vector<Op> ops;          ///< the shared program, in issue order
   std::vector<RankRole> roles;  ///< cover ranks 0..world-1 exactly once
@@ -242,6 +263,12 @@ struct OperandSpan {
 /// rank < meta.world.
 OperandSpan resolve(const Schedule& s, const Op& op, const Region& r, std::uint32_t rank,
                     bool is_src);
+/// The operand as the rank's ordered pieces (buffer kNone: zeros / dropped): one for a plain
+/// region, the list's pieces, or the flush gradients touching the rank's partition.
+std::vector<OperandSpan> resolve_pieces(const Schedule& s, const Op& op, const Region& r,
+                                        std::uint32_t rank, bool is_src);
+/// Whether tensor t's flat range touches partition `rank` of its param group (stage 0-2 layout).
+bool touches_partition(const Schedule& s, std::uint32_t t, std::uint32_t rank);
 
 /// The model the tensor table describes (names, shapes, numel, trainable), for plan_partition.
 ModelDesc tensor_model(const Schedule& s);

@@ -1,13 +1,16 @@
 // Schedule files and the collective log: the two text forms of a Schedule (schedule.h).
 //
 // Schedule JSON ("format": "zerosim-schedule", "version": 2) is what `zerosim schedule -o` writes
-// and what the backends and `zerosim simulate --schedule` read back. Keys are written in a fixed
-// order and each buffer, role and op sits on its own line, so equal schedules give byte-identical
-// files and files diff well. Ops are compact: "kind" is always written, every other field only when
-// it differs from its value in a default-constructed Op (schedule.h); buffers likewise always carry
-// "name". Reading checks everything a consumer relies on (enum names, index ranges, deps pointing
-// backwards, slots, rank roles covering 0..world-1 once) and returns every problem as a Diagnostic
-// "file: /ops/12/buffer: expected a buffer index 0..4, got 9"; it never throws.
+// and what the backends read back; a version 1 file is refused with the way out (regenerate it).
+// Keys are written in a fixed order (meta, comms, tensors, layout, updates, lists, buffers, roles,
+// ops; scenarios/README.md "Schedule file") and each communicator, tensor, update, list, buffer,
+// role and op sits on its own line, so equal schedules give byte-identical files and files diff
+// well. Ops are compact: "kind" is always written, every other field only when it differs from its
+// value in a default-constructed Op (schedule.h); buffers likewise always carry "name". Reading
+// checks types, enum names and keys, then runs lower_schedule (schedule_graph.h: index ranges,
+// deps pointing backwards, slots, rank roles covering 0..world-1 once, communicators, operand
+// regions inside their buffers, the layout against its plan) and returns every problem as a
+// Diagnostic "file: /ops/12/dst/buffer: expected a buffer index 0..4, got 9"; it never throws.
 //
 // The collective log is one JSON object per line for every collective every rank issues, in the
 // order rank 0..W-1 and, per rank, program order; scenarios/README.md ("Collective log") is its

@@ -40,10 +40,9 @@ Elements Schedule::buffer_numel(std::uint32_t buffer, std::uint32_t role) const 
 OperandSpan resolve(const Schedule& s, const Op& op, const Region& r, std::uint32_t rank,
                     bool is_src) {
   if (r.empty()) return {};
-  if (r.list != kNone) {  // a list: its total length (the pieces are Schedule::lists[r.list])
+  if (r.list != kNone || r.flush_grads != kNone) {  // pieces: their total length
     Elements total = 0;
-    if (r.list < s.lists.size())
-      for (const Piece& p : s.lists[r.list]) total += p.length;
+    for (const OperandSpan& p : resolve_pieces(s, op, r, rank, is_src)) total += p.length;
     return {kNone, 0, total};
   }
   const CommGroup& comm = op.comm < s.comms.size() ? s.comms[op.comm] : CommGroup{};
@@ -53,6 +52,32 @@ OperandSpan resolve(const Schedule& s, const Op& op, const Region& r, std::uint3
     length = op.kind == OpKind::Collective ? (is_src ? op.numel : op.out_numel)
                                            : s.op_elements(op, s.role_of(rank));
   return {r.buffer, r.offset + r.rank_stride * index, length};
+}
+
+bool touches_partition(const Schedule& s, std::uint32_t t, std::uint32_t rank) {
+  if (t >= s.tensors.size()) return false;
+  const TensorInfo& ti = s.tensors[t];
+  if (ti.group >= s.layout.groups.size() || ti.numel == 0) return false;
+  const Elements part = s.layout.groups[ti.group].partition;
+  return part > 0 && ti.flat_offset < part * (Elements{rank} + 1) &&
+         ti.flat_offset + ti.numel > part * rank;
+}
+
+std::vector<OperandSpan> resolve_pieces(const Schedule& s, const Op& op, const Region& r,
+                                        std::uint32_t rank, bool is_src) {
+  std::vector<OperandSpan> out;
+  if (r.list != kNone) {
+    if (r.list < s.lists.size())
+      for (const Piece& p : s.lists[r.list]) out.push_back({p.buffer, p.offset, p.length});
+  } else if (r.flush_grads != kNone) {
+    if (r.flush_grads < s.flush_plans.size())
+      for (const FlushEntry& e : s.flush_plans[r.flush_grads].entries)
+        if (touches_partition(s, e.tensor, rank))
+          out.push_back({e.buffer, e.offset, s.tensors[e.tensor].numel});
+  } else if (!r.empty()) {
+    out.push_back(resolve(s, op, r, rank, is_src));
+  }
+  return out;
 }
 
 ModelDesc tensor_model(const Schedule& s) {

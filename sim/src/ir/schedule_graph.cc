@@ -54,6 +54,8 @@ class Lowering {
   void check_region(const Op& op, const std::string& ptr, const Region& r, Side side);
   void check_update(const Op& op, std::uint32_t u);
   void check_lists();
+  void check_flush_plans();
+  void check_flush_region(const Op& op, const std::string& ptr, const Region& r);
   void check_list_region(const Op& op, const std::string& ptr, const Region& r, Side side);
   void track_lifetime(const Op& op, std::uint32_t i);
   void check_lifetimes_at_end();
@@ -64,6 +66,7 @@ class Lowering {
   ScheduleGraph g_;
   std::vector<std::uint32_t> live_since_;  // per buffer: op of its live Alloc, or kNone
   bool comms_ok_ = true;                   // communicator problems are reported once, at /comms
+  bool layout_ok_ = true;  // layout-derived operands are checked only against a sound layout
 };
 
 void Lowering::check_meta() {
@@ -373,6 +376,60 @@ void Lowering::check_lists() {
     }
 }
 
+// Every planned flush names known tensors, each inside the buffer it is reduced from.
+void Lowering::check_flush_plans() {
+  for (std::size_t f = 0; f < s_.flush_plans.size(); ++f)
+    for (std::size_t j = 0; j < s_.flush_plans[f].entries.size(); ++j) {
+      const FlushEntry& e = s_.flush_plans[f].entries[j];
+      const std::string ptr = "/flush_plans/" + str(f) + "/" + str(j);
+      if (e.tensor >= s_.tensors.size()) {
+        error(ptr,
+              index_problem("tensor", e.tensor, s_.tensors.size(), "the schedule has no tensors"));
+        continue;
+      }
+      if (e.buffer >= s_.buffers.size()) {
+        error(ptr,
+              index_problem("buffer", e.buffer, s_.buffers.size(), "the schedule has no buffers"));
+        continue;
+      }
+      const Elements numel = s_.buffers[e.buffer].slot == kNone ? s_.buffers[e.buffer].numel : 0;
+      Elements end = 0;
+      if (s_.buffers[e.buffer].slot == kNone &&
+          (__builtin_add_overflow(e.offset, s_.tensors[e.tensor].numel, &end) || end > numel))
+        error(ptr, "expected tensor " + str(e.tensor) + " inside buffer " +
+                       quote(s_.buffers[e.buffer].name) + " (" + str(numel) +
+                       " elements), got elements [" + str(e.offset) + ", " + str(end) + ")");
+    }
+}
+
+// A flush's touching gradients: per role (its representative rank) they total the op's extent,
+// which cross-checks the builder's Touching slots against the recorded layout.
+void Lowering::check_flush_region(const Op& op, const std::string& ptr, const Region& r) {
+  if (r.flush_grads >= s_.flush_plans.size()) {
+    error(ptr + "/flush_grads", index_problem("flush plan", r.flush_grads, s_.flush_plans.size(),
+                                              "the schedule has no flush plans"));
+    return;
+  }
+  if (op.kind == OpKind::Collective || op.kind == OpKind::GradReady) {
+    error(ptr, "expected a copy-like op for a flush's gradients, got a " +
+                   std::string(op_kind_name(op.kind)) + " op");
+    return;
+  }
+  for (std::size_t role = 0; role < s_.roles.size(); ++role) {
+    const std::uint32_t rank = s_.roles[role].representative;
+    Elements total = 0;
+    for (const FlushEntry& e : s_.flush_plans[r.flush_grads].entries)
+      if (touches_partition(s_, e.tensor, rank)) total += s_.tensors[e.tensor].numel;
+    const Elements extent = s_.op_elements(op, static_cast<std::uint32_t>(role));
+    if (total != extent) {
+      error(ptr, "expected flush plan " + str(r.flush_grads) + "'s gradients touching rank " +
+                     str(rank) + "'s partition (role " + str(role) + ") to total the op's extent " +
+                     str(extent) + ", got " + str(total));
+      return;
+    }
+  }
+}
+
 // A list operand: a known list whose pieces add up to the op's extent.
 void Lowering::check_list_region(const Op& op, const std::string& ptr, const Region& r, Side side) {
   if (r.list >= s_.lists.size()) {
@@ -401,6 +458,10 @@ void Lowering::check_list_region(const Op& op, const std::string& ptr, const Reg
 void Lowering::check_region(const Op& op, const std::string& ptr, const Region& r, Side side) {
   if (r.list != kNone) {
     check_list_region(op, ptr, r, side);
+    return;
+  }
+  if (r.flush_grads != kNone) {
+    if (layout_ok_) check_flush_region(op, ptr, r);
     return;
   }
   const bool is_src = side == Side::Src;
@@ -537,9 +598,12 @@ Result<ScheduleGraph> Lowering::run() {
   check_roles();
   check_buffers();
   check_comms();
+  const std::size_t before_layout = d_.items().size();
   check_tensors();
   if (!s_.tensors.empty() && !d_.has_errors()) check_layout();
+  layout_ok_ = d_.items().size() == before_layout;
   if (g_.max_slots.size() == s_.meta.slot_names.size()) check_lists();
+  check_flush_plans();
   const auto n = static_cast<std::uint32_t>(s_.ops.size());
   const std::size_t n_buffers = s_.buffers.size(), n_slots = s_.meta.slot_names.size();
   g_.op_count = n;

@@ -356,8 +356,13 @@ void read_region(JsonReader& r, std::string_view key, Region& out) {
     c->reject_unknown({"list"});
     return;
   }
+  if (c->has("flush_grads")) {  // so does a flush's touching gradients
+    read_uint(*c, "flush_grads", 0, kU32Max - 1, out.flush_grads);
+    c->reject_unknown({"flush_grads"});
+    return;
+  }
   if (!c->has("buffer"))
-    c->error("expected key \"buffer\" (a buffer index) or \"list\" (a list index), got none");
+    c->error("expected key \"buffer\" (a buffer index), \"list\" or \"flush_grads\", got none");
   read_uint(*c, "buffer", 0, kU32Max - 1, out.buffer);
   read_uint(*c, "offset", 0, UINT64_MAX, out.offset);
   read_uint(*c, "rank_stride", 0, UINT64_MAX, out.rank_stride);
@@ -390,11 +395,11 @@ void ScheduleReader::read_op_refs(JsonReader& r, Op& o) {
 
 void ScheduleReader::read(JsonReader& root) {
   if (!root.expect_object() || !read_header(root)) return;
-  static const std::vector<std::string> keys = {"format",  "version", "meta",    "comms",
-                                                "tensors", "layout",  "updates", "lists",
-                                                "buffers", "roles",   "ops"};
-  for (const char* k :
-       {"meta", "comms", "tensors", "layout", "updates", "lists", "buffers", "roles", "ops"})
+  static const std::vector<std::string> keys = {"format",      "version", "meta",    "comms",
+                                                "tensors",     "layout",  "updates", "lists",
+                                                "flush_plans", "buffers", "roles",   "ops"};
+  for (const char* k : {"meta", "comms", "tensors", "layout", "updates", "lists", "flush_plans",
+                        "buffers", "roles", "ops"})
     if (!root.has(k)) root.error(std::string("expected key \"") + k + "\", got none");
   if (auto meta = root.child("meta")) read_meta(*meta);
   if (auto comms = root.child("comms"))
@@ -423,6 +428,29 @@ void ScheduleReader::read(JsonReader& root) {
           read_uint(pr, "length", 0, UINT64_MAX, p.length);
           pr.reject_unknown({"buffer", "offset", "length"});
           s_.lists[i].push_back(p);
+        }
+      }
+    }
+  if (auto plans = root.child("flush_plans"))
+    if (auto items = plans->elements()) {
+      s_.flush_plans.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        auto entries = (*items)[i].elements();
+        if (!entries) continue;
+        for (JsonReader& er : *entries) {
+          auto triple = er.elements();
+          if (!triple) continue;
+          if (triple->size() != 3) {
+            er.error("expected [tensor, buffer, offset], got an array of " +
+                     std::to_string(triple->size()));
+            continue;
+          }
+          auto t = (*triple)[0].as_uint(0, kU32Max - 1);
+          auto b = (*triple)[1].as_uint(0, kU32Max - 1);
+          auto o = (*triple)[2].as_uint(0, UINT64_MAX);
+          if (t && b && o)
+            s_.flush_plans[i].entries.push_back(
+                {static_cast<std::uint32_t>(*t), static_cast<std::uint32_t>(*b), *o});
         }
       }
     }

@@ -131,6 +131,10 @@ ojson region_json(const Region& r) {
     j["list"] = r.list;
     return j;
   }
+  if (r.flush_grads != kNone) {
+    j["flush_grads"] = r.flush_grads;
+    return j;
+  }
   j["buffer"] = r.buffer;
   if (r.offset != 0) j["offset"] = r.offset;
   if (r.rank_stride != 0) j["rank_stride"] = r.rank_stride;
@@ -214,6 +218,15 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
           j["length"] = p.length;
           a.push_back(std::move(j));
         }
+        return a;
+      },
+      false);
+  write_array(
+      out, "flush_plans", s.flush_plans,
+      [](const FlushPlan& f) {
+        ojson a = ojson::array();
+        for (const FlushEntry& e : f.entries)
+          a.push_back(ojson::array({e.tensor, e.buffer, e.offset}));
         return a;
       },
       false);

@@ -43,6 +43,13 @@ std::uint32_t Emitter::list(std::vector<Piece> pieces) {
   return it->second;
 }
 
+std::uint32_t Emitter::flush_plan(FlushPlan f) {
+  const auto it = std::find(s_.flush_plans.begin(), s_.flush_plans.end(), f);
+  if (it != s_.flush_plans.end()) return static_cast<std::uint32_t>(it - s_.flush_plans.begin());
+  s_.flush_plans.push_back(std::move(f));
+  return static_cast<std::uint32_t>(s_.flush_plans.size() - 1);
+}
+
 std::uint32_t Emitter::comm(CommGroup g) {
   for (std::size_t i = 0; i < s_.comms.size(); ++i)
     if (s_.comms[i] == g) return static_cast<std::uint32_t>(i);

@@ -109,6 +109,8 @@ class Emitter {
   std::uint32_t scratch(const std::string& name, Elements numel, DType dt);
   /// Interns an operand list (equal pieces, equal index); kNone for an empty list.
   std::uint32_t list(std::vector<Piece> pieces);
+  /// Interns a planned flush (equal entries, equal index); returns its Schedule::flush_plans index.
+  std::uint32_t flush_plan(FlushPlan f);
   /// Interns a communicator (equal groups, equal index); returns its Schedule::comms index.
   std::uint32_t comm(CommGroup g);
   /// A temporary buffer named "<name> (<numel> x <dtype>)", one per distinct name/size/dtype.

@@ -134,6 +134,16 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
     }
   }
   pass.all_slot = c.slots.touching(name + ": full numel of all the rank's params", pass.params);
+  // Each flush's gradients where it reduces them: the IPG buffer at the bucket offset when copied,
+  // else the param's own gradient (extra-large, non-contiguous).
+  std::vector<FlushPlan> plans(nf);
+  for (const PlannedInsert& ins : pass.inserts)
+    plans[ins.flush].entries.push_back(
+        ins.copied ? FlushEntry{ins.param, c.ipg[ins.buffer_index], ins.offset}
+                   : FlushEntry{ins.param, c.grad_buf[ins.param], 0});
+  pass.flush_plan.assign(nf, kNone);
+  for (std::uint32_t f = 0; f < nf; ++f)
+    if (!plans[f].entries.empty()) pass.flush_plan[f] = c.e.flush_plan(std::move(plans[f]));
 }
 
 namespace {
@@ -258,16 +268,20 @@ void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, s
       to_gpu.src = region(pass.b8_buf[f]);  // into B6, which holds one param (not carried: X7)
       to_gpu.label = "accumulated grads to GPU (B8 -> B6)";
       const std::uint32_t h2d = c.e.copy(std::move(to_gpu));
+      Region touched;  // into the rank's touching grads, from B6 (not carried: X7)
+      touched.flush_grads = pass.flush_plan[f];
       c.e.copy({.stream = st,
                 .dtype = c.lp,
                 .slot = touching,
+                .dst = touched,
                 .deps = {h2d},
                 .label = "add accumulated grads"});
     }
     if (!boundary) {
       CopySpec to_cpu = c.transfer(OpKind::DeviceToHost, c.lp);
       to_cpu.slot = touching;
-      to_cpu.dst = region(pass.b8_buf[f]);  // from the rank's touching grads (not carried)
+      to_cpu.src.flush_grads = pass.flush_plan[f];  // the rank's touching grads
+      to_cpu.dst = region(pass.b8_buf[f]);
       to_cpu.label = "grads to CPU accumulator (B8)";
       c.e.copy(std::move(to_cpu));
     }
@@ -314,9 +328,12 @@ void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool 
       c.e.alloc(pass.gip_buf[set][f], st);  // lazily, at the rank's first in-partition copy
       (set == 0 ? c.step_frees : c.epilogue_frees).push_back(pass.gip_buf[set][f]);
       // Into the T3 piece of the flush that first touches the rank, at its cursor (not carried).
+      Region touched;  // the rank's touching grads, whole, insertion order
+      touched.flush_grads = pass.flush_plan[f];
       c.e.copy({.stream = st,
                 .dtype = c.lp,
                 .slot = pass.copy_slot[f],
+                .src = touched,
                 .label = tag + ": copy the rank's grads into grads_in_partition"});
     }
   } else if (c.stage == 2) {

@@ -114,8 +114,10 @@ struct IpgPass {
   std::array<std::vector<std::uint32_t>, 2> gip_buf;       ///< [set][flush]: T3 #1 / #2 pieces
   std::array<std::vector<std::uint32_t>, 2> retained_buf;  ///< [set][flush]: kept autograd grads
   std::vector<std::uint32_t> b8_buf;  ///< per flush: CPU accumulators (offload, GAS > 1)
-  std::vector<bool> b8_live;          ///< per flush: B8 allocated (once, then persistent)
-  std::uint32_t all_slot = kNone;     ///< Touching(params)
+  /// Per flush: its Schedule::flush_plans entry (where each gradient is reduced from).
+  std::vector<std::uint32_t> flush_plan;
+  std::vector<bool> b8_live;       ///< per flush: B8 allocated (once, then persistent)
+  std::uint32_t all_slot = kNone;  ///< Touching(params)
   /// Per flush: its owner-slice reductions, computed once (O(ranks touched)) and reused by every
   /// micro-step and step that repeats the pass.
   std::vector<std::vector<PlannedReduction>> reductions;
