@@ -15,7 +15,6 @@
 // Schedule from a model and a DeepSpeed config are declared in schedule_builder.h.
 #pragma once
 
-#include <compare>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -95,7 +94,6 @@ struct Piece {
   Elements offset = 0;
   Elements length = 0;
   friend bool operator==(const Piece&, const Piece&) = default;
-  friend auto operator<=>(const Piece&, const Piece&) = default;
 };
 
 /// One gradient of a planned IPG flush and where it sits when the flush reduces it (the IPG

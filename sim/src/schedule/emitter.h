@@ -5,6 +5,7 @@
 // included).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -158,7 +159,15 @@ class Emitter {
   std::uint32_t step_ = 0;
   std::uint32_t micro_step_ = 0;
   std::map<std::tuple<std::string, Elements, DType>, std::uint32_t> temps_;
-  std::map<std::vector<Piece>, std::uint32_t> lists_;
+  struct PiecesLess {  // lexicographic, for interning lists
+    bool operator()(const std::vector<Piece>& a, const std::vector<Piece>& b) const {
+      return std::lexicographical_compare(
+          a.begin(), a.end(), b.begin(), b.end(), [](const Piece& x, const Piece& y) {
+            return std::tie(x.buffer, x.offset, x.length) < std::tie(y.buffer, y.offset, y.length);
+          });
+    }
+  };
+  std::map<std::vector<Piece>, std::uint32_t, PiecesLess> lists_;
 };
 
 }  // namespace zerosim::schedule
