@@ -69,6 +69,7 @@ enum class Phase : std::uint8_t {
   Step,
   PostStep
 };
+inline constexpr std::size_t kPhaseCount = static_cast<std::size_t>(Phase::PostStep) + 1;
 std::string_view phase_name(
     Phase p);  ///< "init","forward","backward","boundary_reduce","epilogue","step","post_step"
 
@@ -96,6 +97,7 @@ using CategoryBytes = std::array<Bytes, kCategoryCount>;
 std::string_view category_name(BufferCategory c);
 
 enum class MemoryPool : std::uint8_t { Device, Host, Pinned };
+inline constexpr std::size_t kMemoryPoolCount = static_cast<std::size_t>(MemoryPool::Pinned) + 1;
 /// "device", "host", "pinned" (the spelling of MemoryPool in schedule and trace files).
 std::string_view memory_pool_name(MemoryPool p);
 
