@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "zerosim/diagnostic.h"
+#include "zerosim/version.h"
 
 namespace zerosim::cli {
 
@@ -37,7 +38,8 @@ int dispatch(const std::vector<std::string>& all) {
     return all.empty() ? kExitInvalidInput : kExitOk;
   }
   if (all[0] == "--version") {
-    std::cout << "zerosim 0.1.0 (DeepSpeed behaviour: edaa7221267243c7be7fb49c5d5f5c4fb97b4641)\n";
+    std::cout << "zerosim " << kZerosimVersion
+              << " (DeepSpeed behaviour: edaa7221267243c7be7fb49c5d5f5c4fb97b4641)\n";
     return kExitOk;
   }
   std::vector<std::string> rest(all.begin() + 1, all.end());

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include "zerosim/version.h"
+
 namespace {
 
 struct CliRun {
@@ -69,6 +71,19 @@ TEST(Cli, HelpListsCommandsAndFlags) {
                         "--activation-checkpointing", "--mode", "--format", "--sweep"})
     EXPECT_NE(plan.out.find(f), std::string::npos) << f;
   EXPECT_EQ(run_cli("models --help").exit_code, 0);
+}
+
+// One version: CMake's project version, through the configured zerosim/version.h, is what
+// --version prints and what the summary's meta records.
+TEST(Cli, VersionIsTheCMakeProjectVersion) {
+  EXPECT_STREQ(zerosim::kZerosimVersion, ZEROSIM_PROJECT_VERSION);
+  CliRun v = run_cli("--version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.out.rfind(std::string("zerosim ") + ZEROSIM_PROJECT_VERSION + " (", 0), 0u) << v.out;
+  CliRun s = run_cli("simulate --scenario " + std::string(ZEROSIM_SOURCE_DIR) +
+                     "/scenarios/tiny_zero2_4gpu.json --format json");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(nlohmann::json::parse(s.out)["meta"]["zerosim_version"], ZEROSIM_PROJECT_VERSION);
 }
 
 TEST(Cli, UnknownCommandAndFlag) {
