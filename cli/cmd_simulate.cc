@@ -1,13 +1,13 @@
 // `zerosim simulate`: runs the schedule through the discrete-event engine and prints the summary
 // (step time, compute, exposed communication, traffic per collective kind, peak memory per rank
 // role); writes the zerosim trace, the summary JSON and a Chrome/Perfetto trace on request.
-#include <cstdio>
 
 #include "args.h"
 #include "commands.h"
 #include "output_file.h"
 #include "run_inputs.h"
 #include "zerosim/engine.h"
+#include "zerosim/simulate_report.h"
 #include "zerosim/trace.h"
 
 namespace zerosim::cli {
@@ -32,71 +32,6 @@ constexpr const char* kSummary =
     "and\n"
     "memory over time per rank.";
 
-std::string ms(SimTime ns) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f ms", static_cast<double>(ns) / 1e6);
-  return b;
-}
-
-void print_summary(const Summary& s, const Schedule& sched, bool zero_init, std::ostream& out) {
-  const auto& m = s.meta;
-  out << "zerosim simulate: " << m.model << ", stage " << m.stage << " (" << m.optimizer << "), "
-      << m.world << " x " << m.gpu << " (" << m.nodes << " node" << (m.nodes == 1 ? "" : "s")
-      << " x " << m.gpus_per_node << "), " << m.steps << " step" << (m.steps == 1 ? "" : "s")
-      << " x " << m.grad_accum << " micro-step" << (m.grad_accum == 1 ? "" : "s") << "; DeepSpeed "
-      << m.deepspeed_version << ", " << m.mode << " mode\n\n";
-  out << "time (simulated):\n";
-  out << "  init (flatten, broadcast)  " << ms(s.init_ns) << "\n";
-  for (const auto& st : s.steps)
-    out << "  step " << st.step << "  " << ms(st.end_ns - st.start_ns) << "  (compute "
-        << ms(st.compute_ns) << ", exposed communication " << ms(st.exposed_comm_ns)
-        << ", exposed offload " << ms(st.exposed_offload_ns) << ")\n";
-  out << "\ntraffic per rank over the run (ring algorithms, nccl-tests conventions):\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "  %-24s %8s %16s %16s %12s\n", "collective", "calls",
-                "sent (GiB)", "received (GiB)", "time");
-  out << line;
-  for (const auto& c : s.comm) {
-    std::snprintf(line, sizeof line, "  %-24s %8llu %16.3f %16.3f %12s\n",
-                  std::string(collective_name(c.kind)).c_str(),
-                  static_cast<unsigned long long>(c.calls),
-                  static_cast<double>(c.bytes_sent) / kGiB,
-                  static_cast<double>(c.bytes_received) / kGiB, ms(c.time_ns).c_str());
-    out << line;
-  }
-  out << "\npeak device memory per rank role (whole run; steady state = the last step):\n";
-  std::size_t shown = 0;
-  for (const auto& p : s.peaks) {
-    if (shown == 8 && p.role != s.peak_role) continue;
-    ++shown;
-    out << "  role " << p.role << " (rank " << p.rank << ", " << p.rank_count << " rank"
-        << (p.rank_count == 1 ? "" : "s") << "): peak " << format_gib(p.device.bytes) << ", steady "
-        << format_gib(p.steady.bytes) << ":";
-    for (std::size_t c = 0; c < p.steady.by_category.size(); ++c)
-      if (p.steady.by_category[c])
-        out << " " << category_name(static_cast<BufferCategory>(c)) << " "
-            << format_gib(p.steady.by_category[c]);
-    out << (p.role == s.peak_role ? "  <- largest" : "") << "\n";
-  }
-  if (s.peaks.size() > shown)
-    out << "  ... " << s.peaks.size() - shown << " more roles (see --summary)\n";
-  if (s.oom)
-    out << "\nOUT OF MEMORY at " << ms(s.oom->t) << " on rank " << s.oom_rank << " (" << s.oom_ranks
-        << " ranks): allocating " << s.oom->buffer_name << " (" << format_gib(s.oom->bytes)
-        << ") with " << format_gib(s.oom->live_bytes) << " live of " << format_gib(s.oom->capacity)
-        << "\n";
-  if (s.oom && s.oom->buffer_name == kStage3WholeModelBuffer && !zero_init)
-    out << "hint: the OOM is at initialization: without zero.Init every GPU holds the whole model "
-           "before "
-           "partitioning. If the model is built under deepspeed.zero.Init (HF Trainer does so for "
-           "stage 3), "
-           "pass --zero-init or set \"training\": {\"zero_init\": true}\n";
-  out << "\n"
-      << sched.ops.size() << " ops simulated; memory is what the schedule allocates (model states, "
-      << "buffers, activations); `zerosim plan` adds CUDA context, NCCL buffers and "
-         "fragmentation\n";
-  for (const auto& n : m.notes) out << "note: " << n << "\n";
-}
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
@@ -146,10 +81,8 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
     if (!write_file("--summary", *p, err,
                     [&](std::ostream& o) { write_summary_json(r.summary, o); }))
       return kExitInvalidInput;
-  if (fmt.value() == "json")
-    write_summary_json(r.summary, out);
-  else
-    print_summary(r.summary, run->schedule, run->scenario.training.zero_init, out);
+  write_simulate_report(r.summary, run->schedule,
+                        fmt.value() == "json" ? OutputFormat::Json : OutputFormat::Table, out);
   return r.summary.oom ? kExitInfeasible : kExitOk;
 }
 
