@@ -34,6 +34,8 @@ constexpr const char* kSummary =
 
 }  // namespace
 
+std::string simulate_help() { return format_help("simulate", kSummary, simulate_flags()); }
+
 int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
   const auto specs = simulate_flags();
   auto args = parse_args(argv, specs, "simulate");
@@ -42,7 +44,7 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
     return kExitInvalidInput;
   }
   if (args->help) {
-    out << format_help("simulate", kSummary, specs);
+    out << simulate_help();
     return kExitOk;
   }
   Diagnostics d;

@@ -73,6 +73,25 @@ TEST(Cli, HelpListsCommandsAndFlags) {
   EXPECT_EQ(run_cli("models --help").exit_code, 0);
 }
 
+// One command table: `zerosim --help` lists every command, `zerosim help <command>` prints what
+// `<command> --help` prints, and an unknown name gets the nearest command.
+TEST(Cli, CommandTableDrivesHelpAndDispatch) {
+  CliRun top = run_cli("--help");
+  ASSERT_EQ(top.exit_code, 0);
+  for (const char* c : {"plan", "schedule", "simulate", "models"}) {
+    EXPECT_NE(top.out.find(std::string("\n  ") + c + " "), std::string::npos) << c;
+    CliRun own = run_cli(std::string(c) + " --help");
+    CliRun via = run_cli(std::string("help ") + c);
+    EXPECT_EQ(own.exit_code, 0) << c;
+    EXPECT_EQ(via.exit_code, 0) << c;
+    EXPECT_EQ(via.out, own.out) << c;
+    EXPECT_EQ(own.out.rfind(std::string("usage: zerosim ") + c, 0), 0u) << own.out;
+  }
+  expect_one_line_error("help simulat", "unknown command \"simulat\" (did you mean \"simulate\"?)");
+  expect_one_line_error("modles", "unknown command \"modles\" (did you mean \"models\"?)");
+  EXPECT_EQ(run_cli("").exit_code, 1);  // no command: usage, exit 1
+}
+
 // One version: CMake's project version, through the configured zerosim/version.h, is what
 // --version prints and what the summary's meta records.
 TEST(Cli, VersionIsTheCMakeProjectVersion) {
