@@ -1,12 +1,16 @@
-// `zerosim simulate`: runs the schedule through the discrete-event engine and prints the summary
-// (step time, compute, exposed communication, traffic per collective kind, peak memory per rank
-// role); writes the zerosim trace, the summary JSON and a Chrome/Perfetto trace on request.
+// `zerosim simulate`: runs the schedule (built from a scenario or the model flags, or read from a
+// schedule file with --schedule) through the discrete-event engine and prints the report
+// (simulate_report.h); writes the zerosim trace, the summary JSON and a Chrome/Perfetto trace on
+// request.
 
 #include "args.h"
 #include "commands.h"
+#include "inputs.h"
 #include "output_file.h"
 #include "run_inputs.h"
 #include "zerosim/engine.h"
+#include "zerosim/gpu_catalog.h"
+#include "zerosim/schedule_io.h"
 #include "zerosim/simulate_report.h"
 #include "zerosim/trace.h"
 
@@ -15,6 +19,9 @@ namespace zerosim::cli {
 namespace {
 std::vector<FlagSpec> simulate_flags() {
   auto f = run_flags();
+  f.push_back({"--schedule", "FILE",
+               "simulate a schedule file (zerosim schedule --output) instead of building one; "
+               "with --gpu only"});
   f.push_back({"--trace", "FILE", "write zerosim's trace JSON (\"zerosim-trace\" version 1)"});
   f.push_back({"--summary", "FILE", "write the summary JSON (\"zerosim-summary\" version 1)"});
   f.push_back({"--chrome-trace", "FILE",
@@ -31,6 +38,37 @@ constexpr const char* kSummary =
     "optimizer step, parameter gathers) and predicts step time, exposed communication, traffic "
     "and\n"
     "memory over time per rank.";
+
+// What to simulate: the schedule and the GPU it runs on.
+struct Target {
+  Schedule schedule;
+  GpuSpec gpu;
+};
+
+// --schedule FILE: a schedule written by `zerosim schedule --output` (or edited by hand). Its meta
+// fixes the model, the cluster shape (world, nodes, GPUs per node) and the DeepSpeed config, so of
+// the run flags only --gpu applies (default as for the other inputs); any other is refused.
+Result<Target> target_from_schedule_file(const ParsedArgs& a) {
+  for (const FlagSpec& f : run_flags())
+    if (f.name != "--gpu" && a.has(f.name))
+      return fail<Target>(
+          f.name, "",
+          "cannot be combined with --schedule (the schedule file fixes the model, cluster, "
+          "DeepSpeed config and steps; only --gpu applies)");
+  auto gpu = find_gpu(a.get("--gpu").value_or(kDefaultGpu), "--gpu");
+  if (!gpu.ok()) return Result<Target>(gpu.diagnostics());
+  auto s = read_schedule_file(*a.get("--schedule"));
+  if (!s.ok()) return Result<Target>(s.diagnostics());
+  return Result<Target>(Target{std::move(s.value()), gpu.value()}, s.diagnostics());
+}
+
+// Otherwise: the scenario file or the model/cluster flags, partitioned and built.
+Result<Target> target_from_run_flags(const ParsedArgs& a) {
+  auto run = build_run(a);
+  if (!run.ok()) return Result<Target>(run.diagnostics());
+  GpuSpec gpu = run->scenario.cluster.gpu;
+  return Result<Target>(Target{std::move(run->schedule), std::move(gpu)}, run.diagnostics());
+}
 
 }  // namespace
 
@@ -67,9 +105,10 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
     if (auto p = args->get(f); p && !can_write(f, *p, err)) return kExitInvalidInput;
   if (report(d, err)) return kExitInvalidInput;
   opts.record_trace = args->has("--trace") || args->has("--chrome-trace");
-  auto run = build_run(args.value());
-  if (report(run.diagnostics(), err)) return kExitInvalidInput;
-  auto sim = simulate(run->schedule, run->scenario.cluster.gpu, opts);
+  auto target = args->has("--schedule") ? target_from_schedule_file(args.value())
+                                        : target_from_run_flags(args.value());
+  if (report(target.diagnostics(), err)) return kExitInvalidInput;
+  auto sim = simulate(target->schedule, target->gpu, opts);
   if (report(sim.diagnostics(), err)) return kExitInvalidInput;
   const auto& r = sim.value();
   if (auto p = args->get("--trace"))
@@ -83,7 +122,7 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
     if (!write_file("--summary", *p, err,
                     [&](std::ostream& o) { write_summary_json(r.summary, o); }))
       return kExitInvalidInput;
-  write_simulate_report(r.summary, run->schedule,
+  write_simulate_report(r.summary, target->schedule,
                         fmt.value() == "json" ? OutputFormat::Json : OutputFormat::Table, out);
   return r.summary.oom ? kExitInfeasible : kExitOk;
 }
