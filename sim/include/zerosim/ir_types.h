@@ -15,6 +15,17 @@
 
 namespace zerosim {
 
+/// Sentinels, one meaning each (reviewed for issue #7; file formats write none of them: a field at
+/// its sentinel is omitted, see scenarios/README.md "Compactness rule"):
+///   kNone (uint32 max)          "no such index": no buffer, layer, param, bucket (flush), slot,
+///                               comm record, gate, previous call, ... Never "all" or "any".
+///   kAllRanks (trace.h)         Span/CommRecord::rank "every traced rank" (the simulator's one
+///                               timing); a backend writes the measured rank instead.
+///   kAllRoles (memory_ledger.h) Allocation::role "made by every role".
+///   PartitionPlan::kNoGroup     param_group of a param in no optimizer group (frozen).
+///   Op::dst = -1 (schedule.h)   no root: every collective other than reduce and broadcast.
+/// kAllRanks and kAllRoles share kNone's bit pattern but not its meaning, and no field holds both
+/// an index-or-kNone and an "all" value: compare a field only with the sentinel its comment names.
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
 /// DeepSpeed releases whose differences the spec records as version notes.
