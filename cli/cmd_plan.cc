@@ -30,6 +30,8 @@ constexpr const char* kSummary =
     "H100-SXM-80GB.";
 }  // namespace
 
+std::string plan_help() { return format_help("plan", kSummary, plan_flags()); }
+
 int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
   const auto specs = plan_flags();
   auto args = parse_args(argv, specs, "plan");
@@ -38,7 +40,7 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     return kExitInvalidInput;
   }
   if (args->help) {
-    out << format_help("plan", kSummary, specs);
+    out << plan_help();
     return kExitOk;
   }
   Diagnostics d;

@@ -25,6 +25,8 @@ constexpr const char* kSummary =
 
 }  // namespace
 
+std::string schedule_help() { return format_help("schedule", kSummary, schedule_flags()); }
+
 int run_schedule(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
   const auto specs = schedule_flags();
   auto args = parse_args(argv, specs, "schedule");
@@ -33,7 +35,7 @@ int run_schedule(const std::vector<std::string>& argv, std::ostream& out, std::o
     return kExitInvalidInput;
   }
   if (args->help) {
-    out << format_help("schedule", kSummary, specs);
+    out << schedule_help();
     return kExitOk;
   }
   CollectiveLogOptions log_opts;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <iosfwd>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "zerosim/diagnostic.h"
@@ -19,6 +21,26 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
 int run_schedule(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_models(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+/// Each command's --help text (usage, summary, one aligned line per flag).
+std::string plan_help();
+std::string schedule_help();
+std::string simulate_help();
+std::string models_help();
+
+/// One subcommand: the single table behind dispatch, `zerosim --help`, `zerosim help <command>`
+/// and the "did you mean" of an unknown command.
+struct Command {
+  std::string_view name;
+  std::string_view description;  ///< one line for `zerosim --help`
+  int (*run)(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+  std::string (*help)();  ///< what `zerosim <name> --help` prints
+};
+
+/// Every command, in the order `zerosim --help` lists them.
+std::span<const Command> commands();
+/// The command called `name`, or nullptr.
+const Command* find_command(std::string_view name);
 
 /// Prints diagnostics (one line each) to `err`; returns true when any is an error.
 bool report(const Diagnostics& diags, std::ostream& err);

@@ -32,6 +32,7 @@
 #include "zerosim/ir_types.h"
 #include "zerosim/memory_types.h"
 #include "zerosim/units.h"
+#include "zerosim/version.h"  // kZerosimVersion, configured from CMake's project version
 
 namespace zerosim {
 
@@ -39,8 +40,6 @@ inline constexpr const char* kTraceFormat = "zerosim-trace";
 inline constexpr int kTraceVersion = 1;
 inline constexpr const char* kSummaryFormat = "zerosim-summary";
 inline constexpr int kSummaryVersion = 1;
-/// zerosim's version, as `zerosim --version` prints it (CMake project version).
-inline constexpr const char* kZerosimVersion = "0.1.0";
 /// Span/CommRecord rank meaning "every traced rank" (the simulator's one timing).
 inline constexpr std::uint32_t kAllRanks = 0xFFFFFFFFu;
 

@@ -198,8 +198,7 @@ void read_spans(JsonReader& root, Trace& t) {
 
 void read_comm(JsonReader& item, CommRecord& c) {
   static const auto kinds = enum_names<CollectiveKind>(kCollectiveKindCount, collective_name);
-  static const auto phases =
-      enum_names<Phase>(static_cast<std::size_t>(Phase::PostStep) + 1, phase_name);
+  static const auto phases = enum_names<Phase>(kPhaseCount, phase_name);
   static const auto dtypes = enum_names<DType>(kDTypeCount, dtype_name);
   read_uint(item, "op", c.op, kU32, true);
   read_uint(item, "rank", c.rank);
