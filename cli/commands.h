@@ -20,6 +20,8 @@ inline constexpr int kExitInternal = 3;
 int run_plan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_schedule(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_check(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_models(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 /// Each command's --help text (usage, summary, one aligned line per flag).
@@ -27,6 +29,8 @@ std::string plan_help();
 std::string schedule_help();
 std::string simulate_help();
 std::string models_help();
+std::string validate_help();
+std::string check_help();
 
 /// One subcommand: the single table behind dispatch, `zerosim --help`, `zerosim help <command>`
 /// and the "did you mean" of an unknown command.

@@ -26,6 +26,9 @@ constexpr Command kCommands[] = {
      run_schedule, schedule_help},
     {"simulate", "replay a training step event by event: time, traffic, memory over time, traces",
      run_simulate, simulate_help},
+    {"validate", "execute the schedule on the host backend and compare with the prediction",
+     run_validate, validate_help},
+    {"check", "compare a predicted with a measured trace or collective log", run_check, check_help},
     {"models", "list the model zoo and the GPU catalog", run_models, models_help},
 };
 }  // namespace

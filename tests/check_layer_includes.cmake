@@ -4,7 +4,7 @@
 #   sim/src/trace, and the trace header     -> base + trace headers
 # Usage: cmake -DDIR=<sim> -P check_layer_includes.cmake
 set(base_headers units.h diagnostic.h ir_types.h memory_types.h version.h)
-set(trace_headers ${base_headers} trace.h)
+set(trace_headers ${base_headers} trace.h trace_compare.h)
 function(check_layer layer allowed)
   set(bad "")
   foreach(f IN LISTS ARGN)
@@ -34,7 +34,8 @@ foreach(h IN LISTS base_headers)
     list(APPEND base_files "${DIR}/include/zerosim/${h}.in")
   endif()
 endforeach()
-file(GLOB trace_files "${DIR}/src/trace/*.cc" "${DIR}/src/trace/*.h" "${DIR}/include/zerosim/trace.h")
+file(GLOB trace_files "${DIR}/src/trace/*.cc" "${DIR}/src/trace/*.h" "${DIR}/include/zerosim/trace.h"
+     "${DIR}/include/zerosim/trace_compare.h")
 check_layer(base "${base_headers}" ${base_files})
 check_layer(trace "${trace_headers}" ${trace_files})
 list(LENGTH base_files nb)

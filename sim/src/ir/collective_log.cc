@@ -32,6 +32,11 @@ void write_tail(std::ostream& out, const Op& o) {
 
 }  // namespace
 
+void write_collective_line(std::ostream& out, std::uint32_t rank, const Op& op) {
+  out << "{\"rank\":" << rank;
+  write_tail(out, op);
+}
+
 Result<std::uint64_t> write_collective_log(const Schedule& s, std::ostream& out,
                                            const CollectiveLogOptions& options) {
   std::vector<std::uint32_t> ranks = options.ranks;

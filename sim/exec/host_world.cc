@@ -1,0 +1,107 @@
+// HostWorld (host_world.h): the rendezvous of a communicator group's ranks.
+#include "host_world.h"
+
+#include <string>
+
+namespace zerosim::exec {
+namespace {
+
+std::string describe(const CollectiveCall& c) {
+  std::string s = std::string(collective_name(c.kind)) + "(" + std::to_string(c.numel) + " -> " +
+                  std::to_string(c.out_numel) + " " + std::string(dtype_name(c.dtype));
+  if (c.reduce_op != ReduceOp::None) s += ", " + std::string(reduce_op_name(c.reduce_op));
+  if (c.root >= 0) s += ", root " + std::to_string(c.root);
+  return s + ")";
+}
+
+bool agree(const CollectiveCall& a, const CollectiveCall& b) {
+  return a.kind == b.kind && a.numel == b.numel && a.out_numel == b.out_numel &&
+         a.dtype == b.dtype && a.reduce_op == b.reduce_op && a.root == b.root &&
+         a.group_size == b.group_size;
+}
+
+Diagnostic error(std::string message) {
+  return Diagnostic{Severity::Error, "host backend", "", std::move(message), {}};
+}
+
+}  // namespace
+
+HostWorld::Group& HostWorld::group(std::uint32_t communicator, std::uint32_t first_rank,
+                                   std::uint32_t size) {
+  std::lock_guard<std::mutex> lock(groups_m_);
+  auto& g = groups_[{communicator, first_rank}];
+  if (!g) {
+    g = std::make_unique<Group>();
+    g->calls.resize(size);
+    g->arrived_at.assign(size, 0);
+    g->where.resize(size);
+  }
+  return *g;
+}
+
+Status HostWorld::arrive(std::uint32_t rank, const CollectiveCall& call, const std::string& where) {
+  if (aborted()) return error("stopped: another rank failed first");
+  const std::uint32_t n = call.group_size;
+  const std::uint32_t first = rank - call.rank_in_group;
+  Group& g = group(call.communicator, first, n);
+  std::unique_lock<std::mutex> lock(g.m);
+  const std::uint64_t gen = g.generation;
+  g.calls[call.rank_in_group] = call;
+  g.where[call.rank_in_group] = where;
+  g.arrived_at[call.rank_in_group] = gen + 1;
+  if (++g.arrived == n) {
+    g.mismatch.clear();
+    for (std::uint32_t m = 1; m < n && g.mismatch.empty(); ++m)
+      if (!agree(g.calls[0], g.calls[m]))
+        g.mismatch = "collectives disagree: rank " + std::to_string(first) + " called " +
+                     describe(g.calls[0]) + " at " + g.where[0] + ", rank " +
+                     std::to_string(first + m) + " called " + describe(g.calls[m]) + " at " +
+                     g.where[m];
+    g.arrived = 0;
+    ++g.generation;
+    g.cv.notify_all();
+    if (!g.mismatch.empty()) return error(g.mismatch);
+    return std::nullopt;
+  }
+  const auto deadline = Clock::now() + stall_timeout_;
+  while (g.generation == gen) {
+    if (aborted()) return error("stopped: another rank failed first");
+    if (g.cv.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50))) ==
+            std::cv_status::timeout &&
+        Clock::now() >= deadline && g.generation == gen) {
+      std::string missing;
+      std::uint32_t count = 0;
+      for (std::uint32_t m = 0; m < n; ++m)
+        if (g.arrived_at[m] != gen + 1) {
+          if (count < 8) missing += (missing.empty() ? "" : ", ") + std::to_string(first + m);
+          ++count;
+        }
+      if (count > 8) missing += " and " + std::to_string(count - 8) + " more";
+      return error("stalled: waited " + std::to_string(stall_timeout_.count()) + " ms at " +
+                   std::to_string(now_ns() / 1000000) + " ms into the run for rank(s) " + missing +
+                   " to reach this collective (--stall-timeout)");
+    }
+  }
+  if (!g.mismatch.empty()) return error(g.mismatch);
+  return std::nullopt;
+}
+
+void HostWorld::abort(const Diagnostic& why) {
+  {
+    std::lock_guard<std::mutex> lock(failure_m_);
+    if (!failure_) failure_ = why;
+  }
+  aborted_.store(true, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(groups_m_);
+  for (auto& [key, g] : groups_) {
+    std::lock_guard<std::mutex> glock(g->m);
+    g->cv.notify_all();
+  }
+}
+
+std::optional<Diagnostic> HostWorld::first_failure() const {
+  std::lock_guard<std::mutex> lock(failure_m_);
+  return failure_;
+}
+
+}  // namespace zerosim::exec
