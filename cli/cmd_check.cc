@@ -41,28 +41,21 @@ struct Side {
   std::vector<LoggedCollective> log;
 };
 
-// A trace file starts with an object naming "zerosim-trace"; anything else is read as a log.
+// A zerosim trace names its format ("zerosim-trace"), which no collective log line contains;
+// anything else is read as a collective log.
 Result<Side> load(const std::string& flag, const std::string& path) {
   Side side;
   side.path = path;
-  std::string head;
-  {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return fail<Side>(flag, "", "cannot read " + path);
-    head.resize(4096);
-    f.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(f.gcount()));
-  }
-  if (head.find("\"zerosim-trace\"") != std::string::npos &&
-      head.find("\"format\"") != std::string::npos) {
-    auto t = read_trace_file(path);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return fail<Side>(flag, "", "cannot read " + path);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (text.find("\"zerosim-trace\"") != std::string::npos) {
+    auto t = read_trace_json(text, path);
     if (!t.ok()) return t.diagnostics();
     side.is_trace = true;
     side.trace = std::move(t.value());
     return side;
   }
-  std::ifstream f(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   auto log = read_collective_log(text, path);
   if (!log.ok()) return log.diagnostics();
   side.log = std::move(log.value());
