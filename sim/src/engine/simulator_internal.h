@@ -57,15 +57,11 @@ std::vector<Elements> timing_slots(const Schedule& s);
 Result<Program> compile(const Schedule& s, const CostModel& cost,
                         const std::vector<Elements>& slots);
 
-/// Why the compute stream was idle before an op: nothing, a communication stream, an offload
-/// stream.
-enum class Blocker : std::uint8_t { None, Comm, Offload };
-
 /// What the event loop measured.
 struct LoopOutput {
   std::vector<OpTiming> ops;
   std::vector<SimTime> blocked_ns;  ///< per op on the compute stream: idle time before it
-  std::vector<Blocker> blocked_by;  ///< what it waited for
+  std::vector<std::uint32_t> blocker;  ///< the op it waited for last (kNone: none)
   MemoryLedger ledger;              ///< one buffer per schedule buffer (same index)
 };
 
@@ -73,15 +69,20 @@ struct LoopOutput {
 /// (record_memory in simulator.cc says why). Errors: a deadlock, time overflow, ledger misuse.
 Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p);
 
-/// The summary's time and traffic parts (steps, exposed communication, bytes per collective kind)
-/// and the steady-state window start (the last step's start).
-Summary make_summary(const Program& p, const LoopOutput& loop, std::uint32_t steps);
-/// Adds peaks per role and the earliest OOM.
-void add_memory_summary(const Schedule& s, const std::vector<RoleMemory>& memory, Summary& out);
-
-/// Builds the trace: spans and comm records of every op, memory counters of the chosen roles.
-Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
-                 const std::vector<RoleMemory>& memory, const TraceMeta& meta,
-                 std::uint32_t max_roles);
+/// The trace of a simulation, which summarize() (trace.h) turns into its summary. Spans and comm
+/// records come from the loop's times; ranks are every role's representative with its ledger peaks
+/// and OOM (RankPeaks), without memory curves. `full` adds every span with its name (in start
+/// order); otherwise only the spans that the summary's numbers depend on are kept (compute, waits
+/// on the compute stream, collectives on it, each step's and the init phase's last span), which
+/// keeps a simulation without a trace as cheap as it was. Ranks are added by add_trace_ranks.
+Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop, const TraceMeta& meta,
+                 bool full);
+/// Adds one rank per role (role order) with its peaks and OOM.
+void add_trace_ranks(const Schedule& s, const std::vector<RoleMemory>& memory, Trace& t);
+/// The written trace: keeps the ranks of the traced roles (role 0, the peak role, then the lowest
+/// others, up to max_roles; ascending by rank) with their memory curves, without RankPeaks (the
+/// curves carry them).
+void keep_traced_ranks(const LoopOutput& loop, const std::vector<RoleMemory>& memory,
+                       std::uint32_t max_roles, Trace& t);
 
 }  // namespace zerosim::sim

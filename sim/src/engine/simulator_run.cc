@@ -127,18 +127,23 @@ Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
   auto loop = sim::run_event_loop(schedule, program.value());
   if (!loop.ok()) return loop.diagnostics();
   const Bytes capacity = options.device_capacity ? *options.device_capacity : gpu.memory_bytes;
-  // Steady state: the last simulated step (with two or more steps the optimizer states created by
-  // the first one exist, as in the planner's steady-state report).
-  out.summary = sim::make_summary(program.value(), loop.value(), schedule.meta.steps);
-  out.memory = loop->ledger.analyze(capacity, out.summary.steady_from_ns);
+  // The summary is summarize() of the simulation's trace. Its steps come first: the steady state
+  // (the ledger's second window) starts with the last simulated step (with two or more steps the
+  // optimizer states created by the first one exist, as in the planner's steady-state report).
+  Trace trace = sim::make_trace(schedule, program.value(), loop.value(),
+                                make_meta(schedule, gpu, options, cost.value(), capacity),
+                                options.record_trace);
+  const SimTime steady_from = summarize(trace).steady_from_ns;
+  out.memory = loop->ledger.analyze(capacity, steady_from);
   for (RoleMemory& m : out.memory)  // the ledger's buffers are unnamed (make_ledger says why)
     if (m.oom && m.oom->buffer < schedule.buffers.size())
       m.oom->buffer_name = schedule.buffers[m.oom->buffer].name;
-  sim::add_memory_summary(schedule, out.memory, out.summary);
-  out.summary.meta = make_meta(schedule, gpu, options, cost.value(), capacity);
-  if (options.record_trace)
-    out.trace = sim::make_trace(schedule, program.value(), loop.value(), out.memory,
-                                out.summary.meta, options.max_trace_roles);
+  sim::add_trace_ranks(schedule, out.memory, trace);
+  out.summary = summarize(trace);
+  if (options.record_trace) {
+    sim::keep_traced_ranks(loop.value(), out.memory, options.max_trace_roles, trace);
+    out.trace = std::move(trace);
+  }
   out.ops = std::move(loop->ops);
   out.ledger = std::move(loop->ledger);
   return out;
