@@ -72,7 +72,7 @@ struct TraceMeta {
   Bytes device_capacity = 0;       ///< bytes per GPU the OOM check used (0: no limit)
   std::vector<std::string> notes;  ///< cost-model parameters and assumptions, one line each
   // Version 2.
-  std::string schedule_digest;  ///< schedule_digest() of the schedule that ran ("": unknown)
+  std::string schedule_digest;      ///< schedule_digest() of the schedule that ran ("": unknown)
   std::string clock = "simulated";  ///< what produced the times: one of kClockNames
   std::string host;                 ///< host name (measured runs)
   std::string driver_version;       ///< GPU driver (measured runs)
@@ -87,8 +87,8 @@ struct TraceMeta {
 /// peak reset at the steady window's start). summarize() prefers them to the memory curve, which a
 /// trace keeps for a few roles only.
 struct RankPeaks {
-  MemoryPeak device;   ///< whole run
-  MemoryPeak steady;   ///< from the last step's start on
+  MemoryPeak device;     ///< whole run
+  MemoryPeak steady;     ///< from the last step's start on
   Bytes host_bytes = 0;  ///< host + pinned
 };
 
@@ -168,9 +168,9 @@ struct TraceCounter {
 
 struct Trace {
   TraceMeta meta;
-  std::vector<TraceRank> ranks;   ///< ascending rank
-  std::vector<Span> spans;        ///< by start time, then op index
-  std::vector<CommRecord> comms;  ///< issue order
+  std::vector<TraceRank> ranks;        ///< ascending rank
+  std::vector<Span> spans;             ///< by start time, then op index
+  std::vector<CommRecord> comms;       ///< issue order
   std::vector<TraceCounter> counters;  ///< v2: by rank, then name
 };
 

@@ -60,9 +60,9 @@ Result<Program> compile(const Schedule& s, const CostModel& cost,
 /// What the event loop measured.
 struct LoopOutput {
   std::vector<OpTiming> ops;
-  std::vector<SimTime> blocked_ns;  ///< per op on the compute stream: idle time before it
+  std::vector<SimTime> blocked_ns;     ///< per op on the compute stream: idle time before it
   std::vector<std::uint32_t> blocker;  ///< the op it waited for last (kNone: none)
-  MemoryLedger ledger;              ///< one buffer per schedule buffer (same index)
+  MemoryLedger ledger;                 ///< one buffer per schedule buffer (same index)
 };
 
 /// Runs the event loop, then fills the ledger with every Alloc/Free in program order

@@ -1,7 +1,7 @@
 // The trace of a simulation (engine.h, trace.h), from the event loop's op times and the per-role
 // memory analysis; summarize() (sim/src/trace/summarize.cc) turns it into the summary, so the
-// simulator has no summary rules of its own. Nothing here iterates over ranks: roles stand for them,
-// and only the few traced roles get memory curves.
+// simulator has no summary rules of its own. Nothing here iterates over ranks: roles stand for
+// them, and only the few traced roles get memory curves.
 #include <algorithm>
 #include <string>
 
@@ -102,9 +102,8 @@ std::vector<std::uint32_t> traced_roles(const Trace& t, const std::vector<RoleMe
   if (peak != 0 && max_roles > 1) roles.push_back(peak);
   for (std::uint32_t r = 1; r < memory.size() && roles.size() < max_roles; ++r)
     if (r != peak) roles.push_back(r);
-  std::sort(roles.begin(), roles.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return t.ranks[a].rank < t.ranks[b].rank;
-  });
+  std::sort(roles.begin(), roles.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return t.ranks[a].rank < t.ranks[b].rank; });
   return roles;
 }
 

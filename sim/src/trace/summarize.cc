@@ -153,7 +153,8 @@ RankPeaks peaks_from_curve(const Trace& t, const TraceRank& r, SimTime steady_fr
   for (const TraceCounter& c : t.counters)
     if (c.rank == r.rank && c.name == kHostBytesCounter)
       for (const CounterSample& s : c.samples)
-        p.host_bytes = std::max(p.host_bytes, static_cast<Bytes>(std::max<std::int64_t>(0, s.value)));
+        p.host_bytes =
+            std::max(p.host_bytes, static_cast<Bytes>(std::max<std::int64_t>(0, s.value)));
   return p;
 }
 

@@ -72,8 +72,8 @@ void write_memory(const Summary& s, const TraceMeta& m, std::ostream& out) {
   out << "  \"memory\": {\"device_capacity\": " << m.device_capacity << ", \"peak_bytes\": " << peak
       << ", \"peak_rank\": " << rank << ", \"peak_role\": " << role
       << ", \"steady_from_ns\": " << s.steady_from_ns << ", \"steady_peak_bytes\": " << steady
-      << ", \"steady_peak_rank\": " << steady_rank
-      << ", \"steady_peak_role\": " << steady_role << ",\n    \"roles\": [";
+      << ", \"steady_peak_rank\": " << steady_rank << ", \"steady_peak_role\": " << steady_role
+      << ",\n    \"roles\": [";
   for (std::size_t i = 0; i < s.peaks.size(); ++i) {
     const RolePeakSummary& p = s.peaks[i];
     out << (i ? ",\n      " : "\n      ") << "{\"role\": " << p.role << ", \"rank\": " << p.rank
