@@ -40,7 +40,7 @@
 namespace zerosim {
 
 inline constexpr const char* kTraceFormat = "zerosim-trace";
-inline constexpr int kTraceVersion = 1;
+inline constexpr int kTraceVersion = 2;
 inline constexpr const char* kSummaryFormat = "zerosim-summary";
 inline constexpr int kSummaryVersion = 1;
 /// zerosim's version, as `zerosim --version` prints it (CMake project version).

@@ -38,6 +38,7 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
   m.gpus_per_node = s.meta.gpus_per_node;
   m.steps = s.meta.steps;
   m.grad_accum = s.meta.grad_accum;
+  m.timed_steps = s.meta.steps;
   m.device_capacity = capacity;
   const LinkParams links = o.links ? *o.links : links_for_gpu(gpu);
   m.notes = {
