@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -234,6 +235,28 @@ struct Summary {
 /// and each number is the largest over ranks; a role's peak is its largest rank's. O(spans + comms
 /// + samples).
 Summary summarize(const Trace& trace);
+
+/// summarize() one record at a time, for producers that would rather not build a Trace (the
+/// simulator without a recorded trace feeds its ops through one reused Span). Spans and comm
+/// records in any order; then steady_from_ns() if needed; then the ranks; then finish().
+class SummaryBuilder {
+ public:
+  explicit SummaryBuilder(const TraceMeta& meta);
+  ~SummaryBuilder();
+  SummaryBuilder(const SummaryBuilder&) = delete;
+  SummaryBuilder& operator=(const SummaryBuilder&) = delete;
+  void add(const Span& span);
+  void add(const CommRecord& comm);
+  /// The steady window's start (the last step's start); closes the time part (no more spans).
+  SimTime steady_from_ns();
+  /// A rank and the counters (any ranks) its host peak may come from.
+  void add(const TraceRank& rank, const std::vector<TraceCounter>& counters);
+  Summary finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 /// Writes the zerosim trace JSON (one span/comm/sample per line).
 void write_trace_json(const Trace& trace, std::ostream& out);

@@ -69,20 +69,17 @@ struct LoopOutput {
 /// (record_memory in simulator.cc says why). Errors: a deadlock, time overflow, ledger misuse.
 Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p);
 
-/// The trace of a simulation, which summarize() (trace.h) turns into its summary. Spans and comm
-/// records come from the loop's times; ranks are every role's representative with its ledger peaks
-/// and OOM (RankPeaks), without memory curves. `full` adds every span with its name (in start
-/// order); otherwise only the spans that the summary's numbers depend on are kept (compute, waits
-/// on the compute stream, collectives on it, each step's and the init phase's last span), which
-/// keeps a simulation without a trace as cheap as it was. Ranks are added by add_trace_ranks.
-Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop, const TraceMeta& meta,
-                 bool full);
-/// Adds one rank per role (role order) with its peaks and OOM.
-void add_trace_ranks(const Schedule& s, const std::vector<RoleMemory>& memory, Trace& t);
-/// The written trace: keeps the ranks of the traced roles (role 0, the peak role, then the lowest
-/// others, up to max_roles; ascending by rank) with their memory curves, without RankPeaks (the
-/// curves carry them).
-void keep_traced_ranks(const LoopOutput& loop, const std::vector<RoleMemory>& memory,
-                       std::uint32_t max_roles, Trace& t);
+/// The trace of a simulation: a span per op (Alloc/Free excepted; in start order) and a comm record
+/// per collective, from the loop's times. Ranks come from traced_ranks.
+Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
+                 const TraceMeta& meta);
+/// Feeds the same spans (without names) and comm records to `b`, without building a Trace.
+void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, SummaryBuilder& b);
+/// Feeds one rank per role (role order): its representative with the ledger's peaks and OOM.
+void add_roles(const Schedule& s, const std::vector<RoleMemory>& memory, SummaryBuilder& b);
+/// The written trace's ranks: role 0, the peak role, then the lowest other roles, up to max_roles,
+/// ascending by rank, with their memory curves and OOM (no RankPeaks: the curves carry them).
+std::vector<TraceRank> traced_ranks(const Schedule& s, const LoopOutput& loop,
+                                    const std::vector<RoleMemory>& memory, std::uint32_t max_roles);
 
 }  // namespace zerosim::sim

@@ -128,22 +128,23 @@ Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
   auto loop = sim::run_event_loop(schedule, program.value());
   if (!loop.ok()) return loop.diagnostics();
   const Bytes capacity = options.device_capacity ? *options.device_capacity : gpu.memory_bytes;
-  // The summary is summarize() of the simulation's trace. Its steps come first: the steady state
-  // (the ledger's second window) starts with the last simulated step (with two or more steps the
+  // The summary is summarize() of the simulation's trace, fed record by record (SummaryBuilder) so
+  // that a simulation without a trace builds none. Its steps come first: the steady state (the
+  // ledger's second window) starts with the last simulated step (with two or more steps the
   // optimizer states created by the first one exist, as in the planner's steady-state report).
-  Trace trace = sim::make_trace(schedule, program.value(), loop.value(),
-                                make_meta(schedule, gpu, options, cost.value(), capacity),
-                                options.record_trace);
-  const SimTime steady_from = summarize(trace).steady_from_ns;
-  out.memory = loop->ledger.analyze(capacity, steady_from);
+  const TraceMeta meta = make_meta(schedule, gpu, options, cost.value(), capacity);
+  SummaryBuilder summary(meta);
+  sim::add_ops(schedule, program.value(), loop.value(), summary);
+  out.memory = loop->ledger.analyze(capacity, summary.steady_from_ns());
   for (RoleMemory& m : out.memory)  // the ledger's buffers are unnamed (make_ledger says why)
     if (m.oom && m.oom->buffer < schedule.buffers.size())
       m.oom->buffer_name = schedule.buffers[m.oom->buffer].name;
-  sim::add_trace_ranks(schedule, out.memory, trace);
-  out.summary = summarize(trace);
+  sim::add_roles(schedule, out.memory, summary);
+  out.summary = summary.finish();
   if (options.record_trace) {
-    sim::keep_traced_ranks(loop.value(), out.memory, options.max_trace_roles, trace);
-    out.trace = std::move(trace);
+    out.trace = sim::make_trace(schedule, program.value(), loop.value(), meta);
+    out.trace.ranks =
+        sim::traced_ranks(schedule, loop.value(), out.memory, options.max_trace_roles);
   }
   out.ops = std::move(loop->ops);
   out.ledger = std::move(loop->ledger);

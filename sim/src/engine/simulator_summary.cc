@@ -3,16 +3,13 @@
 // simulator has no summary rules of its own. Nothing here iterates over ranks: roles stand for
 // them, and only the few traced roles get memory curves.
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "engine/simulator_internal.h"
 
 namespace zerosim::sim {
 namespace {
-
-bool is_compute(OpKind k) {
-  return k == OpKind::Forward || k == OpKind::Backward || k == OpKind::Recompute;
-}
 
 Span make_span(const Schedule& s, const Program& p, const LoopOutput& loop, std::uint32_t i,
                bool named) {
@@ -65,33 +62,23 @@ CommRecord make_comm(const Op& op, std::uint32_t i, const CollectiveCost& c,
   return r;
 }
 
-// Ops whose spans the summary depends on (summarize() in trace.h): compute, collectives and waits
-// on the compute stream, and the last op to end in each step, in the init phase and overall.
-std::vector<std::uint8_t> summary_ops(const Schedule& s, const Program& p, const LoopOutput& loop) {
-  const std::size_t n = p.ops.size();
-  std::vector<std::uint8_t> keep(n, 0);
-  std::vector<std::uint32_t> last(s.meta.steps + 2, kNone);  // steps, init, overall
-  const auto later = [&](std::uint32_t& slot, std::uint32_t i) {
-    if (slot == kNone || loop.ops[i].end_ns > loop.ops[slot].end_ns) slot = i;
-  };
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const CompiledOp& op = p.ops[i];
-    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
-    keep[i] = is_compute(op.kind) || loop.blocked_ns[i] > 0 ||
-              (op.stream == Stream::Compute && op.kind == OpKind::Collective);
-    later(last.back(), i);
-    if (op.phase == Phase::Init)
-      later(last[s.meta.steps], i);
-    else if (op.step < s.meta.steps)
-      later(last[op.step], i);
-  }
-  for (std::uint32_t i : last)
-    if (i != kNone) keep[i] = 1;
-  return keep;
+std::uint32_t rank_of(const Schedule& s, std::uint32_t role) {
+  return role < s.roles.size() ? s.roles[role].representative : 0;
+}
+
+// A rank per role: its representative, the ranks it stands for, its ledger peaks and OOM.
+TraceRank role_rank(const Schedule& s, const std::vector<RoleMemory>& memory, std::uint32_t r) {
+  TraceRank tr;
+  tr.role = r;
+  tr.rank = rank_of(s, r);
+  tr.rank_count = r < s.roles.size() ? s.roles[r].rank_count() : s.meta.world;
+  tr.peaks = RankPeaks{memory[r].device, memory[r].steady, memory[r].host.bytes};
+  tr.oom = memory[r].oom;
+  return tr;
 }
 
 // Role 0, the peak role, then the lowest other roles, up to max_roles; ascending by rank.
-std::vector<std::uint32_t> traced_roles(const Trace& t, const std::vector<RoleMemory>& memory,
+std::vector<std::uint32_t> traced_roles(const Schedule& s, const std::vector<RoleMemory>& memory,
                                         std::uint32_t max_roles) {
   std::vector<std::uint32_t> roles;
   if (memory.empty() || max_roles == 0) return roles;
@@ -103,57 +90,71 @@ std::vector<std::uint32_t> traced_roles(const Trace& t, const std::vector<RoleMe
   for (std::uint32_t r = 1; r < memory.size() && roles.size() < max_roles; ++r)
     if (r != peak) roles.push_back(r);
   std::sort(roles.begin(), roles.end(),
-            [&](std::uint32_t a, std::uint32_t b) { return t.ranks[a].rank < t.ranks[b].rank; });
+            [&](std::uint32_t a, std::uint32_t b) { return rank_of(s, a) < rank_of(s, b); });
   return roles;
 }
 
 }  // namespace
 
-Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop, const TraceMeta& meta,
-                 bool full) {
+Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
+                 const TraceMeta& meta) {
   Trace t;
   t.meta = meta;
-  const std::vector<std::uint8_t> keep =
-      full ? std::vector<std::uint8_t>(p.ops.size(), 1) : summary_ops(s, p, loop);
   t.comms.reserve(p.collectives.size());
   std::size_t next_call = 0;  // p.collectives is in program order
   for (std::uint32_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
     if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
-    const bool call = next_call < p.collectives.size() && p.collectives[next_call].op == i;
-    if (keep[i] != 0) t.spans.push_back(make_span(s, p, loop, i, full));
-    if (!call) continue;
-    if (keep[i] != 0) t.spans.back().comm = static_cast<std::uint32_t>(t.comms.size());
+    t.spans.push_back(make_span(s, p, loop, i, true));
+    if (next_call >= p.collectives.size() || p.collectives[next_call].op != i) continue;
+    t.spans.back().comm = static_cast<std::uint32_t>(t.comms.size());
     t.comms.push_back(make_comm(op, i, p.collectives[next_call++].cost, loop));
   }
-  if (full)
-    std::stable_sort(t.spans.begin(), t.spans.end(),
-                     [](const Span& a, const Span& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(t.spans.begin(), t.spans.end(),
+                   [](const Span& a, const Span& b) { return a.start_ns < b.start_ns; });
   return t;
 }
 
-void add_trace_ranks(const Schedule& s, const std::vector<RoleMemory>& memory, Trace& t) {
-  t.ranks.reserve(memory.size());
-  for (std::uint32_t r = 0; r < memory.size(); ++r) {
-    TraceRank& tr = t.ranks.emplace_back();
-    tr.role = r;
-    tr.rank = r < s.roles.size() ? s.roles[r].representative : 0;
-    tr.rank_count = r < s.roles.size() ? s.roles[r].rank_count() : s.meta.world;
-    tr.peaks = RankPeaks{memory[r].device, memory[r].steady, memory[r].host.bytes};
-    tr.oom = memory[r].oom;
+void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, SummaryBuilder& b) {
+  // One reused Span holding the fields summarize() reads, from the compact ops: no allocation and
+  // no pass over the large schedule ops.
+  std::array<std::string, kOpKindCount> names;
+  for (std::size_t k = 0; k < kOpKindCount; ++k) names[k] = op_kind_name(static_cast<OpKind>(k));
+  Span sp;
+  for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
+    const CompiledOp& op = p.ops[i];
+    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
+    sp.stream = op.stream;
+    sp.category = names[static_cast<std::size_t>(op.kind)];
+    sp.start_ns = loop.ops[i].start_ns;
+    sp.dur_ns = loop.ops[i].end_ns - loop.ops[i].start_ns;
+    sp.step = op.step;
+    sp.phase = op.phase;
+    sp.wait_ns = loop.blocked_ns[i];
+    sp.wait_stream.reset();
+    if (loop.blocker[i] != kNone) sp.wait_stream = p.ops[loop.blocker[i]].stream;
+    b.add(sp);
   }
+  for (const CollectiveCall& call : p.collectives)
+    b.add(make_comm(s.ops[call.op], call.op, call.cost, loop));
 }
 
-void keep_traced_ranks(const LoopOutput& loop, const std::vector<RoleMemory>& memory,
-                       std::uint32_t max_roles, Trace& t) {
-  std::vector<TraceRank> kept;
-  for (std::uint32_t r : traced_roles(t, memory, max_roles)) {
-    TraceRank tr = std::move(t.ranks[r]);
+void add_roles(const Schedule& s, const std::vector<RoleMemory>& memory, SummaryBuilder& b) {
+  static const std::vector<TraceCounter> kNoCounters;
+  for (std::uint32_t r = 0; r < memory.size(); ++r) b.add(role_rank(s, memory, r), kNoCounters);
+}
+
+std::vector<TraceRank> traced_ranks(const Schedule& s, const LoopOutput& loop,
+                                    const std::vector<RoleMemory>& memory,
+                                    std::uint32_t max_roles) {
+  std::vector<TraceRank> out;
+  for (std::uint32_t r : traced_roles(s, memory, max_roles)) {
+    TraceRank tr = role_rank(s, memory, r);
+    tr.peaks.reset();  // the curve carries them
     tr.memory = loop.ledger.device_curve(r);
-    tr.peaks.reset();
-    kept.push_back(std::move(tr));
+    out.push_back(std::move(tr));
   }
-  t.ranks = std::move(kept);
+  return out;
 }
 
 }  // namespace zerosim::sim
