@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace zerosim::json {
 
@@ -38,73 +39,137 @@ std::optional<long double> integral_value(const nlohmann::json& v) {
 }  // namespace
 
 namespace {
-// Tracks the JSON Pointer during a callback parse and records keys that repeat inside one object:
-// nlohmann keeps the last value silently, DeepSpeed refuses duplicate keys
+
+// Builds the DOM from nlohmann's SAX events in one linear pass, and records keys that repeat inside
+// one object: nlohmann keeps the last value silently, DeepSpeed refuses duplicate keys
 // (dict_raise_error_on_duplicate_keys), and a silently dropped value is the worst kind of default.
-class DuplicateKeyFinder {
+// Each object checks a new key against its own keys (a map lookup), so the cost is linear in the
+// text. (nlohmann's callback parser, used before, is quadratic: json_sax_dom_callback_parser::
+// end_object scans every element of the enclosing array for a discarded value after each object,
+// nlohmann 3.11.2 json_sax.hpp:470, so an array of n objects costs O(n^2).)
+// Arrays that `stream` selects (by pointer) keep no elements: each complete element goes to
+// `on_element` and is dropped, so a large machine-written file never exists as one DOM.
+class DomBuilder {
  public:
-  bool on_event(nlohmann::json::parse_event_t ev, const nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    const bool starts_element = ev == E::object_start || ev == E::array_start || ev == E::value;
-    if (starts_element && !stack_.empty() && stack_.back().is_array) ++stack_.back().index;
-    switch (ev) {
-      case E::object_start:
-        stack_.push_back({false, -1, {}, {}});
-        break;
-      case E::array_start:
-        stack_.push_back({true, -1, {}, {}});
-        break;
-      case E::object_end:
-      case E::array_end:
-        if (!stack_.empty()) stack_.pop_back();
-        break;
-      case E::key: {
-        auto& top = stack_.back();
-        top.key = parsed.get<std::string>();
-        if (!top.seen.insert(top.key).second && first_.empty()) first_ = pointer();
-        break;
-      }
-      case E::value:
-        break;
+  using json = nlohmann::json;
+  DomBuilder(const StreamFilter* stream, const ElementSink* on_element)
+      : stream_(stream), on_element_(on_element) {}
+
+  bool null() { return leaf(json(nullptr)); }
+  bool boolean(bool v) { return leaf(json(v)); }
+  bool number_integer(json::number_integer_t v) { return leaf(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return leaf(json(v)); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return leaf(json(v)); }
+  bool string(json::string_t& v) { return leaf(json(std::move(v))); }
+  bool binary(json::binary_t& v) { return leaf(json(json::binary_t(std::move(v)))); }
+  bool start_object(std::size_t) { return open(json::object(), false); }
+  bool start_array(std::size_t) { return open(json::array(), true); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& k) {
+    Level& top = stack_.back();
+    if (top.value->contains(k) && first_.empty()) {
+      top.key = k;
+      first_ = pointer(stack_.size());
     }
+    top.key = std::move(k);
     return true;
   }
+  bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception& e) {
+    error_byte_ = byte;
+    error_ = e.what();
+    return false;
+  }
+
+  json& root() { return root_; }
   const std::string& first_duplicate() const { return first_; }
+  const std::string& error() const { return error_; }
+  std::size_t error_byte() const { return error_byte_; }
 
  private:
   struct Level {
+    json* value;
     bool is_array;
-    long index;
-    std::string key;
-    std::set<std::string> seen;
+    bool streamed = false;  // elements go to on_element_
+    std::size_t count = 0;  // elements so far (arrays)
+    std::string key;        // the current key (objects)
+    std::string pointer;    // streamed arrays: their pointer
   };
-  std::string pointer() const {
+
+  // Where the next value goes: the root, an array's end, an object's current key, or the element
+  // being streamed (element_depth_ marks where that element began).
+  json* place(json&& v) {
+    if (stack_.empty()) return &(root_ = std::move(v));
+    Level& top = stack_.back();
+    if (!top.is_array) return &((*top.value)[top.key] = std::move(v));
+    ++top.count;
+    if (!top.streamed) {
+      top.value->push_back(std::move(v));
+      return &top.value->back();
+    }
+    element_ = std::move(v);
+    return &element_;
+  }
+  bool leaf(json&& v) {
+    place(std::move(v));
+    if (!stack_.empty() && stack_.back().streamed) emit(stack_.back());
+    return true;
+  }
+  bool open(json&& v, bool is_array) {
+    const bool element = !stack_.empty() && stack_.back().streamed;
+    json* at = place(std::move(v));
+    if (element) element_depth_ = stack_.size();
+    stack_.push_back({at, is_array, false, 0, {}, {}});
+    // Only arrays outside a streamed element, near the root, are offered for streaming.
+    if (is_array && stream_ && element_depth_ == 0 && stack_.size() <= 5) {
+      std::string p = pointer(stack_.size() - 1);
+      if ((*stream_)(p)) {
+        stack_.back().streamed = true;
+        stack_.back().pointer = std::move(p);
+      }
+    }
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    if (element_depth_ != 0 && stack_.size() == element_depth_) {
+      element_depth_ = 0;
+      emit(stack_.back());
+    }
+    return true;
+  }
+  void emit(Level& array) {
+    if (on_element_) (*on_element_)(array.pointer, array.count - 1, element_);
+    element_ = json();
+  }
+  // The pointer of the value at depth `depth` (the child of stack_[depth - 1]).
+  std::string pointer(std::size_t depth) const {
     std::string p;
-    for (const auto& l : stack_)
-      p += "/" + (l.is_array ? std::to_string(l.index) : pointer_token(l.key));
+    for (std::size_t i = 0; i < depth; ++i) {
+      const Level& l = stack_[i];
+      p += "/" + (l.is_array ? std::to_string(l.count - 1) : pointer_token(l.key));
+    }
     return p;
   }
+
+  const StreamFilter* stream_;
+  const ElementSink* on_element_;
+  json root_;
+  json element_;
+  std::size_t element_depth_ = 0;
   std::vector<Level> stack_;
   std::string first_;
+  std::string error_;
+  std::size_t error_byte_ = 0;
 };
-}  // namespace
 
-std::optional<nlohmann::json> parse(const std::string& text, const std::string& source,
-                                    Diagnostics& diags) {
-  try {
-    DuplicateKeyFinder dups;
-    auto j =
-        nlohmann::json::parse(text, [&dups](int, nlohmann::json::parse_event_t ev,
-                                            nlohmann::json& v) { return dups.on_event(ev, v); });
-    if (!dups.first_duplicate().empty()) {
-      diags.error(source, dups.first_duplicate(), "duplicate key: a JSON object names it twice",
-                  "keep one; DeepSpeed refuses duplicate keys too");
-      return std::nullopt;
-    }
-    return j;
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is 1-based; turn it into line and column.
-    std::size_t byte = e.byte == 0 ? 0 : e.byte - 1;
+std::optional<nlohmann::json> parse_impl(const std::string& text, const std::string& source,
+                                         Diagnostics& diags, const StreamFilter* stream,
+                                         const ElementSink* on_element) {
+  DomBuilder dom(stream, on_element);
+  if (!nlohmann::json::sax_parse(text, &dom)) {
+    // The byte is 1-based; turn it into line and column.
+    const std::size_t byte = dom.error_byte() == 0 ? 0 : dom.error_byte() - 1;
     std::size_t line = 1, col = 1;
     for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
       if (text[i] == '\n') {
@@ -114,16 +179,35 @@ std::optional<nlohmann::json> parse(const std::string& text, const std::string& 
         ++col;
       }
     }
-    std::string what = e.what();
     // nlohmann's text: "[json.exception.parse_error.101] parse error at line 1, column 5: syntax
     // error ..."
-    auto pos = what.find(": ", what.find("parse error"));
-    std::string detail = pos == std::string::npos ? what : what.substr(pos + 2);
+    const std::string& what = dom.error();
+    const auto pos = what.find(": ", what.find("parse error"));
+    const std::string detail = pos == std::string::npos ? what : what.substr(pos + 2);
     diags.error(source, "",
                 "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(col) +
                     ": " + detail);
     return std::nullopt;
   }
+  if (!dom.first_duplicate().empty()) {
+    diags.error(source, dom.first_duplicate(), "duplicate key: a JSON object names it twice",
+                "keep one; DeepSpeed refuses duplicate keys too");
+    return std::nullopt;
+  }
+  return std::move(dom.root());
+}
+
+}  // namespace
+
+std::optional<nlohmann::json> parse(const std::string& text, const std::string& source,
+                                    Diagnostics& diags) {
+  return parse_impl(text, source, diags, nullptr, nullptr);
+}
+
+std::optional<nlohmann::json> parse_streaming(const std::string& text, const std::string& source,
+                                              Diagnostics& diags, const StreamFilter& stream,
+                                              const ElementSink& on_element) {
+  return parse_impl(text, source, diags, &stream, &on_element);
 }
 
 bool read_file(const std::string& path, std::string& out, Diagnostics& diags) {

@@ -35,8 +35,7 @@ bool read_line(const std::string& line, const std::string& source, LoggedCollect
   if (!doc) return false;
   json::JsonReader r(*doc, source, "", d);
   if (!r.expect_object()) return false;
-  static const auto phases =
-      names_of<Phase>(static_cast<std::size_t>(Phase::PostStep) + 1, phase_name);
+  static const auto phases = names_of<Phase>(kPhaseCount, phase_name);
   static const auto kinds = names_of<CollectiveKind>(kCollectiveKindCount, collective_name);
   static const auto dtypes = names_of<DType>(kDTypeCount, dtype_name);
   static const std::vector<std::string> reduce_ops = {"sum", "max"};
