@@ -6,6 +6,8 @@
 #include <ostream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "host_world.h"
 #include "ring_plan.h"
 #include "zerosim/collective_model.h"
@@ -111,6 +113,11 @@ Trace make_measured_trace(const Schedule& s, const HostRun& run,
   t.meta.gpus_per_node = s.meta.gpus_per_node;
   t.meta.steps = s.meta.steps;
   t.meta.grad_accum = s.meta.grad_accum;
+  t.meta.clock = "host_steady";
+  t.meta.warmup_steps = 0;
+  t.meta.timed_steps = s.meta.steps;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) t.meta.host = host;
   t.meta.notes = {
       "host backend, count-only: every op issued, every Alloc/Free tracked, every collective a "
       "rendezvous of its ranks; nothing backed by memory, compute ops not run",

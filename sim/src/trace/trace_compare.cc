@@ -61,10 +61,17 @@ bool within(double predicted, double measured, double tolerance) {
   return std::fabs(measured - predicted) <= tolerance * predicted;
 }
 
-// Peak of a memory curve and its breakdown (the first sample that reaches it).
-MemorySample peak_of(const std::vector<MemorySample>& curve) {
+// A rank's device peak and its breakdown: the producer's own statistics when the trace carries
+// them (the simulator's ledger for every role), else the first sample of the curve that reaches it.
+MemorySample peak_of(const TraceRank& r) {
   MemorySample best;
-  for (const MemorySample& s : curve)
+  if (r.peaks) {
+    best.t = r.peaks->device.t;
+    best.total = r.peaks->device.bytes;
+    best.by_category = r.peaks->device.by_category;
+    return best;
+  }
+  for (const MemorySample& s : r.memory)
     if (s.total > best.total) best = s;
   return best;
 }
@@ -164,7 +171,7 @@ Result<Comparison> compare_traces(const Trace& predicted, const std::string& psr
       ++uncompared;
       continue;
     }
-    const MemorySample pp = peak_of(it->second->memory), mp = peak_of(r.memory);
+    const MemorySample pp = peak_of(*it->second), mp = peak_of(r);
     MemoryCheck mc;
     mc.rank = r.rank;
     mc.role = r.role;
