@@ -1,6 +1,12 @@
 // HostWorld (host_world.h): the rendezvous of a communicator group's ranks.
 #include "host_world.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <ctime>
 #include <string>
 
 namespace zerosim::exec {
@@ -30,26 +36,35 @@ HostWorld::Group& HostWorld::group(std::uint32_t communicator, std::uint32_t fir
                                    std::uint32_t size) {
   std::lock_guard<std::mutex> lock(groups_m_);
   auto& g = groups_[{communicator, first_rank}];
-  if (!g) {
-    g = std::make_unique<Group>();
-    g->calls.resize(size);
-    g->arrived_at.assign(size, 0);
-    g->where.resize(size);
-  }
+  if (!g) g = std::make_unique<Group>(size);
   return *g;
 }
+
+namespace {
+
+// FUTEX_WAIT on `word` while it holds `expected`, for at most `ns` (spurious returns are fine).
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::int64_t ns) {
+  timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, &ts,
+          nullptr, 0);
+}
+void futex_wake_all(std::atomic<std::uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+}  // namespace
 
 Status HostWorld::arrive(std::uint32_t rank, const CollectiveCall& call, const std::string& where) {
   if (aborted()) return error("stopped: another rank failed first");
   const std::uint32_t n = call.group_size;
   const std::uint32_t first = rank - call.rank_in_group;
   Group& g = group(call.communicator, first, n);
-  std::unique_lock<std::mutex> lock(g.m);
-  const std::uint64_t gen = g.generation;
+  const std::uint32_t gen = g.generation.load(std::memory_order_acquire);
   g.calls[call.rank_in_group] = call;
   g.where[call.rank_in_group] = where;
-  g.arrived_at[call.rank_in_group] = gen + 1;
-  if (++g.arrived == n) {
+  g.arrived_at[call.rank_in_group].store(gen + 1, std::memory_order_relaxed);
+  if (g.arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
     g.mismatch.clear();
     for (std::uint32_t m = 1; m < n && g.mismatch.empty(); ++m)
       if (!agree(g.calls[0], g.calls[m]))
@@ -57,22 +72,22 @@ Status HostWorld::arrive(std::uint32_t rank, const CollectiveCall& call, const s
                      describe(g.calls[0]) + " at " + g.where[0] + ", rank " +
                      std::to_string(first + m) + " called " + describe(g.calls[m]) + " at " +
                      g.where[m];
-    g.arrived = 0;
-    ++g.generation;
-    g.cv.notify_all();
+    g.arrived.store(0, std::memory_order_relaxed);
+    g.generation.fetch_add(1, std::memory_order_release);
+    futex_wake_all(g.generation);
     if (!g.mismatch.empty()) return error(g.mismatch);
     return std::nullopt;
   }
   const auto deadline = Clock::now() + stall_timeout_;
-  while (g.generation == gen) {
+  while (g.generation.load(std::memory_order_acquire) == gen) {
     if (aborted()) return error("stopped: another rank failed first");
-    if (g.cv.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50))) ==
-            std::cv_status::timeout &&
-        Clock::now() >= deadline && g.generation == gen) {
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      if (g.generation.load(std::memory_order_acquire) != gen) break;
       std::string missing;
       std::uint32_t count = 0;
       for (std::uint32_t m = 0; m < n; ++m)
-        if (g.arrived_at[m] != gen + 1) {
+        if (g.arrived_at[m].load(std::memory_order_relaxed) != gen + 1) {
           if (count < 8) missing += (missing.empty() ? "" : ", ") + std::to_string(first + m);
           ++count;
         }
@@ -81,6 +96,7 @@ Status HostWorld::arrive(std::uint32_t rank, const CollectiveCall& call, const s
                    std::to_string(now_ns() / 1000000) + " ms into the run for rank(s) " + missing +
                    " to reach this collective (--stall-timeout)");
     }
+    futex_wait(g.generation, gen, std::min<std::int64_t>(left.count(), 50000000));  // <= 50 ms
   }
   if (!g.mismatch.empty()) return error(g.mismatch);
   return std::nullopt;
@@ -93,10 +109,7 @@ void HostWorld::abort(const Diagnostic& why) {
   }
   aborted_.store(true, std::memory_order_release);
   std::lock_guard<std::mutex> lock(groups_m_);
-  for (auto& [key, g] : groups_) {
-    std::lock_guard<std::mutex> glock(g->m);
-    g->cv.notify_all();
-  }
+  for (auto& [key, g] : groups_) futex_wake_all(g->generation);
 }
 
 std::optional<Diagnostic> HostWorld::first_failure() const {

@@ -42,15 +42,22 @@ class HostWorld {
   std::chrono::milliseconds stall_timeout() const { return stall_timeout_; }
 
  private:
+  // A reusable barrier on a futex word: arrivals count up, the last one checks that the calls
+  // agree and bumps `generation`, which wakes the waiters (no mutex for them to fight over on the
+  // way out). A generation cannot complete before every member has arrived, so a member's slot and
+  // the mismatch text are stable until that member arrives again.
   struct Group {
-    std::mutex m;
-    std::condition_variable cv;
-    std::uint64_t generation = 0;
-    std::uint32_t arrived = 0;
+    explicit Group(std::uint32_t size)
+        : calls(size), where(size), arrived_at(new std::atomic<std::uint32_t>[size]) {
+      for (std::uint32_t i = 0; i < size; ++i) arrived_at[i].store(0);
+    }
+    std::atomic<std::uint32_t> generation{0};
+    std::atomic<std::uint32_t> arrived{0};
     std::vector<CollectiveCall> calls;
-    std::vector<std::uint64_t> arrived_at;  ///< per member: the generation it last arrived at + 1
-    std::vector<std::string> where;         ///< per member: the op it arrived with
-    std::string mismatch;                   ///< set when the last generation's calls disagreed
+    std::vector<std::string> where;  ///< per member: the op it arrived with
+    /// per member: the generation it last arrived at + 1
+    std::unique_ptr<std::atomic<std::uint32_t>[]> arrived_at;
+    std::string mismatch;  ///< set when the last generation's calls disagreed
   };
   Group& group(std::uint32_t communicator, std::uint32_t first_rank, std::uint32_t size);
 
