@@ -2,11 +2,11 @@
 // count-only HostDevice; then the measured trace and collective log.
 #include "zerosim/host_backend.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <ostream>
 #include <thread>
-
-#include <unistd.h>
 
 #include "host_world.h"
 #include "ring_plan.h"
