@@ -198,7 +198,7 @@ Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOp
                          "and destination regions (schedule IR v2 operands), which this schedule "
                          "does not carry yet");
   const std::uint32_t world = s.meta.world;
-  HostWorld hw(world, o.stall_timeout);
+  HostWorld hw(o.stall_timeout);
   HostRun run;
   run.ranks.resize(world);
   std::vector<RankState> states(world);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -20,21 +21,20 @@ void combine(T* d, const T* s, Elements n, Op op) {
   for (Elements i = 0; i < n; ++i) d[i] = op(d[i], s[i]);
 }
 
+template <class T>
+T max_nan(T a, T b) {  // NaN propagates, as torch.max does
+  if (std::isnan(a)) return a;
+  if (std::isnan(b)) return b;
+  return a < b ? b : a;
+}
+
 // 16-bit floats: widen, combine in float32, round back (per element, per step).
 template <float (*Widen)(std::uint16_t), std::uint16_t (*Narrow)(float)>
 void combine16(std::uint16_t* d, const std::uint16_t* s, Elements n, ReduceOp op) {
   for (Elements i = 0; i < n; ++i) {
     const float a = Widen(d[i]), b = Widen(s[i]);
-    d[i] = Narrow(op == ReduceOp::Max ? (a >= b || b != b ? (a != a ? a : std::max(a, b)) : b)
-                                      : a + b);
+    d[i] = Narrow(op == ReduceOp::Max ? max_nan(a, b) : a + b);
   }
-}
-
-template <class T>
-T max_nan(T a, T b) {  // NaN propagates, as torch.max does
-  if (a != a) return a;
-  if (b != b) return b;
-  return a < b ? b : a;
 }
 
 }  // namespace

@@ -22,8 +22,8 @@ class HostWorld {
  public:
   using Clock = std::chrono::steady_clock;
 
-  HostWorld(std::uint32_t world, std::chrono::milliseconds stall_timeout)
-      : world_(world), stall_timeout_(stall_timeout), start_(Clock::now()) {}
+  explicit HostWorld(std::chrono::milliseconds stall_timeout)
+      : stall_timeout_(stall_timeout), start_(Clock::now()) {}
 
   /// Rank `rank` arrives at its next collective on `call.communicator`. Returns once every rank of
   /// its group has arrived with an agreeing call; errors: calls that disagree, the world aborted by
@@ -61,7 +61,6 @@ class HostWorld {
   };
   Group& group(std::uint32_t communicator, std::uint32_t first_rank, std::uint32_t size);
 
-  std::uint32_t world_;
   std::chrono::milliseconds stall_timeout_;
   Clock::time_point start_;
   std::mutex groups_m_;

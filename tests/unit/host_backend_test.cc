@@ -224,7 +224,7 @@ TEST(HostBackend, DataModeIsRefusedUntilTheScheduleCarriesOperands) {
 }
 
 TEST(HostWorld, DisagreeingCollectivesAreReportedNotRun) {
-  HostWorld w(2, std::chrono::milliseconds(2000));
+  HostWorld w(std::chrono::milliseconds(2000));
   CollectiveCall a;
   a.kind = CollectiveKind::AllReduce;
   a.numel = a.out_numel = 8;
@@ -245,7 +245,7 @@ TEST(HostWorld, DisagreeingCollectivesAreReportedNotRun) {
 }
 
 TEST(HostWorld, AnAbortReleasesWaitingRanks) {
-  HostWorld w(2, std::chrono::milliseconds(60000));
+  HostWorld w(std::chrono::milliseconds(60000));
   CollectiveCall a;
   a.group_size = 2;
   Status st;
