@@ -11,7 +11,7 @@ namespace zerosim::cli {
 namespace {
 std::vector<FlagSpec> schedule_flags() {
   auto f = run_flags();
-  f.push_back({"--output", "FILE", "write the schedule JSON (\"zerosim-schedule\" version 1)"});
+  f.push_back({"--output", "FILE", "write the schedule JSON (\"zerosim-schedule\" version 2)"});
   f.push_back({"--collectives-out", "FILE", "write the collective log (JSON lines, see README)"});
   f.push_back({"--ranks", "LIST", "collective log: only these ranks, e.g. 0,3,7; default all"});
   return f;

@@ -138,10 +138,13 @@ Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocato
         c.out_numel = op.out_numel;
         c.dtype = op.dtype;
         c.reduce_op = op.reduce_op;
-        c.root = op.dst;
+        const CommGroup& group = s.comms[op.comm];
+        c.root = op.root == kNone ? -1 : static_cast<std::int32_t>(op.root);
         c.communicator = communicator_of(op);
-        c.group_size = op.group_size;
-        c.rank_in_group = v.rank % op.group_size;  // the data-parallel group: every rank
+        c.group_size = group.size;
+        c.rank_in_group = group.index_of(v.rank);
+        c.group_first = group.rank_at(v.rank, 0);
+        c.group_stride = group.stride;
         st = device.collective(op.stream, c);
         ++run.collectives;
         break;

@@ -88,6 +88,8 @@ struct RankState {
   std::vector<OpSpan> spans, times;
 };
 
+std::uint32_t group_size_of(const Schedule& s, const Op& op) { return s.comms[op.comm].size; }
+
 std::vector<std::uint32_t> traced_ranks(const Schedule& s, const HostOptions& o) {
   std::vector<std::uint32_t> r = o.trace_ranks;
   if (r.empty())
@@ -145,16 +147,20 @@ Trace make_measured_trace(const Schedule& s, const HostRun& run,
       cr.numel = op.numel;
       cr.out_numel = op.out_numel;
       cr.dtype = op.dtype;
-      cr.group_size = op.group_size;
+      const std::uint32_t group = group_size_of(s, op);
+      cr.group_size = group;
       // nccl-tests' S with NCCL's count, as the simulator's records (cost_model.cc).
       const Elements count =
           op.collective == CollectiveKind::ReduceScatter ? op.out_numel : op.numel;
-      cr.bytes = collective_algbw_bytes(op.collective, count, op.dtype, op.group_size).value_or(0);
+      cr.bytes = collective_algbw_bytes(op.collective, count, op.dtype, group).value_or(0);
       cr.bytes_sent = c.bytes_sent;
       cr.bytes_received = c.bytes_received;
       cr.start_ns = times[k].start_ns;
       cr.dur_ns = times[k].end_ns - times[k].start_ns;
-      cr.algorithm = op.group_size <= 1 ? "none" : "ring";
+      cr.algorithm = group <= 1 ? "none" : "ring";
+      if (op.root != kNone) cr.root = s.comms[op.comm].rank_at(r.rank, op.root);
+      cr.micro_step = op.micro_step;
+      cr.reduce_op = op.reduce_op;
       t.comms.push_back(std::move(cr));
     }
   }
@@ -274,7 +280,7 @@ Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOp
 void write_measured_collective_log(const Schedule& s, const HostRun& run, std::ostream& out) {
   for (const HostRankResult& r : run.ranks)
     for (const ExecutedCollective& c : r.collectives)
-      write_collective_line(out, r.rank, s.ops[c.op]);
+      write_collective_line(out, s, r.rank, s.ops[c.op]);
 }
 
 }  // namespace zerosim::exec

@@ -58,7 +58,11 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) {
 Status HostWorld::arrive(std::uint32_t rank, const CollectiveCall& call, const std::string& where) {
   if (aborted()) return error("stopped: another rank failed first");
   const std::uint32_t n = call.group_size;
-  const std::uint32_t first = rank - call.rank_in_group;
+  const std::uint32_t first = call.group_first, stride = call.group_stride;
+  if (call.rank_in_group >= n || first + call.rank_in_group * stride != rank)
+    return error("rank " + std::to_string(rank) + " is not member " +
+                 std::to_string(call.rank_in_group) + " of the group starting at rank " +
+                 std::to_string(first) + " (stride " + std::to_string(stride) + ")");
   Group& g = group(call.communicator, first, n);
   const std::uint32_t gen = g.generation.load(std::memory_order_acquire);
   g.calls[call.rank_in_group] = call;
@@ -70,8 +74,8 @@ Status HostWorld::arrive(std::uint32_t rank, const CollectiveCall& call, const s
       if (!agree(g.calls[0], g.calls[m]))
         g.mismatch = "collectives disagree: rank " + std::to_string(first) + " called " +
                      describe(g.calls[0]) + " at " + g.where[0] + ", rank " +
-                     std::to_string(first + m) + " called " + describe(g.calls[m]) + " at " +
-                     g.where[m];
+                     std::to_string(first + m * stride) + " called " + describe(g.calls[m]) +
+                     " at " + g.where[m];
     g.arrived.store(0, std::memory_order_relaxed);
     g.generation.fetch_add(1, std::memory_order_release);
     futex_wake_all(g.generation);
@@ -88,7 +92,8 @@ Status HostWorld::arrive(std::uint32_t rank, const CollectiveCall& call, const s
       std::uint32_t count = 0;
       for (std::uint32_t m = 0; m < n; ++m)
         if (g.arrived_at[m].load(std::memory_order_relaxed) != gen + 1) {
-          if (count < 8) missing += (missing.empty() ? "" : ", ") + std::to_string(first + m);
+          if (count < 8)
+            missing += (missing.empty() ? "" : ", ") + std::to_string(first + m * stride);
           ++count;
         }
       if (count > 8) missing += " and " + std::to_string(count - 8) + " more";

@@ -22,7 +22,6 @@ Op coll(CollectiveKind k, Elements numel, Elements out, DType dt, ReduceOp r, Ph
   o.phase = phase;
   o.step = step;
   o.micro_step = micro;
-  o.group_size = 2;
   return o;
 }
 
@@ -34,11 +33,12 @@ Schedule two_rank_schedule() {
   s.meta.gpus_per_node = 2;
   s.meta.grad_accum = 2;
   s.meta.slot_names = {"owned"};
+  s.comms = {{0, 2, 1}};
   s.buffers.push_back({"ipg[0]", "T2", BufferCategory::CommBucket, MemoryPool::Device,
                        DType::Float16, 8, kNone, false});
   s.roles = {{{{0, 0}}, 0, {5}}, {{{1, 1}}, 1, {3}}};
   Op bc = coll(CollectiveKind::Broadcast, 8, 8, DType::Float16, ReduceOp::None, Phase::Init, 0, 0);
-  bc.dst = 0;
+  bc.root = 0;
   s.ops.push_back(bc);
   Op alloc;
   alloc.kind = OpKind::Alloc;
@@ -49,7 +49,7 @@ Schedule two_rank_schedule() {
   ar.bucket = 0;
   s.ops.push_back(ar);
   Op rd = coll(CollectiveKind::Reduce, 4, 4, DType::BFloat16, ReduceOp::Sum, Phase::Backward, 0, 1);
-  rd.dst = 1;
+  rd.root = 1;
   rd.bucket = 1;
   s.ops.push_back(rd);
   Op copy;
@@ -141,6 +141,7 @@ TEST(CollectiveLog, ScheduleWithoutCollectivesWritesNothing) {
 TEST(CollectiveLog, LinesScaleWithWorldFromOneProgram) {
   Schedule s = two_rank_schedule();
   s.meta.world = 64;
+  s.comms = {{0, 64, 1}};
   s.roles = {{{{0, 63}}, 0, {4}}};
   std::ostringstream os;
   auto r = write_collective_log(s, os);
@@ -148,7 +149,28 @@ TEST(CollectiveLog, LinesScaleWithWorldFromOneProgram) {
   EXPECT_EQ(r.value(), 64u * 6u);
   const std::string text = os.str();
   EXPECT_EQ(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')), 64u * 6u);
-  EXPECT_EQ(text.substr(text.size() - expected_for(63).size()), expected_for(63));
+  std::string last = expected_for(63);  // the same lines, on the 64-rank world communicator
+  for (std::size_t at = last.find("\"group_size\":2"); at != std::string::npos;
+       at = last.find("\"group_size\":2", at))
+    last.replace(at, 14, "\"group_size\":64");
+  EXPECT_EQ(text.substr(text.size() - last.size()), last);
+}
+
+TEST(CollectiveLog, RootIsARankOfTheCallersGroup) {
+  Schedule s = two_rank_schedule();  // the reduce (op 3) to index 1, the broadcast from index 0
+  s.meta.world = 4;
+  s.comms = {{0, 4, 1}, {0, 2, 2}};  // communicator 1: {0, 2} and {1, 3}
+  s.roles = {{{{0, 3}}, 0, {4}}};
+  s.ops[0].comm = 1;
+  s.ops[3].comm = 1;
+  std::ostringstream os;
+  CollectiveLogOptions only;
+  only.ranks = {3};
+  ASSERT_TRUE(write_collective_log(s, os, only).ok());
+  const std::string text = os.str();
+  EXPECT_NE(text.find("\"group_size\":2,\"src\":1}"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"group_size\":2,\"reduce_op\":\"sum\",\"dst\":3,"), std::string::npos)
+      << text;
 }
 
 }  // namespace

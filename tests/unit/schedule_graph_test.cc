@@ -15,19 +15,20 @@ namespace {
 
 using namespace simtest;  // NOLINT: test-local helpers
 
-// compute F0 | reduce AR(g=4) dep F0 | gather AG(g=4) | Sync | compute F4 | gather AG(g=2) |
-// reduce AR(g=4) | alloc/free.
+// compute F0 | reduce AR(world) dep F0 | gather AG(world) | Sync | compute F4 | gather AG(pairs) |
+// reduce AR(world) | alloc/free.
 Schedule graph_schedule() {
   Schedule s = tiny_schedule(4);
+  s.comms.push_back({0, 2, 1});  // communicator 1: the pairs {0, 1}, {2, 3}
   s.buffers = {buffer("b", BufferCategory::Temp, 8)};
   Op sync = make_op(OpKind::Sync);
   s.ops = {compute(OpKind::Forward, 1e9),
-           with_deps(collective(CollectiveKind::AllReduce, 8, 8, 4, Stream::Reduce), {0}),
-           collective(CollectiveKind::AllGather, 2, 8, 4, Stream::Gather),
+           with_deps(collective(CollectiveKind::AllReduce, 8, 8, 0, Stream::Reduce), {0}),
+           collective(CollectiveKind::AllGather, 2, 8, 0, Stream::Gather),
            sync,
            compute(OpKind::Backward, 1e9),
-           collective(CollectiveKind::AllGather, 2, 4, 2, Stream::Gather),
-           with_deps(collective(CollectiveKind::AllReduce, 8, 8, 4, Stream::Reduce), {4, 2}),
+           collective(CollectiveKind::AllGather, 2, 4, 1, Stream::Gather),
+           with_deps(collective(CollectiveKind::AllReduce, 8, 8, 0, Stream::Reduce), {4, 2}),
            alloc(0),
            free_op(0)};
   return s;
@@ -50,7 +51,7 @@ TEST(ScheduleGraph, LanesDepsGatesAndCommunicatorOrder) {
   EXPECT_TRUE(graph.deps_of(5).empty());
   // The latest Sync before each op (the Sync itself waits on the one before it: none).
   EXPECT_EQ(graph.gate, (V{kNone, kNone, kNone, kNone, 3, 3, 3, 3, 3}));
-  // Per communicator (group size here): 1 -> 2 -> 6 on the 4-rank group, 5 alone on the 2-rank.
+  // Per communicator: 1 -> 2 -> 6 on the world, 5 alone on the pairs.
   EXPECT_EQ(graph.prev_call, (V{kNone, kNone, 1, kNone, kNone, kNone, 2, kNone, kNone}));
   EXPECT_EQ(graph.collectives, (V{1, 2, 5, 6}));
   EXPECT_EQ(graph.memory_ops, (V{7, 8}));
@@ -71,19 +72,19 @@ TEST(ScheduleGraph, TimingRoleIsTheMaximumPerSlot) {
 
 TEST(ScheduleGraph, EveryProblemIsReportedOnceWithItsPointer) {
   Schedule s = graph_schedule();
-  s.ops[1].deps = {5};      // a dep that is not earlier
-  s.ops[2].dst = 1;         // a root for an all-gather
-  s.ops[4].step = 3;        // beyond meta.steps
-  s.ops[7].buffer = 4;      // no such buffer: later lifetimes are not echoed
-  s.ops[6].group_size = 9;  // larger than the world
+  s.ops[1].deps = {5};  // a dep that is not earlier
+  s.ops[2].root = 1;    // a root for an all-gather
+  s.ops[4].step = 3;    // beyond meta.steps
+  s.ops[7].buffer = 4;  // no such buffer: later lifetimes are not echoed
+  s.ops[6].comm = 9;    // no such communicator
   s.ops[6].reduce_op = ReduceOp::None;
   auto g = lower_schedule(s, "f.json");
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.diagnostics().to_string(),
             "f.json: /ops/1/deps/0: expected an earlier op index 0..0, got 5\n"
-            "f.json: /ops/2/dst: expected no dst for all_gather_into_tensor, got 1\n"
+            "f.json: /ops/2/root: expected no root for all_gather_into_tensor, got 1\n"
             "f.json: /ops/4/step: expected a step below 1, got 3\n"
-            "f.json: /ops/6/group_size: expected a group of 1..4 ranks (the world size), got 9\n"
+            "f.json: /ops/6/comm: expected a communicator index 0..1, got 9\n"
             "f.json: /ops/6: expected \"reduce_op\" (\"sum\" or \"max\") for all_reduce, got none\n"
             "f.json: /ops/7/buffer: expected a buffer index 0..0, got 4\n");
 }

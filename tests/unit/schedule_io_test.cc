@@ -34,7 +34,6 @@ Op collective(CollectiveKind k, Elements numel, Elements out, DType dt, ReduceOp
   o.out_numel = out;
   o.dtype = dt;
   o.reduce_op = r;
-  o.group_size = 2;
   return o;
 }
 
@@ -48,6 +47,14 @@ Schedule two_rank_schedule() {
   s.meta.gpus_per_node = 2;
   s.meta.slot_names = {"grads_in_partition"};
   s.meta.notes = {"hand-built for schedule_io_test"};
+  s.comms = {{0, 2, 1}};
+  // Three params of one group: 16 elements, already a multiple of 2W, 8 per rank.
+  s.tensors = {{"w0", {4, 2}, 8, DType::Float16, true, kNone, 0, 0, kNone, false},
+               {"frozen", {3}, 3, DType::Float16, false, kNone, kNone, 0, kNone, false},
+               {"w2", {8}, 8, DType::Float16, true, 1, 0, 8, kNone, false}};
+  s.layout.stage = 2;
+  s.layout.world = 2;
+  s.layout.groups = {{{0, 2}, {0, 2}, 16, 0, 16, 8}};
   s.buffers = {
       {"flat_lp", "B1", BufferCategory::Param16, MemoryPool::Device, DType::Float16, 16, kNone,
        true},
@@ -66,7 +73,7 @@ Schedule two_rank_schedule() {
   ops.push_back(a);  // 1
   Op bc =
       collective(CollectiveKind::Broadcast, 16, 16, DType::Float16, ReduceOp::None, Phase::Init);
-  bc.dst = 0;
+  bc.root = 0;
   bc.label = "broadcast model";
   ops.push_back(bc);  // 2
   Op fwd = make_op(OpKind::Forward, Phase::Forward);
@@ -111,7 +118,7 @@ Schedule two_rank_schedule() {
   ops.push_back(
       collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Phase::Step));
   Op rd = collective(CollectiveKind::Reduce, 8, 8, DType::Float32, ReduceOp::Sum, Phase::Step);
-  rd.dst = 1;
+  rd.root = 1;
   ops.push_back(rd);  // 13
   Op opt = make_op(OpKind::OptimizerStep, Phase::Step);
   opt.stream = Stream::Host;
@@ -194,6 +201,35 @@ void expect_equal(const Schedule& a, const Schedule& b) {
     EXPECT_EQ(a.roles[i].representative, b.roles[i].representative);
     EXPECT_EQ(a.roles[i].slots, b.roles[i].slots);
   }
+  EXPECT_EQ(a.comms, b.comms);
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (std::size_t i = 0; i < a.tensors.size(); ++i) {
+    const TensorInfo &x = a.tensors[i], &y = b.tensors[i];
+    EXPECT_TRUE(x.name == y.name && x.shape == y.shape && x.numel == y.numel &&
+                x.dtype == y.dtype && x.trainable == y.trainable && x.grad == y.grad &&
+                x.group == y.group && x.flat_offset == y.flat_offset &&
+                x.sub_group == y.sub_group && x.persistent == y.persistent)
+        << "tensor " << i;
+  }
+  EXPECT_EQ(a.layout.stage, b.layout.stage);
+  EXPECT_EQ(a.layout.world, b.layout.world);
+  EXPECT_EQ(a.layout.round_robin, b.layout.round_robin);
+  EXPECT_EQ(a.layout.sub_group_size, b.layout.sub_group_size);
+  EXPECT_EQ(a.layout.param_persistence_threshold, b.layout.param_persistence_threshold);
+  EXPECT_EQ(a.layout.model_persistence_threshold, b.layout.model_persistence_threshold);
+  ASSERT_EQ(a.layout.groups.size(), b.layout.groups.size());
+  for (std::size_t g = 0; g < a.layout.groups.size(); ++g) {
+    const GroupLayout &x = a.layout.groups[g], &y = b.layout.groups[g];
+    EXPECT_TRUE(x.params == y.params && x.flat_order == y.flat_order && x.numel == y.numel &&
+                x.padding == y.padding && x.aligned == y.aligned && x.partition == y.partition)
+        << "group " << g;
+  }
+  ASSERT_EQ(a.layout.sub_groups.size(), b.layout.sub_groups.size());
+  for (std::size_t i = 0; i < a.layout.sub_groups.size(); ++i)
+    EXPECT_TRUE(a.layout.sub_groups[i].group == b.layout.sub_groups[i].group &&
+                a.layout.sub_groups[i].params == b.layout.sub_groups[i].params &&
+                a.layout.sub_groups[i].partition_numel == b.layout.sub_groups[i].partition_numel)
+        << "sub-group " << i;
   ASSERT_EQ(a.ops.size(), b.ops.size());
   for (std::size_t i = 0; i < a.ops.size(); ++i) {
     const Op &x = a.ops[i], &y = b.ops[i];
@@ -202,9 +238,8 @@ void expect_equal(const Schedule& a, const Schedule& b) {
                 x.layer == y.layer && x.param == y.param && x.bucket == y.bucket &&
                 x.flops == y.flops && x.elements == y.elements && x.slot == y.slot &&
                 x.dtype == y.dtype && x.collective == y.collective && x.numel == y.numel &&
-                x.out_numel == y.out_numel && x.group_size == y.group_size &&
-                x.reduce_op == y.reduce_op && x.dst == y.dst && x.deps == y.deps &&
-                x.label == y.label)
+                x.out_numel == y.out_numel && x.comm == y.comm && x.reduce_op == y.reduce_op &&
+                x.root == y.root && x.deps == y.deps && x.label == y.label)
         << "op " << i;
   }
 }
@@ -231,11 +266,10 @@ TEST(ScheduleIo, OpsAreCompactAndKeysOrdered) {
   const std::string text = write(two_rank_schedule());
   EXPECT_NE(text.find("\n    {\"kind\":\"alloc\",\"phase\":\"init\",\"buffer\":0},\n"),
             std::string::npos);
-  EXPECT_NE(
-      text.find("\n    {\"kind\":\"collective\",\"stream\":\"reduce\",\"phase\":\"backward\","
-                "\"bucket\":0,\"numel\":7,\"out_numel\":7,\"group_size\":2,\"reduce_op\":\"sum\","
-                "\"deps\":[7],\"label\":\"flush 0: AR(7)\"},\n"),
-      std::string::npos)
+  EXPECT_NE(text.find("\n    {\"kind\":\"collective\",\"stream\":\"reduce\",\"phase\":\"backward\","
+                      "\"bucket\":0,\"numel\":7,\"out_numel\":7,\"reduce_op\":\"sum\","
+                      "\"deps\":[7],\"label\":\"flush 0: AR(7)\"},\n"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("\n    {\"kind\":\"forward\",\"layer\":0,\"flops\":1500000000.0,"
                       "\"label\":\"fwd layers.0\"}"),
@@ -345,8 +379,103 @@ TEST(ScheduleIoBadInput, WrongFormat) {
 
 TEST(ScheduleIoBadInput, WrongVersion) {
   const std::string text =
-      replace_once(write(two_rank_schedule()), "\"version\": 1", "\"version\": 2");
-  EXPECT_EQ(errors_of(text), "two_rank.json: /version: expected version 1, got 2\n");
+      replace_once(write(two_rank_schedule()), "\"version\": 2", "\"version\": 3");
+  EXPECT_EQ(errors_of(text), "two_rank.json: /version: expected version 2, got 3\n");
+}
+
+TEST(ScheduleIoBadInput, VersionOneIsRefusedWithTheWayOut) {
+  const std::string text =
+      replace_once(write(two_rank_schedule()), "\"version\": 2", "\"version\": 1");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /version: expected version 2, got 1: regenerate the file with "
+            "\"zerosim schedule --output\"\n");
+}
+
+TEST(ScheduleIoBadInput, CommunicatorsAreChecked) {
+  const std::string good = write(two_rank_schedule());
+  EXPECT_EQ(errors_of(replace_once(good, "  \"comms\": [\n    {\"size\":2}\n  ],\n", "")),
+            "two_rank.json: /: expected key \"comms\", got none\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "{\"size\":\"two\"}")),
+            "two_rank.json: /comms/0/size: expected an integer 1..16777216, got \"two\"\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "{\"sise\":2}")),
+            "two_rank.json: /comms/0/sise: unknown key \"sise\" (did you mean \"size\"?)\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "{\"size\":1}")),
+            "two_rank.json: /comms/0: expected the data-parallel world {first 0, size 2, stride "
+            "1}, got {first 0, size 1, stride 1}\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "{\"size\":2},{\"first\":1,\"size\":2}")),
+            "two_rank.json: /comms/1: expected size x stride (2) to divide the 1 ranks 1..1 its "
+            "groups tile, got a remainder of 1\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "{\"size\":2},{\"first\":2}")),
+            "two_rank.json: /comms/1/first: expected a first rank below the world size 2, got 2\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"size\":2}", "")),
+            "two_rank.json: /comms: expected at least the data-parallel world {\"size\": 2} as "
+            "communicator 0, got none\n");
+}
+
+TEST(ScheduleIoBadInput, TensorTableIsChecked) {
+  const std::string good = write(two_rank_schedule());
+  const std::string w0 = "{\"name\":\"w0\",\"shape\":[4,2],\"numel\":8,\"group\":0}";
+  EXPECT_EQ(errors_of(replace_once(good, w0, "{\"name\":\"w0\",\"shape\":[4,2],\"group\":0}")),
+            "two_rank.json: /tensors/0: expected key \"numel\", got none\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"shape\":[4,2]", "\"shape\":[4,-2]")),
+            "two_rank.json: /tensors/0/shape/1: expected an integer >= 0, got -2\n");
+  EXPECT_EQ(
+      errors_of(replace_once(good, "\"numel\":8,\"group\":0}",
+                             "\"numel\":8,\"group\":0,"
+                             "\"dtype\":\"float61\"}")),
+      "two_rank.json: /tensors/0/dtype: expected one of \"float16\", \"bfloat16\", \"float32\", "
+      "\"float64\", \"uint8\", \"int64\", got \"float61\" (did you mean \"float64\"?)\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"numel\":8,\"group\":0}", "\"numel\":8,\"grop\":0}")),
+            "two_rank.json: /tensors/0/grop: unknown key \"grop\" (did you mean \"group\"?)\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"grad\":1,", "\"grad\":9,")),
+            "two_rank.json: /tensors/2/grad: expected a buffer index 0..3, got 9\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"numel\":8,\"group\":0}", "\"numel\":8,\"group\":4}")),
+            "two_rank.json: /tensors/0/group: expected a param group index 0..0, got 4\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"numel\":8,\"group\":0}",
+                                   "\"numel\":8,\"group\":0,\"sub_group\":0}")),
+            "two_rank.json: /tensors/0/sub_group: expected no sub-group index (the layout has no "
+            "sub-groups), got 0\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"flat\":8", "\"flat\":9")),
+            "two_rank.json: /tensors/2/flat: expected 8 (plan_partition of the tensor table and "
+            "the layout options), got 9\n");
+  EXPECT_EQ(
+      errors_of(replace_once(good, "\"shape\":[4,2],\"numel\":8", "\"shape\":[4,2],\"numel\":10")),
+      "two_rank.json: /layout/groups/0/numel: expected 18 (plan_partition of the tensor "
+      "table and the layout options), got 16\n");
+}
+
+TEST(ScheduleIoBadInput, LayoutIsChecked) {
+  const std::string good = write(two_rank_schedule());
+  EXPECT_EQ(errors_of(replace_once(good, "\"round_robin\":false,", "")),
+            "two_rank.json: /layout: expected key \"round_robin\" (every layout key is required), "
+            "got none\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"stage\":2,\"world\":2,\"round_robin\"",
+                                   "\"stage\":2,\"world\":0,\"round_robin\"")),
+            "two_rank.json: /layout/world: expected an integer 1..16777216, got 0\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"stage\":2,\"world\":2,\"round_robin\"",
+                                   "\"stage\":2,\"world\":4,\"round_robin\"")),
+            "two_rank.json: /layout/world: expected the world size 2 (meta), got 4\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"params\":[0,2],", "{\"params\":[0,7],")),
+            "two_rank.json: /layout/groups/0/params/1: expected a tensor index 0..2, got 7\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"partition\":8}", "\"partition\":9}")),
+            "two_rank.json: /layout/groups/0/partition: expected 8 (plan_partition of the tensor "
+            "table and the layout options), got 9\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"partition\":8}", "\"partition\":8,\"parts\":1}")),
+            "two_rank.json: /layout/groups/0/parts: unknown key \"parts\" (did you mean "
+            "\"params\"?)\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"sub_groups\": []", "\"sub_groups\": [{\"group\":0}]")),
+            "two_rank.json: /layout/sub_groups/0: expected key \"params\", got none\n"
+            "two_rank.json: /layout/sub_groups/0: expected key \"partition_numel\", got none\n");
+  EXPECT_EQ(errors_of(replace_once(good, "  \"tensors\": [", "  \"tensor\": [")),
+            "two_rank.json: /: expected key \"tensors\", got none\n"
+            "two_rank.json: /tensor: unknown key \"tensor\" (did you mean \"tensors\"?)\n");
+}
+
+TEST(ScheduleIoBadInput, UnknownCommunicator) {
+  const std::string text = replace_once(write(two_rank_schedule()), "\"label\":\"flush 0: AR(7)\"",
+                                        "\"comm\":3,\"label\":\"flush 0: AR(7)\"");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /ops/8/comm: expected a communicator index 0..0, got 3\n");
 }
 
 TEST(ScheduleIoBadInput, TruncatedFileGivesLineAndColumn) {
@@ -427,7 +556,9 @@ TEST(ScheduleIoBadInput, RankInTwoRoles) {
 }
 
 TEST(ScheduleIoBadInput, RankInNoRole) {
-  const std::string text = replace_once(write(two_rank_schedule()), "\"world\":2", "\"world\":5");
+  std::string text =
+      replace_once(write(two_rank_schedule()), "\"world\":2,\"nodes\"", "\"world\":5,\"nodes\"");
+  text = replace_once(text, "{\"size\":2}", "{\"size\":5}");
   EXPECT_EQ(errors_of(text),
             "two_rank.json: /roles: expected every rank 0..4 in exactly one role, got ranks 2..4 "
             "in no role\n");
@@ -463,23 +594,34 @@ TEST(ScheduleIoBadInput, UnknownKeyWithHint) {
             "two_rank.json: /ops/3/layr: unknown key \"layr\" (did you mean \"layer\"?)\n");
 }
 
-TEST(ScheduleIoBadInput, RootedCollectiveNeedsDstAndReductionNeedsOp) {
+TEST(ScheduleIoBadInput, RootedCollectiveNeedsRootAndReductionNeedsOp) {
   std::string text =
-      replace_once(write(two_rank_schedule()), ",\"reduce_op\":\"sum\",\"dst\":1", "");
+      replace_once(write(two_rank_schedule()), ",\"reduce_op\":\"sum\",\"root\":1", "");
   EXPECT_EQ(
       errors_of(text),
-      "two_rank.json: /ops/13: expected \"reduce_op\" (\"sum\" or \"max\") for reduce, got none\n"
-      "two_rank.json: /ops/13: expected \"dst\" (the root rank) for reduce, got none\n");
-  text = replace_once(write(two_rank_schedule()), "\"out_numel\":16,\"group_size\":2}",
-                      "\"out_numel\":16,\"group_size\":2,\"reduce_op\":\"sum\",\"dst\":0}");
+      "two_rank.json: /ops/13: expected \"reduce_op\" (\"sum\" or \"max\") for reduce, got "
+      "none\n"
+      "two_rank.json: /ops/13: expected \"root\" (an index in communicator 0) for reduce, got "
+      "none\n");
+  text = replace_once(write(two_rank_schedule()), "\"reduce_op\":\"sum\",\"root\":1",
+                      "\"reduce_op\":\"sum\",\"root\":2");
+  EXPECT_EQ(errors_of(text),
+            "two_rank.json: /ops/13/root: expected a root index 0..1 (communicator 0 has groups of "
+            "2 ranks) for reduce, got 2\n");
+  text = replace_once(write(two_rank_schedule()), "\"out_numel\":16}",
+                      "\"out_numel\":16,\"reduce_op\":\"sum\",\"root\":0}");
   EXPECT_EQ(errors_of(text),
             "two_rank.json: /ops/15/reduce_op: expected no reduce_op for all_gather_into_tensor, "
             "got \"sum\"\n"
-            "two_rank.json: /ops/15/dst: expected no dst for all_gather_into_tensor, got 0\n");
+            "two_rank.json: /ops/15/root: expected no root for all_gather_into_tensor, got 0\n");
+  text = replace_once(write(two_rank_schedule()), "\"reduce_op\":\"sum\",\"root\":1",
+                      "\"reduce_op\":\"sum\",\"dst\":1");
+  EXPECT_EQ(errors_of(text), "two_rank.json: /ops/13/dst: unknown key \"dst\"\n");
 }
 
 TEST(ScheduleIoBadInput, WrongTypesAndMissingKeys) {
-  std::string text = replace_once(write(two_rank_schedule()), "\"world\":2", "\"world\":\"two\"");
+  std::string text = replace_once(write(two_rank_schedule()), "\"world\":2,\"nodes\"",
+                                  "\"world\":\"two\",\"nodes\"");
   text = replace_once(text, "\"steps\":1,", "");
   EXPECT_EQ(errors_of(text),
             "two_rank.json: /meta: expected key \"steps\" (every meta key is required), got none\n"

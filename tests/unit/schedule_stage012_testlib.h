@@ -151,8 +151,8 @@ inline std::vector<Coll> collectives(const Schedule& s,
   std::vector<Coll> out;
   for (const Op& op : s.ops) {
     if (op.kind != OpKind::Collective || (keep && !keep(op))) continue;
-    out.push_back(
-        {op.collective, op.numel, op.out_numel, op.dtype, op.reduce_op, op.dst, op.phase});
+    out.push_back({op.collective, op.numel, op.out_numel, op.dtype, op.reduce_op,
+                   op.root == kNone ? -1 : static_cast<std::int32_t>(op.root), op.phase});
   }
   return out;
 }

@@ -229,7 +229,7 @@ TEST(ScheduleStage3, InitWithFrozenParam) {
   for (const Op& o : s.ops)
     if (o.kind == OpKind::Collective && o.collective == CollectiveKind::Broadcast &&
         o.phase == kI) {
-      EXPECT_EQ(o.dst, 0);
+      EXPECT_EQ(o.root, 0u);
     }
 }
 

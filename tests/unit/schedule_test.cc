@@ -46,6 +46,7 @@ TEST(ScheduleIr, ParseDeepSpeedVersion) {
 Schedule three_roles() {
   Schedule s;
   s.meta.world = 8;
+  s.comms = {{0, 8, 1}};
   s.meta.slot_names = {"x"};
   s.roles.resize(3);
   s.roles[0].ranks = {{0, 1}, {4, 5}};
@@ -125,13 +126,15 @@ TEST(ScheduleIr, ValidateFindsBrokenReferencesAndLifetimes) {
   Op reduce;
   reduce.kind = OpKind::Collective;
   reduce.collective = CollectiveKind::Reduce;
-  reduce.group_size = 8;
-  reduce.dst = 8;
+  reduce.root = 8;
   reduce.reduce_op = ReduceOp::Sum;
   s.ops = {reduce};
-  EXPECT_EQ(first_error(s), "t.json: /ops/0/dst: expected a root rank in 0..7 for reduce, got 8");
+  EXPECT_EQ(
+      first_error(s),
+      "t.json: /ops/0/root: expected a root index 0..7 (communicator 0 has groups of 8 ranks) "
+      "for reduce, got 8");
   reduce.reduce_op = ReduceOp::None;
-  reduce.dst = 0;
+  reduce.root = 0;
   s.ops = {reduce};
   EXPECT_EQ(first_error(s),
             "t.json: /ops/0: expected \"reduce_op\" (\"sum\" or \"max\") for reduce, got none");

@@ -19,7 +19,7 @@ TEST(Simulator, CostModelUsesTheDocumentedFormulas) {
   Schedule s = tiny_schedule(4);
   auto cost = CostModel::make(round_gpu(), s.meta, round_options());
   ASSERT_TRUE(cost.ok()) << cost.diagnostics().to_string();
-  const auto c = [&](Op o, Elements e = 0) { return cost->cost(o, e).value(); };
+  const auto c = [&](Op o, Elements e = 0) { return cost->cost(o, e, s.comms.front()).value(); };
   EXPECT_EQ(c(compute(OpKind::Forward, 5e9)).duration_ns, 100000);
   EXPECT_EQ(c(compute(OpKind::Backward, 1e10)).duration_ns, 200000);
   EXPECT_EQ(c(data(OpKind::Copy, Stream::Compute, DType::Float16), 1000000).duration_ns,
@@ -37,12 +37,12 @@ TEST(Simulator, CostModelUsesTheDocumentedFormulas) {
             200000);
   EXPECT_EQ(c(data(OpKind::DeviceToHost, Stream::D2H, DType::Float32), 1000000).duration_ns,
             400000);
-  const OpCost ar = c(collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce));
+  const OpCost ar = c(collective(CollectiveKind::AllReduce, 1000000, 1000000, 0, Stream::Reduce));
   EXPECT_EQ(ar.duration_ns, 46000);
   EXPECT_EQ(ar.bytes, 2000000u);
   ASSERT_TRUE(ar.collective);
   EXPECT_EQ(ar.collective->bytes_sent_per_rank, 3000000u);
-  const OpCost ag = c(collective(CollectiveKind::AllGather, 250000, 1000000, 4, Stream::Compute));
+  const OpCost ag = c(collective(CollectiveKind::AllGather, 250000, 1000000, 0, Stream::Compute));
   EXPECT_EQ(ag.duration_ns, 28000);
   EXPECT_EQ(ag.bytes, 2000000u);
   EXPECT_EQ(ag.collective->bytes_sent_per_rank, 1500000u);
@@ -58,8 +58,8 @@ TEST(Simulator, NcclTestsCalibrationReplacesTheModel) {
   cal.busbw_gbps = 50;
   o.calibration.set(CollectiveKind::AllReduce, cal);
   Schedule s = tiny_schedule(4);
-  s.ops = {collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Compute),
-           collective(CollectiveKind::AllGather, 250000, 1000000, 4, Stream::Compute)};
+  s.ops = {collective(CollectiveKind::AllReduce, 1000000, 1000000, 0, Stream::Compute),
+           collective(CollectiveKind::AllGather, 250000, 1000000, 0, Stream::Compute)};
   const SimulationResult r = run(s, o);
   EXPECT_EQ(times(r)[0], (std::pair<SimTime, SimTime>{0, 65000}));
   EXPECT_EQ(times(r)[1],
@@ -81,7 +81,7 @@ TEST(Simulator, ReduceStreamOverlapsCompute) {
   Schedule s = tiny_schedule(4);
   s.ops = {
       compute(OpKind::Forward, 5e9),
-      with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce), {0}),
+      with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 0, Stream::Reduce), {0}),
       compute(OpKind::Backward, 1e10), with_deps(make_op(OpKind::Marker), {1}),
       compute(OpKind::Forward, 5e9)};
   const SimulationResult r = run(s);
@@ -98,7 +98,7 @@ TEST(Simulator, WaitingOnTheReduceStreamIsExposedCommunication) {
   Schedule s = tiny_schedule(4);
   s.ops = {
       compute(OpKind::Forward, 5e9),
-      with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce), {0}),
+      with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 0, Stream::Reduce), {0}),
       compute(OpKind::Backward, 1e9), with_deps(make_op(OpKind::Marker), {1}),
       compute(OpKind::Forward, 5e9)};
   const SimulationResult r = run(s);
@@ -113,7 +113,7 @@ TEST(Simulator, WaitingOnTheReduceStreamIsExposedCommunication) {
 TEST(Simulator, CollectiveOnTheComputeStreamBlocksIt) {
   Schedule s = tiny_schedule(4);
   s.ops = {compute(OpKind::Forward, 5e9),
-           collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Compute),
+           collective(CollectiveKind::AllReduce, 1000000, 1000000, 0, Stream::Compute),
            compute(OpKind::Forward, 5e9)};
   const SimulationResult r = run(s);
   EXPECT_EQ(times(r)[2], (std::pair<SimTime, SimTime>{146000, 246000}));
@@ -132,7 +132,7 @@ TEST(Simulator, SyncWaitsForEveryStreamAndGatesLaterOps) {
   Schedule s = tiny_schedule(4);
   s.ops = {data(OpKind::HostToDevice, Stream::H2D, DType::Float16, 1000000),
            compute(OpKind::Forward, 5e9), make_op(OpKind::Sync),
-           collective(CollectiveKind::AllGather, 250000, 1000000, 4, Stream::Gather),
+           collective(CollectiveKind::AllGather, 250000, 1000000, 0, Stream::Gather),
            compute(OpKind::Forward, 5e9)};
   const SimulationResult r = run(s);
   EXPECT_EQ(times(r),
@@ -146,8 +146,8 @@ TEST(Simulator, SyncWaitsForEveryStreamAndGatesLaterOps) {
 // for the reduce-stream all-reduce issued before it, though the streams are independent.
 TEST(Simulator, CollectivesOfOneCommunicatorRunInLaunchOrder) {
   Schedule s = tiny_schedule(4);
-  s.ops = {collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce),
-           collective(CollectiveKind::AllGather, 250000, 1000000, 4, Stream::Gather),
+  s.ops = {collective(CollectiveKind::AllReduce, 1000000, 1000000, 0, Stream::Reduce),
+           collective(CollectiveKind::AllGather, 250000, 1000000, 0, Stream::Gather),
            compute(OpKind::Forward, 5e9)};
   const SimulationResult r = run(s);
   EXPECT_EQ(times(r),
@@ -264,7 +264,8 @@ TEST(Simulator, BadSchedulesAndOptionsAreDiagnostics) {
   Schedule odd = tiny_schedule(4);
   odd.meta.nodes = 2;
   odd.meta.gpus_per_node = 2;
-  odd.ops = {collective(CollectiveKind::AllReduce, 8, 8, 3, Stream::Compute)};
+  odd.comms.push_back({1, 3, 1});  // ranks 1..3
+  odd.ops = {collective(CollectiveKind::AllReduce, 8, 8, 1, Stream::Compute)};
   odd.ops[0].label = "odd group";
   r = simulate(odd, round_gpu(), round_options());
   ASSERT_FALSE(r.ok());

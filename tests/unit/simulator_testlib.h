@@ -50,6 +50,7 @@ inline Schedule tiny_schedule(std::uint32_t world) {
   s.meta.world = world;
   s.meta.nodes = 1;
   s.meta.gpus_per_node = world;
+  s.comms = {{0, world, 1}};
   RankRole r;
   r.ranks = {{0, world - 1}};
   s.roles = {r};
@@ -75,13 +76,14 @@ inline Op data(OpKind k, Stream st, DType dt, Elements elements = 0) {
   o.elements = elements;
   return o;
 }
-inline Op collective(CollectiveKind k, Elements numel, Elements out, std::uint32_t group,
+/// A collective on communicator `comm` (Schedule::comms index; 0 is the world).
+inline Op collective(CollectiveKind k, Elements numel, Elements out, std::uint32_t comm,
                      Stream st) {
   Op o = make_op(OpKind::Collective, st);
   o.collective = k;
   o.numel = numel;
   o.out_numel = out;
-  o.group_size = group;
+  o.comm = comm;
   o.reduce_op = k == CollectiveKind::AllGather ? ReduceOp::None : ReduceOp::Sum;
   return o;
 }

@@ -30,7 +30,7 @@ Schedule bucket_schedule() {
   copy.bucket = 0;
   copy.buffer = 0;
   Op ar =
-      with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 4, Stream::Reduce), {3});
+      with_deps(collective(CollectiveKind::AllReduce, 1000000, 1000000, 0, Stream::Reduce), {3});
   ar.bucket = 0;
   ar.label = "flush 0: AR(1000000)";
   Op fwd = compute(OpKind::Forward, 5e9);

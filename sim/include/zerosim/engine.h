@@ -108,18 +108,19 @@ class CostModel {
   /// Checks the options (efficiency in (0,1], bandwidths > 0, a dense rate for the LP dtype).
   static Result<CostModel> make(const GpuSpec& gpu, const ScheduleMeta& meta,
                                 const EngineOptions& options);
-  /// Cost of `op` touching `elements` elements (ignored by compute and collective ops).
+  /// Cost of `op` touching `elements` elements (ignored by compute and collective ops); `comm` is
+  /// the communicator a collective runs on (Schedule::comms[op.comm]; ignored by other ops).
   /// Errors: a collective whose group does not fit the cluster shape, cost-model overflow.
-  Result<OpCost> cost(const Op& op, Elements elements) const;
+  Result<OpCost> cost(const Op& op, Elements elements, const CommGroup& comm) const;
   /// The same without diagnostics (the engine's fast path): false exactly when cost() fails.
-  bool try_cost(const Op& op, Elements elements, OpCost& out) const;
+  bool try_cost(const Op& op, Elements elements, const CommGroup& comm, OpCost& out) const;
   /// Dense FLOP/s of forward/backward (rate × efficiency).
   double flops_per_s() const { return flops_per_s_; }
 
  private:
   CostModel() = default;
   SimTime bytes_time(Bytes bytes, double gbps) const;
-  Result<OpCost> collective(const Op& op) const;
+  Result<OpCost> collective(const Op& op, const CommGroup& comm) const;
   double flops_per_s_ = 0;
   double hbm_gbps_ = 0, pcie_gbps_ = 0, host_gbps_ = 0;
   DType master_ = DType::Float32;

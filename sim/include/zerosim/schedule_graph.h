@@ -56,8 +56,7 @@ struct ScheduleGraph {
   std::size_t footprint_bytes() const;
 };
 
-/// The communicator a collective runs on, as the ordering rules see it. Every collective DeepSpeed
-/// ZeRO issues here is on the data-parallel group, so communicators are told apart by group size.
+/// The communicator a collective runs on, as the ordering rules see it: its Schedule::comms index.
 std::uint32_t communicator_of(const Op& op);
 
 /// Checks the schedule and lowers it. Rules (every problem is reported, `source` names the file or
@@ -65,8 +64,9 @@ std::uint32_t communicator_of(const Op& op);
 /// sorted disjoint ranges starting at the representative, covering 0..world-1 exactly once);
 /// buffers (slot in range; the largest role's sizes sum to at most 2^64-1 bytes); ops (buffer,
 /// slot and stream in range, Alloc/Free name a buffer, deps point backwards, step and micro-step
-/// within meta); collectives (a group of 1..world ranks, a reduce op exactly for the reducing
-/// kinds, a root in the group exactly for reduce and broadcast); lifetimes (no double Alloc, no
+/// within meta); communicators (comms[0] the data-parallel world, each one's groups tiling
+/// first..world-1); collectives (a known communicator, a reduce op exactly for the reducing kinds,
+/// a root index in the group exactly for reduce and broadcast); lifetimes (no double Alloc, no
 /// Free of a dead buffer, only persistent buffers live at the end).
 Result<ScheduleGraph> lower_schedule(const Schedule& s, const std::string& source = "schedule");
 

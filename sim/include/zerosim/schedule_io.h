@@ -1,6 +1,6 @@
 // Schedule files and the collective log: the two text forms of a Schedule (schedule.h).
 //
-// Schedule JSON ("format": "zerosim-schedule", "version": 1) is what `zerosim schedule -o` writes
+// Schedule JSON ("format": "zerosim-schedule", "version": 2) is what `zerosim schedule -o` writes
 // and what the backends and `zerosim simulate --schedule` read back. Keys are written in a fixed
 // order and each buffer, role and op sits on its own line, so equal schedules give byte-identical
 // files and files diff well. Ops are compact: "kind" is always written, every other field only when
@@ -58,6 +58,6 @@ Result<std::uint64_t> write_collective_log(const Schedule& s, std::ostream& out,
 
 /// One line of the collective log: collective op `op` as rank `rank` issued it (the executors write
 /// their measured logs with it, so predicted and measured lines compare as text).
-void write_collective_line(std::ostream& out, std::uint32_t rank, const Op& op);
+void write_collective_line(std::ostream& out, const Schedule& s, std::uint32_t rank, const Op& op);
 
 }  // namespace zerosim

@@ -105,7 +105,7 @@ SimTime CostModel::bytes_time(Bytes bytes, double gbps) const {
   return to_ns(static_cast<double>(bytes) / gbps);
 }
 
-bool CostModel::try_cost(const Op& op, Elements elements, OpCost& c) const {
+bool CostModel::try_cost(const Op& op, Elements elements, const CommGroup& comm, OpCost& c) const {
   c = OpCost{};
   std::optional<Bytes> bytes = 0;
   double gbps = op.stream == Stream::Host ? host_gbps_ : hbm_gbps_;
@@ -133,7 +133,7 @@ bool CostModel::try_cost(const Op& op, Elements elements, OpCost& c) const {
       gbps = pcie_gbps_;
       break;
     case OpKind::Collective: {
-      auto r = collective(op);
+      auto r = collective(op, comm);
       if (!r.ok()) return false;
       c = r.value();
       return true;
@@ -147,10 +147,10 @@ bool CostModel::try_cost(const Op& op, Elements elements, OpCost& c) const {
   return c.duration_ns >= 0;
 }
 
-Result<OpCost> CostModel::cost(const Op& op, Elements elements) const {
+Result<OpCost> CostModel::cost(const Op& op, Elements elements, const CommGroup& comm) const {
   OpCost c;
-  if (try_cost(op, elements, c)) return c;
-  if (op.kind == OpKind::Collective) return collective(op);
+  if (try_cost(op, elements, comm, c)) return c;
+  if (op.kind == OpKind::Collective) return collective(op, comm);
   const bool compute =
       op.kind == OpKind::Forward || op.kind == OpKind::Backward || op.kind == OpKind::Recompute;
   if (compute)
@@ -158,7 +158,7 @@ Result<OpCost> CostModel::cost(const Op& op, Elements elements) const {
   return fail<OpCost>(kSource, "", "the cost of op " + quote(op.label) + " overflows 64 bits");
 }
 
-Result<OpCost> CostModel::collective(const Op& op) const {
+Result<OpCost> CostModel::collective(const Op& op, const CommGroup& comm) const {
   CollectiveRequest r;
   r.kind = op.collective;
   r.dtype = op.dtype;
@@ -166,7 +166,8 @@ Result<OpCost> CostModel::collective(const Op& op) const {
   // NCCL's count: the whole buffer for all-reduce/reduce/broadcast, the per-rank send count for
   // all-gather, the per-rank receive count for reduce-scatter (collective_model.h).
   r.count = op.collective == CollectiveKind::ReduceScatter ? op.out_numel : op.numel;
-  const std::uint32_t n = op.group_size;
+  // The placement of the group's ranks is guessed from its size (stride is not used yet).
+  const std::uint32_t n = comm.size;
   if (n == world_) {
     r.group = {n, nodes_, gpus_per_node_};
   } else if (n <= gpus_per_node_) {

@@ -17,8 +17,8 @@ using SeenCalls = std::map<CallKey, std::size_t>;
 
 // Costs op i into p (collectives are costed once per distinct call: one all-gather per layer
 // repeats the same sizes).
-void cost_op(const Op& op, std::uint32_t i, Elements elements, const CostModel& cost,
-             SeenCalls& seen, Program& p, Diagnostics& d) {
+void cost_op(const Op& op, std::uint32_t i, Elements elements, const CommGroup& comm,
+             const CostModel& cost, SeenCalls& seen, Program& p, Diagnostics& d) {
   switch (op.kind) {  // no cost: the compiled op's zero duration and bytes stand
     case OpKind::Alloc:
     case OpKind::Free:
@@ -30,7 +30,7 @@ void cost_op(const Op& op, std::uint32_t i, Elements elements, const CostModel& 
       break;
   }
   if (op.kind == OpKind::Collective) {
-    const CallKey key{op.collective, op.numel, op.out_numel, op.dtype, op.group_size};
+    const CallKey key{op.collective, op.numel, op.out_numel, op.dtype, op.comm};
     if (auto it = seen.find(key); it != seen.end()) {
       CollectiveCall call = p.collectives[it->second];
       call.op = i;
@@ -41,8 +41,8 @@ void cost_op(const Op& op, std::uint32_t i, Elements elements, const CostModel& 
     }
   }
   OpCost c;
-  if (!cost.try_cost(op, elements, c)) {
-    auto why = cost.cost(op, elements);
+  if (!cost.try_cost(op, elements, comm, c)) {
+    auto why = cost.cost(op, elements, comm);
     for (Diagnostic x : why.diagnostics().items()) {
       x.pointer = "/ops/" + std::to_string(i);
       d.add(std::move(x));
@@ -52,7 +52,7 @@ void cost_op(const Op& op, std::uint32_t i, Elements elements, const CostModel& 
   p.ops[i].duration_ns = c.duration_ns;
   p.bytes[i] = c.bytes;
   if (!c.collective) return;
-  seen.emplace(CallKey{op.collective, op.numel, op.out_numel, op.dtype, op.group_size},
+  seen.emplace(CallKey{op.collective, op.numel, op.out_numel, op.dtype, op.comm},
                p.collectives.size());
   p.collectives.push_back({i, op.collective, *c.collective});
 }
@@ -80,7 +80,10 @@ Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const Cos
     c.prev_call = graph.prev_call[i];
     c.deps_begin = graph.dep_offsets[i];
     c.deps_end = graph.dep_offsets[i + 1];
-    cost_op(op, i, op.slot == kNone ? op.elements : graph.max_slots[op.slot], cost, seen, p, d);
+    // lower_schedule checked every collective's comm index.
+    const CommGroup& comm = op.kind == OpKind::Collective ? s.comms[op.comm] : s.comms.front();
+    cost_op(op, i, op.slot == kNone ? op.elements : graph.max_slots[op.slot], comm, cost, seen, p,
+            d);
   }
   if (d.has_errors()) return d;
   return p;

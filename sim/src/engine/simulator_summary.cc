@@ -34,7 +34,7 @@ Span make_span(const Schedule& s, const Program& p, const LoopOutput& loop, std:
   return sp;
 }
 
-CommRecord make_comm(const Op& op, std::uint32_t i, const CollectiveCost& c,
+CommRecord make_comm(const Schedule& s, const Op& op, std::uint32_t i, const CollectiveCost& c,
                      const LoopOutput& loop) {
   CommRecord r;
   r.op = i;
@@ -45,7 +45,7 @@ CommRecord make_comm(const Op& op, std::uint32_t i, const CollectiveCost& c,
   r.numel = op.numel;
   r.out_numel = op.out_numel;
   r.dtype = op.dtype;
-  r.group_size = op.group_size;
+  r.group_size = s.comms[op.comm].size;
   r.bytes = c.algbw_bytes;
   r.bytes_sent = c.bytes_sent_per_rank;
   r.bytes_received = c.bytes_sent_per_rank;  // ring: every rank receives what it sends
@@ -58,7 +58,10 @@ CommRecord make_comm(const Op& op, std::uint32_t i, const CollectiveCost& c,
   r.algorithm = c.algorithm;
   r.micro_step = op.micro_step;
   r.reduce_op = op.reduce_op;
-  if (op.dst >= 0) r.root = static_cast<std::uint32_t>(op.dst);
+  if (op.root != kNone) {  // the root as a rank (of the group the first rank belongs to)
+    const CommGroup& g = s.comms[op.comm];
+    r.root = g.rank_at(g.first, op.root);
+  }
   return r;
 }
 
@@ -108,7 +111,7 @@ Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
     t.spans.push_back(make_span(s, p, loop, i, true));
     if (next_call >= p.collectives.size() || p.collectives[next_call].op != i) continue;
     t.spans.back().comm = static_cast<std::uint32_t>(t.comms.size());
-    t.comms.push_back(make_comm(op, i, p.collectives[next_call++].cost, loop));
+    t.comms.push_back(make_comm(s, op, i, p.collectives[next_call++].cost, loop));
   }
   std::stable_sort(t.spans.begin(), t.spans.end(),
                    [](const Span& a, const Span& b) { return a.start_ns < b.start_ns; });
@@ -136,7 +139,7 @@ void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, Summar
     b.add(sp);
   }
   for (const CollectiveCall& call : p.collectives)
-    b.add(make_comm(s.ops[call.op], call.op, call.cost, loop));
+    b.add(make_comm(s, s.ops[call.op], call.op, call.cost, loop));
 }
 
 void add_roles(const Schedule& s, const std::vector<RoleMemory>& memory, SummaryBuilder& b) {

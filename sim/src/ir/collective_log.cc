@@ -16,25 +16,27 @@ bool is_reduction(CollectiveKind k) {
          k == CollectiveKind::ReduceScatter;
 }
 
-// Everything after "rank":N, identical for every rank (a collective's sizes do not depend on the
-// rank's role: NCCL requires every rank to pass the same counts).
-void write_tail(std::ostream& out, const Op& o) {
+// Everything after "rank":N: the same for every rank of a communicator group (a collective's sizes
+// do not depend on the rank's role: NCCL requires every rank to pass the same counts).
+void write_tail(std::ostream& out, const Schedule& s, const Op& o, std::uint32_t rank) {
+  const CommGroup& comm = s.comms[o.comm];
   out << ",\"step\":" << o.step << ",\"micro_step\":" << o.micro_step << ",\"phase\":\""
       << phase_name(o.phase) << "\",\"op\":\"" << collective_name(o.collective)
       << "\",\"numel\":" << o.numel << ",\"out_numel\":" << o.out_numel << ",\"dtype\":\""
-      << dtype_name(o.dtype) << "\",\"group_size\":" << o.group_size;
+      << dtype_name(o.dtype) << "\",\"group_size\":" << comm.size;
   if (is_reduction(o.collective)) out << ",\"reduce_op\":\"" << reduce_op_name(o.reduce_op) << '"';
-  if (o.collective == CollectiveKind::Reduce) out << ",\"dst\":" << o.dst;
-  if (o.collective == CollectiveKind::Broadcast) out << ",\"src\":" << o.dst;
+  // The root as a rank (the op names its index in the communicator).
+  if (o.collective == CollectiveKind::Reduce) out << ",\"dst\":" << comm.rank_at(rank, o.root);
+  if (o.collective == CollectiveKind::Broadcast) out << ",\"src\":" << comm.rank_at(rank, o.root);
   if (o.bucket != kNone) out << ",\"bucket\":" << o.bucket;
   out << "}\n";
 }
 
 }  // namespace
 
-void write_collective_line(std::ostream& out, std::uint32_t rank, const Op& op) {
+void write_collective_line(std::ostream& out, const Schedule& s, std::uint32_t rank, const Op& op) {
   out << "{\"rank\":" << rank;
-  write_tail(out, op);
+  write_tail(out, s, op, rank);
 }
 
 Result<std::uint64_t> write_collective_log(const Schedule& s, std::ostream& out,
@@ -61,7 +63,7 @@ Result<std::uint64_t> write_collective_log(const Schedule& s, std::ostream& out,
   auto write_rank = [&](std::uint32_t rank) {
     for (std::uint32_t i : collectives) {
       out << "{\"rank\":" << rank;
-      write_tail(out, s.ops[i]);
+      write_tail(out, s, s.ops[i], rank);
       ++lines;
     }
   };

@@ -37,6 +37,31 @@ Elements Schedule::buffer_numel(std::uint32_t buffer, std::uint32_t role) const 
   return roles[role].slots[b.slot];
 }
 
+ModelDesc tensor_model(const Schedule& s) {
+  ModelDesc m;
+  m.name = s.meta.model;
+  m.params.reserve(s.tensors.size());
+  for (const TensorInfo& t : s.tensors) m.params.push_back({t.name, t.shape, t.numel, t.trainable});
+  return m;
+}
+
+PartitionOptions layout_options(const Layout& l) {
+  PartitionOptions o;
+  o.stage = l.stage;
+  o.world = l.world;
+  o.round_robin = l.round_robin;
+  o.sub_group_size = l.sub_group_size;
+  o.param_persistence_threshold = l.param_persistence_threshold;
+  o.model_persistence_threshold = l.model_persistence_threshold;
+  o.groups.reserve(l.groups.size());
+  for (const GroupLayout& g : l.groups) o.groups.push_back(g.params);
+  return o;
+}
+
+Result<PartitionPlan> plan_of(const Schedule& s) {
+  return plan_partition(tensor_model(s), layout_options(s.layout));
+}
+
 Elements Schedule::op_elements(const Op& op, std::uint32_t role) const {
   if (op.slot == kNone) return op.elements;
   if (role >= roles.size() || op.slot >= roles[role].slots.size()) return 0;

@@ -40,6 +40,9 @@ class Lowering {
   void check_roles();
   void check_role_cover();
   void check_buffers();
+  void check_comms();
+  void check_tensors();
+  void check_layout();
   void check_op(const Op& op, std::uint32_t i);
   void check_collective(const Op& op, std::uint32_t i);
   void track_lifetime(const Op& op, std::uint32_t i);
@@ -50,6 +53,7 @@ class Lowering {
   Diagnostics d_;
   ScheduleGraph g_;
   std::vector<std::uint32_t> live_since_;  // per buffer: op of its live Alloc, or kNone
+  bool comms_ok_ = true;                   // communicator problems are reported once, at /comms
 };
 
 void Lowering::check_meta() {
@@ -162,10 +166,150 @@ void Lowering::check_buffers() {
     error("/buffers", "expected buffer sizes whose sum fits in 64 bits, got an overflow");
 }
 
+// Communicators: comms[0] is the data-parallel world; each one's groups of `size` ranks, `stride`
+// apart, tile ranks first..world-1 (so size·stride divides world - first).
+void Lowering::check_comms() {
+  const std::uint64_t world = s_.meta.world;
+  const std::size_t before = d_.items().size();
+  if (s_.comms.empty()) {
+    comms_ok_ = false;
+    error("/comms", "expected at least the data-parallel world {\"size\": " + str(world) +
+                        "} as communicator 0, got none");
+    return;
+  }
+  const CommGroup& w = s_.comms.front();
+  if (w.first != 0 || w.size != world || w.stride != 1)
+    error("/comms/0", "expected the data-parallel world {first 0, size " + str(world) +
+                          ", stride 1}, got {first " + str(w.first) + ", size " + str(w.size) +
+                          ", stride " + str(w.stride) + "}");
+  for (std::size_t c = 1; c < s_.comms.size(); ++c) {
+    const CommGroup& g = s_.comms[c];
+    const std::string ptr = "/comms/" + str(c);
+    if (g.size == 0 || g.stride == 0) {
+      error(ptr, "expected a size and a stride of at least 1, got size " + str(g.size) +
+                     ", stride " + str(g.stride));
+      continue;
+    }
+    const std::uint64_t block = std::uint64_t{g.size} * g.stride;
+    if (g.first >= world)
+      error(ptr + "/first",
+            "expected a first rank below the world size " + str(world) + ", got " + str(g.first));
+    else if ((world - g.first) % block != 0)
+      error(ptr, "expected size x stride (" + str(block) + ") to divide the " +
+                     str(world - g.first) + " ranks " + str(g.first) + ".." + str(world - 1) +
+                     " its groups tile, got a remainder of " + str((world - g.first) % block));
+  }
+  comms_ok_ = comms_ok_ && d_.items().size() == before;
+}
+
+// Tensor references: a gradient buffer, a param group, a sub-group.
+void Lowering::check_tensors() {
+  const Layout& l = s_.layout;
+  for (std::size_t t = 0; t < s_.tensors.size(); ++t) {
+    const TensorInfo& ti = s_.tensors[t];
+    const std::string ptr = "/tensors/" + str(t);
+    if (ti.grad != kNone && ti.grad >= s_.buffers.size())
+      error(ptr + "/grad",
+            index_problem("buffer", ti.grad, s_.buffers.size(), "the schedule has no buffers"));
+    if (ti.group != kNone && ti.group >= l.groups.size())
+      error(ptr + "/group",
+            index_problem("param group", ti.group, l.groups.size(), "the layout has no groups"));
+    if (ti.sub_group != kNone && ti.sub_group >= l.sub_groups.size())
+      error(ptr + "/sub_group", index_problem("sub-group", ti.sub_group, l.sub_groups.size(),
+                                              "the layout has no sub-groups"));
+  }
+  for (std::size_t g = 0; g < l.groups.size(); ++g)
+    for (std::size_t k = 0; k < l.groups[g].params.size(); ++k)
+      if (l.groups[g].params[k] >= s_.tensors.size())
+        error("/layout/groups/" + str(g) + "/params/" + str(k),
+              index_problem("tensor", l.groups[g].params[k], s_.tensors.size(),
+                            "the schedule has no tensors"));
+}
+
+// The recorded layout must be what plan_partition gives for the tensor table and the layout's
+// options (the builder's own plan): the first difference is reported, the rest would echo it.
+void Lowering::check_layout() {
+  const Layout& l = s_.layout;
+  if (l.world != s_.meta.world)
+    error("/layout/world",
+          "expected the world size " + str(s_.meta.world) + " (meta), got " + str(l.world));
+  if (l.stage != s_.meta.stage)
+    error("/layout/stage", "expected stage " + str(static_cast<std::uint64_t>(s_.meta.stage)) +
+                               " (meta), got " + str(static_cast<std::uint64_t>(l.stage)));
+  if (d_.has_errors()) return;
+  auto planned = plan_of(s_);
+  if (!planned.ok()) {
+    for (const Diagnostic& x : planned.diagnostics().items())
+      if (x.severity == Severity::Error) error("/layout", x.message);
+    return;
+  }
+  const PartitionPlan& p = planned.value();
+  const std::string why = " (plan_partition of the tensor table and the layout options)";
+  auto differs = [&](const std::string& ptr, auto expected, auto got) {
+    if (expected == got) return false;
+    error(ptr, "expected " + str(expected) + why + ", got " + str(got));
+    return true;
+  };
+  auto differs_list = [&](const std::string& ptr, const std::vector<std::uint32_t>& expected,
+                          const std::vector<std::uint32_t>& got) {
+    if (expected == got) return false;
+    std::size_t k = 0;
+    while (k < expected.size() && k < got.size() && expected[k] == got[k]) ++k;
+    if (k < expected.size() && k < got.size())
+      error(ptr + "/" + str(k), "expected " + str(expected[k]) + why + ", got " + str(got[k]));
+    else
+      error(ptr,
+            "expected " + str(expected.size()) + " entries" + why + ", got " + str(got.size()));
+    return true;
+  };
+  const std::size_t n_groups = p.stage == 3 ? l.groups.size() : p.groups.size();
+  if (differs("/layout/groups", std::uint64_t{n_groups}, std::uint64_t{l.groups.size()})) return;
+  for (std::size_t g = 0; g < p.groups.size(); ++g) {
+    const FlatGroup& fg = p.groups[g];
+    const GroupLayout& gl = l.groups[g];
+    const std::string ptr = "/layout/groups/" + str(g);
+    if (differs_list(ptr + "/flat_order", fg.flat_order, gl.flat_order) ||
+        differs(ptr + "/numel", fg.numel, gl.numel) ||
+        differs(ptr + "/padding", fg.padding, gl.padding) ||
+        differs(ptr + "/aligned", fg.aligned, gl.aligned) ||
+        differs(ptr + "/partition", fg.partition, gl.partition))
+      return;
+  }
+  if (differs("/layout/sub_groups", std::uint64_t{p.sub_groups.size()},
+              std::uint64_t{l.sub_groups.size()}))
+    return;
+  for (std::size_t i = 0; i < p.sub_groups.size(); ++i) {
+    const std::string ptr = "/layout/sub_groups/" + str(i);
+    if (differs(ptr + "/group", p.sub_groups[i].group, l.sub_groups[i].group) ||
+        differs_list(ptr + "/params", p.sub_groups[i].params, l.sub_groups[i].params) ||
+        differs(ptr + "/partition_numel", p.sub_groups[i].partition_numel,
+                l.sub_groups[i].partition_numel))
+      return;
+  }
+  std::vector<std::uint32_t> sub_group_of(s_.tensors.size(), kNone);
+  for (std::uint32_t i = 0; i < p.sub_groups.size(); ++i)
+    for (std::uint32_t t : p.sub_groups[i].params) sub_group_of[t] = i;
+  for (std::uint32_t t = 0; t < s_.tensors.size(); ++t) {
+    const TensorInfo& ti = s_.tensors[t];
+    const std::string ptr = "/tensors/" + str(t);
+    const std::uint32_t group =
+        p.param_group[t] == PartitionPlan::kNoGroup ? kNone : p.param_group[t];
+    const Elements flat =
+        p.stage == 3 || group == kNone ? 0 : p.groups[group].flat_offset[p.flat_index[t]];
+    const bool persistent = p.stage == 3 && p.s3[t].persistent;
+    if (differs(ptr + "/group", group, ti.group) || differs(ptr + "/flat", flat, ti.flat_offset) ||
+        differs(ptr + "/sub_group", sub_group_of[t], ti.sub_group) ||
+        differs(ptr + "/persistent", std::uint64_t{persistent}, std::uint64_t{ti.persistent}))
+      return;
+  }
+}
+
 void Lowering::check_collective(const Op& op, std::uint32_t i) {
-  if (op.group_size == 0 || op.group_size > s_.meta.world)
-    error(op_ptr(i, "/group_size"), "expected a group of 1.." + str(s_.meta.world) +
-                                        " ranks (the world size), got " + str(op.group_size));
+  const bool known = op.comm < s_.comms.size() && comms_ok_;
+  if (comms_ok_ && !known)
+    error(op_ptr(i, "/comm"),
+          index_problem("communicator", op.comm, s_.comms.size(), "the schedule has no comms"));
+  const std::uint32_t size = known ? s_.comms[op.comm].size : 0;
   const std::string name(collective_name(op.collective));
   const bool reduces = op.collective == CollectiveKind::AllReduce ||
                        op.collective == CollectiveKind::Reduce ||
@@ -178,14 +322,15 @@ void Lowering::check_collective(const Op& op, std::uint32_t i) {
                                        std::string(reduce_op_name(op.reduce_op)) + "\"");
   const bool rooted =
       op.collective == CollectiveKind::Reduce || op.collective == CollectiveKind::Broadcast;
-  if (rooted && op.dst == -1)
-    error(op_ptr(i), "expected \"dst\" (the root rank) for " + name + ", got none");
-  else if (rooted && (op.dst < 0 || static_cast<std::uint64_t>(op.dst) >= op.group_size))
-    error(op_ptr(i, "/dst"), "expected a root rank in 0.." +
-                                 str(op.group_size == 0 ? 0 : op.group_size - 1) + " for " + name +
-                                 ", got " + std::to_string(op.dst));
-  if (!rooted && op.dst != -1)
-    error(op_ptr(i, "/dst"), "expected no dst for " + name + ", got " + std::to_string(op.dst));
+  if (rooted && op.root == kNone && comms_ok_)
+    error(op_ptr(i), "expected \"root\" (an index in communicator " + str(op.comm) + ") for " +
+                         name + ", got none");
+  else if (rooted && known && op.root >= size)
+    error(op_ptr(i, "/root"), "expected a root index 0.." + str(size == 0 ? 0 : size - 1) +
+                                  " (communicator " + str(op.comm) + " has groups of " + str(size) +
+                                  " ranks) for " + name + ", got " + str(op.root));
+  if (!rooted && op.root != kNone)
+    error(op_ptr(i, "/root"), "expected no root for " + name + ", got " + str(op.root));
 }
 
 // The slow path: op i broke a rule; say which.
@@ -245,6 +390,9 @@ Result<ScheduleGraph> Lowering::run() {
   if (d_.has_errors()) return d_;
   check_roles();
   check_buffers();
+  check_comms();
+  check_tensors();
+  if (!s_.tensors.empty() && !d_.has_errors()) check_layout();
   const auto n = static_cast<std::uint32_t>(s_.ops.size());
   const std::size_t n_buffers = s_.buffers.size(), n_slots = s_.meta.slot_names.size();
   g_.op_count = n;
@@ -274,10 +422,8 @@ Result<ScheduleGraph> Lowering::run() {
                            op.collective == CollectiveKind::ReduceScatter;
       const bool rooted =
           op.collective == CollectiveKind::Reduce || op.collective == CollectiveKind::Broadcast;
-      ok = op.group_size >= 1 && op.group_size <= s_.meta.world &&
-           reduces == (op.reduce_op != ReduceOp::None) &&
-           (rooted ? op.dst >= 0 && static_cast<std::uint32_t>(op.dst) < op.group_size
-                   : op.dst == -1);
+      ok = op.comm < s_.comms.size() && reduces == (op.reduce_op != ReduceOp::None) &&
+           (rooted ? op.root < s_.comms[op.comm].size : op.root == kNone);
     }
     if (!ok) {
       check_op(op, i);
@@ -315,7 +461,7 @@ std::size_t vec_bytes(const std::vector<T>& v) {
 
 }  // namespace
 
-std::uint32_t communicator_of(const Op& op) { return op.group_size; }
+std::uint32_t communicator_of(const Op& op) { return op.comm; }
 
 std::size_t ScheduleGraph::footprint_bytes() const {
   std::size_t n = sizeof(*this) + vec_bytes(dep_offsets) + vec_bytes(deps) + vec_bytes(gate) +

@@ -95,6 +95,9 @@ class ScheduleReader {
   bool read_header(JsonReader& root);
   void read_meta(JsonReader& m);
   void read_buffer(JsonReader& r, Buffer& b);
+  void read_comm(JsonReader& r, CommGroup& c);
+  void read_tensor(JsonReader& r, TensorInfo& t);
+  void read_layout(JsonReader& r);
   void read_role(JsonReader& r, RankRole& role);
   void read_op(JsonReader& r, Op& o);
   void read_op_refs(JsonReader& r, Op& o);
@@ -124,8 +127,11 @@ bool ScheduleReader::read_header(JsonReader& root) {
   }
   const auto& v = version->value();
   if (!v.is_number_integer() || v.get<std::int64_t>() != kScheduleIrVersion) {
+    // Version 1 (no communicators, no tensor table, no operands) is refused, not upgraded.
+    const bool v1 = v.is_number_integer() && v.get<std::int64_t>() == 1;
     version->error("expected version " + std::to_string(kScheduleIrVersion) + ", got " +
-                   json::describe(v));
+                   json::describe(v) +
+                   (v1 ? ": regenerate the file with \"zerosim schedule --output\"" : ""));
     return false;
   }
   return true;
@@ -181,6 +187,105 @@ void ScheduleReader::read_buffer(JsonReader& r, Buffer& b) {
   r.reject_unknown({"name", "spec_id", "category", "pool", "dtype", "numel", "slot", "persistent"});
 }
 
+// The tiling rule and comms[0] = the world are lower_schedule's (schedule_graph.h).
+void ScheduleReader::read_comm(JsonReader& r, CommGroup& c) {
+  if (!r.expect_object()) return;
+  read_uint(r, "first", 0, kMaxCollectiveRanks - 1, c.first);
+  read_uint(r, "size", 1, kMaxCollectiveRanks, c.size);
+  read_uint(r, "stride", 1, kMaxCollectiveRanks, c.stride);
+  r.reject_unknown({"first", "size", "stride"});
+}
+
+// An array of unsigned integers at `key` (absent: `out` unchanged); each element checked.
+template <class T>
+void read_uints(JsonReader& r, std::string_view key, std::uint64_t hi, std::vector<T>& out) {
+  auto c = r.child(key);
+  if (!c) return;
+  auto items = c->elements();
+  if (!items) return;
+  out.clear();
+  out.reserve(items->size());
+  for (auto& item : *items)
+    if (auto v = item.as_uint(0, hi)) out.push_back(static_cast<T>(*v));
+}
+
+// References (grad buffer, group, sub-group) and the layout's agreement with the plan are
+// lower_schedule's.
+void ScheduleReader::read_tensor(JsonReader& r, TensorInfo& t) {
+  if (!r.expect_object()) return;
+  for (const char* k : {"name", "shape", "numel"})
+    if (!r.has(k)) r.error(std::string("expected key \"") + k + "\", got none");
+  if (auto v = r.get_string("name")) t.name = *v;
+  read_uints(r, "shape", UINT64_MAX, t.shape);
+  read_uint(r, "numel", 0, UINT64_MAX, t.numel);
+  t.dtype = s_.meta.lp;
+  read_enum(r, "dtype", names().dtype, t.dtype);
+  if (auto v = r.get_bool("trainable")) t.trainable = *v;
+  read_uint(r, "grad", 0, kU32Max - 1, t.grad);
+  read_uint(r, "group", 0, kU32Max - 1, t.group);
+  read_uint(r, "flat", 0, UINT64_MAX, t.flat_offset);
+  read_uint(r, "sub_group", 0, kU32Max - 1, t.sub_group);
+  if (auto v = r.get_bool("persistent")) t.persistent = *v;
+  r.reject_unknown({"name", "shape", "numel", "dtype", "trainable", "grad", "group", "flat",
+                    "sub_group", "persistent"});
+}
+
+void ScheduleReader::read_layout(JsonReader& r) {
+  if (!r.expect_object()) return;
+  static const std::vector<std::string> keys = {"stage",
+                                                "world",
+                                                "round_robin",
+                                                "sub_group_size",
+                                                "param_persistence_threshold",
+                                                "model_persistence_threshold",
+                                                "groups",
+                                                "sub_groups"};
+  for (const auto& k : keys)
+    if (!r.has(k))
+      r.error("expected key " + quote(k) + " (every layout key is required), got none");
+  Layout& l = s_.layout;
+  read_uint(r, "stage", 0, 3, l.stage);
+  read_uint(r, "world", 1, kMaxCollectiveRanks, l.world);
+  if (auto v = r.get_bool("round_robin")) l.round_robin = *v;
+  read_uint(r, "sub_group_size", 0, UINT64_MAX, l.sub_group_size);
+  read_uint(r, "param_persistence_threshold", 0, UINT64_MAX, l.param_persistence_threshold);
+  read_uint(r, "model_persistence_threshold", 0, UINT64_MAX, l.model_persistence_threshold);
+  if (auto groups = r.child("groups"))
+    if (auto items = groups->elements()) {
+      l.groups.resize(items->size());
+      for (std::size_t g = 0; g < items->size(); ++g) {
+        JsonReader& gr = (*items)[g];
+        GroupLayout& gl = l.groups[g];
+        if (!gr.expect_object()) continue;
+        if (!gr.has("params")) gr.error("expected key \"params\", got none");
+        read_uints(gr, "params", kU32Max - 1, gl.params);
+        gl.flat_order = gl.params;  // written only when round robin reorders them
+        read_uints(gr, "flat_order", kU32Max - 1, gl.flat_order);
+        read_uint(gr, "numel", 0, UINT64_MAX, gl.numel);
+        read_uint(gr, "padding", 0, UINT64_MAX, gl.padding);
+        read_uint(gr, "aligned", 0, UINT64_MAX, gl.aligned);
+        read_uint(gr, "partition", 0, UINT64_MAX, gl.partition);
+        gr.reject_unknown({"params", "flat_order", "numel", "padding", "aligned", "partition"});
+      }
+    }
+  if (auto sgs = r.child("sub_groups"))
+    if (auto items = sgs->elements()) {
+      l.sub_groups.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        JsonReader& sr = (*items)[i];
+        SubGroupLayout& sg = l.sub_groups[i];
+        if (!sr.expect_object()) continue;
+        for (const char* k : {"group", "params", "partition_numel"})
+          if (!sr.has(k)) sr.error(std::string("expected key \"") + k + "\", got none");
+        read_uint(sr, "group", 0, kU32Max - 1, sg.group);
+        read_uints(sr, "params", kU32Max - 1, sg.params);
+        read_uint(sr, "partition_numel", 0, UINT64_MAX, sg.partition_numel);
+        sr.reject_unknown({"group", "params", "partition_numel"});
+      }
+    }
+  r.reject_unknown(keys);
+}
+
 void ScheduleReader::read_role(JsonReader& r, RankRole& role) {
   if (!r.expect_object()) return;
   for (const char* k : {"ranks", "representative", "slots"})
@@ -234,9 +339,9 @@ void ScheduleReader::read_op(JsonReader& r, Op& o) {
   if (auto v = r.get_string("label")) o.label = *v;
   read_op_refs(r, o);
   static const std::vector<std::string> keys = {
-      "kind",  "stream",    "phase",      "step",      "micro_step", "buffer", "layer",
-      "param", "bucket",    "flops",      "elements",  "slot",       "dtype",  "collective",
-      "numel", "out_numel", "group_size", "reduce_op", "dst",        "deps",   "label"};
+      "kind",  "stream",    "phase", "step",      "micro_step", "buffer", "layer",
+      "param", "bucket",    "flops", "elements",  "slot",       "dtype",  "collective",
+      "numel", "out_numel", "comm",  "reduce_op", "root",       "deps",   "label"};
   r.reject_unknown(keys);
 }
 
@@ -250,10 +355,8 @@ void ScheduleReader::read_op_refs(JsonReader& r, Op& o) {
     check_index(r, "layer", o.layer, model_->layers.size(), "layer", "the model has no layers");
   if (model_ && o.param != kNone)
     check_index(r, "param", o.param, model_->params.size(), "param", "the model has no params");
-  const std::uint32_t world = meta_ok_ ? s_.meta.world : kMaxCollectiveRanks;
-  read_uint(r, "group_size", 1, world, o.group_size);
-  if (auto dst = r.get_int("dst", -1, std::int64_t{world} - 1))
-    o.dst = static_cast<std::int32_t>(*dst);
+  read_uint(r, "comm", 0, kU32Max - 1, o.comm);
+  read_uint(r, "root", 0, kU32Max - 1, o.root);
   auto deps = r.child("deps");
   if (!deps) return;
   auto items = deps->elements();
@@ -264,11 +367,22 @@ void ScheduleReader::read_op_refs(JsonReader& r, Op& o) {
 
 void ScheduleReader::read(JsonReader& root) {
   if (!root.expect_object() || !read_header(root)) return;
-  static const std::vector<std::string> keys = {"format",  "version", "meta",
-                                                "buffers", "roles",   "ops"};
-  for (const char* k : {"meta", "buffers", "roles", "ops"})
+  static const std::vector<std::string> keys = {"format", "version", "meta",  "comms", "tensors",
+                                                "layout", "buffers", "roles", "ops"};
+  for (const char* k : {"meta", "comms", "tensors", "layout", "buffers", "roles", "ops"})
     if (!root.has(k)) root.error(std::string("expected key \"") + k + "\", got none");
   if (auto meta = root.child("meta")) read_meta(*meta);
+  if (auto comms = root.child("comms"))
+    if (auto items = comms->elements()) {
+      s_.comms.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i) read_comm((*items)[i], s_.comms[i]);
+    }
+  if (auto tensors = root.child("tensors"))
+    if (auto items = tensors->elements()) {
+      s_.tensors.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i) read_tensor((*items)[i], s_.tensors[i]);
+    }
+  if (auto layout = root.child("layout")) read_layout(*layout);
   if (auto buffers = root.child("buffers"))
     if (auto items = buffers->elements()) {
       s_.buffers.resize(items->size());

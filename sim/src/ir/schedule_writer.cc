@@ -50,6 +50,69 @@ ojson buffer_json(const Buffer& b) {
   return j;
 }
 
+ojson comm_json(const CommGroup& c) {
+  const CommGroup d;
+  ojson j = ojson::object();
+  if (c.first != d.first) j["first"] = c.first;
+  if (c.size != d.size) j["size"] = c.size;
+  if (c.stride != d.stride) j["stride"] = c.stride;
+  return j;
+}
+
+// A tensor's dtype is written only when it is not the schedule's LP dtype.
+ojson tensor_json(const TensorInfo& t, DType lp) {
+  const TensorInfo d;
+  ojson j;
+  j["name"] = t.name;
+  j["shape"] = t.shape;
+  j["numel"] = t.numel;
+  if (t.dtype != lp) j["dtype"] = str(dtype_name(t.dtype));
+  if (t.trainable != d.trainable) j["trainable"] = t.trainable;
+  if (t.grad != d.grad) j["grad"] = t.grad;
+  if (t.group != d.group) j["group"] = t.group;
+  if (t.flat_offset != d.flat_offset) j["flat"] = t.flat_offset;
+  if (t.sub_group != d.sub_group) j["sub_group"] = t.sub_group;
+  if (t.persistent != d.persistent) j["persistent"] = t.persistent;
+  return j;
+}
+
+ojson group_json(const GroupLayout& g) {
+  ojson j;
+  j["params"] = g.params;
+  if (g.flat_order != g.params) j["flat_order"] = g.flat_order;
+  if (g.numel != 0) j["numel"] = g.numel;
+  if (g.padding != 0) j["padding"] = g.padding;
+  if (g.aligned != 0) j["aligned"] = g.aligned;
+  if (g.partition != 0) j["partition"] = g.partition;
+  return j;
+}
+
+// Options always; groups and sub-groups as arrays of one-line objects.
+void write_layout(std::ostream& out, const Layout& l) {
+  ojson j;
+  j["stage"] = l.stage;
+  j["world"] = l.world;
+  j["round_robin"] = l.round_robin;
+  j["sub_group_size"] = l.sub_group_size;
+  j["param_persistence_threshold"] = l.param_persistence_threshold;
+  j["model_persistence_threshold"] = l.model_persistence_threshold;
+  std::string head = j.dump();
+  head.pop_back();  // the closing brace: groups and sub-groups follow
+  out << "  \"layout\": " << head << ",\n    \"groups\": [";
+  for (std::size_t g = 0; g < l.groups.size(); ++g)
+    out << (g == 0 ? "\n      " : ",\n      ") << group_json(l.groups[g]).dump();
+  out << (l.groups.empty() ? "]" : "\n    ]") << ",\n    \"sub_groups\": [";
+  for (std::size_t i = 0; i < l.sub_groups.size(); ++i) {
+    const SubGroupLayout& sg = l.sub_groups[i];
+    ojson s;
+    s["group"] = sg.group;
+    s["params"] = sg.params;
+    s["partition_numel"] = sg.partition_numel;
+    out << (i == 0 ? "\n      " : ",\n      ") << s.dump();
+  }
+  out << (l.sub_groups.empty() ? "]" : "\n    ]") << "},\n";
+}
+
 ojson role_json(const RankRole& r) {
   ojson j;
   ojson ranges = ojson::array();
@@ -80,9 +143,9 @@ ojson op_json(const Op& o) {
   if (o.collective != d.collective) j["collective"] = str(collective_name(o.collective));
   if (o.numel != d.numel) j["numel"] = o.numel;
   if (o.out_numel != d.out_numel) j["out_numel"] = o.out_numel;
-  if (o.group_size != d.group_size) j["group_size"] = o.group_size;
+  if (o.comm != d.comm) j["comm"] = o.comm;
   if (o.reduce_op != d.reduce_op) j["reduce_op"] = str(reduce_op_name(o.reduce_op));
-  if (o.dst != d.dst) j["dst"] = o.dst;
+  if (o.root != d.root) j["root"] = o.root;
   if (o.deps != d.deps) j["deps"] = o.deps;
   if (o.label != d.label) j["label"] = o.label;
   return j;
@@ -105,6 +168,11 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
   out << "  \"format\": " << ojson(kScheduleFormat).dump() << ",\n";
   out << "  \"version\": " << kScheduleIrVersion << ",\n";
   out << "  \"meta\": " << meta_json(s.meta).dump() << ",\n";
+  write_array(out, "comms", s.comms, comm_json, false);
+  write_array(
+      out, "tensors", s.tensors, [&](const TensorInfo& t) { return tensor_json(t, s.meta.lp); },
+      false);
+  write_layout(out, s.layout);
   write_array(out, "buffers", s.buffers, buffer_json, false);
   write_array(out, "roles", s.roles, role_json, false);
   write_array(out, "ops", s.ops, op_json, true);

@@ -1,5 +1,5 @@
-// Private interface between build_schedule (the dispatcher) and the per-stage builders, plus the
-// small emitter every builder uses to append buffers and ops.
+// Private interface between build_schedule (the dispatcher) and the per-stage builders, and the
+// compute helpers they share (compute.cc); ops are appended through the emitter (emitter.h).
 #pragma once
 
 #include <array>
@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "schedule/emitter.h"
 #include "zerosim/schedule.h"
 #include "zerosim/schedule_builder.h"
 
@@ -20,103 +21,14 @@ Result<Schedule> build_stage3(const ScheduleInput& in);
 /// Paper mode: the textbook ZeRO schedule (reduce-scatter of gradients, all-gather of parameters).
 Result<Schedule> build_paper(const ScheduleInput& in);
 
+/// Fills s.tensors and s.layout (schedule.h) from the model, the plan and the ds_config's stage 3
+/// partition options; `grad_buf[p]` is param p's gradient buffer (shorter or kNone: none). Call
+/// after meta is filled (a tensor's dtype is meta.lp).
+void fill_tensor_table(Schedule& s, const ScheduleInput& in,
+                       const std::vector<std::uint32_t>& grad_buf);
+
 /// The schedule note on fp16/bf16 overflow: which steps skip their update, or that none does.
 std::string overflow_note(const std::vector<std::uint32_t>& overflow_steps);
-
-/// Appends buffers and ops, keeping the phase/step/micro-step context so builders stay short.
-class Emitter {
- public:
-  explicit Emitter(Schedule& s) : s_(s) {}
-
-  std::uint32_t buffer(Buffer b) {
-    s_.buffers.push_back(std::move(b));
-    return static_cast<std::uint32_t>(s_.buffers.size() - 1);
-  }
-  /// Appends an op with the current context; returns its index.
-  std::uint32_t op(Op o) {
-    o.phase = phase_;
-    o.step = step_;
-    o.micro_step = micro_step_;
-    const auto lane = static_cast<std::size_t>(o.stream);
-    s_.ops.push_back(std::move(o));
-    const auto index = static_cast<std::uint32_t>(s_.ops.size() - 1);
-    if (lane < kStreamCount) last_on_[lane] = index;
-    return index;
-  }
-  /// Index of the latest op appended on stream `st` through this emitter, or kNone.
-  std::uint32_t last_on(Stream st) const {
-    const auto lane = static_cast<std::size_t>(st);
-    return lane < kStreamCount ? last_on_[lane] : kNone;
-  }
-  /// Makes `waiter` wait for everything enqueued so far on `on` (torch's wait_stream): a Marker on
-  /// `waiter` depending on the latest op of `on`. Emits nothing when `on` has no op yet.
-  std::uint32_t wait_stream(Stream waiter, Stream on) {
-    const std::uint32_t last = last_on(on);
-    if (last == kNone || waiter == on) return kNone;
-    Op o;
-    o.kind = OpKind::Marker;
-    o.stream = waiter;
-    o.deps.push_back(last);
-    o.label = std::string("wait ") + std::string(stream_name(on));
-    return op(std::move(o));
-  }
-  std::uint32_t alloc(std::uint32_t buf, Stream st = Stream::Compute) {
-    Op o;
-    o.kind = OpKind::Alloc;
-    o.stream = st;
-    o.buffer = buf;
-    return op(std::move(o));
-  }
-  std::uint32_t free(std::uint32_t buf, Stream st = Stream::Compute) {
-    Op o;
-    o.kind = OpKind::Free;
-    o.stream = st;
-    o.buffer = buf;
-    return op(std::move(o));
-  }
-  std::uint32_t marker(std::string label, Stream st = Stream::Compute) {
-    Op o;
-    o.kind = OpKind::Marker;
-    o.stream = st;
-    o.label = std::move(label);
-    return op(std::move(o));
-  }
-  /// A collective with the group of the whole data-parallel world.
-  std::uint32_t collective(CollectiveKind k, Elements numel, Elements out_numel, DType dt,
-                           ReduceOp r, Stream st, std::string label, std::int32_t dst = -1) {
-    Op o;
-    o.kind = OpKind::Collective;
-    o.collective = k;
-    o.numel = numel;
-    o.out_numel = out_numel;
-    o.dtype = dt;
-    o.reduce_op = r;
-    o.stream = st;
-    o.dst = dst;
-    o.group_size = s_.meta.world;
-    o.label = std::move(label);
-    return op(std::move(o));
-  }
-
-  void set_phase(Phase p) { phase_ = p; }
-  void set_step(std::uint32_t step, std::uint32_t micro) {
-    step_ = step;
-    micro_step_ = micro;
-  }
-  Phase phase() const { return phase_; }
-  Schedule& schedule() { return s_; }
-
- private:
-  Schedule& s_;
-  std::array<std::uint32_t, kStreamCount> last_on_ = [] {
-    std::array<std::uint32_t, kStreamCount> a{};
-    a.fill(kNone);
-    return a;
-  }();
-  Phase phase_ = Phase::Init;
-  std::uint32_t step_ = 0;
-  std::uint32_t micro_step_ = 0;
-};
 
 /// Forward FLOPs of one layer for a micro-batch (fwd_flops_per_token x tokens + attention term).
 double layer_forward_flops(const ModelDesc& m, std::uint32_t layer, const TrainingSettings& t);
@@ -143,12 +55,7 @@ void emit_forward_backward_with(Emitter& e, const ModelDesc& m, const TrainingSe
   for (std::uint32_t l = 0; l < n_layers; ++l) {
     if (l < activation_buffers.size() && activation_buffers[l] != kNone)
       e.alloc(activation_buffers[l]);
-    Op f;
-    f.kind = OpKind::Forward;
-    f.layer = l;
-    f.flops = layer_forward_flops(m, l, t);
-    f.label = "fwd " + m.layers[l].name;
-    e.op(std::move(f));
+    e.compute({OpKind::Forward, l, layer_forward_flops(m, l, t), "fwd " + m.layers[l].name});
   }
   e.set_phase(Phase::Backward);
   before_backward();
@@ -157,19 +64,11 @@ void emit_forward_backward_with(Emitter& e, const ModelDesc& m, const TrainingSe
     while (next > target) {
       --next;
       if (t.activation_checkpointing) {
-        Op r;
-        r.kind = OpKind::Recompute;
-        r.layer = next;
-        r.flops = layer_forward_flops(m, next, t);
-        r.label = "recompute " + m.layers[next].name;
-        e.op(std::move(r));
+        e.compute({OpKind::Recompute, next, layer_forward_flops(m, next, t),
+                   "recompute " + m.layers[next].name});
       }
-      Op b;
-      b.kind = OpKind::Backward;
-      b.layer = next;
-      b.flops = 2 * layer_forward_flops(m, next, t);
-      b.label = "bwd " + m.layers[next].name;
-      e.op(std::move(b));
+      e.compute({OpKind::Backward, next, 2 * layer_forward_flops(m, next, t),
+                 "bwd " + m.layers[next].name});
       if (next < activation_buffers.size() && activation_buffers[next] != kNone)
         e.free(activation_buffers[next]);
     }

@@ -1,64 +1,185 @@
-// Helpers shared by the schedule builders: per-layer compute and activation sizes, and the layer at
-// which each gradient becomes ready.
-#include <algorithm>
+// The emitter (emitter.h): every op of every builder is made here, from its kind's spec, and
+// appended once with the current phase, step and micro-step.
+#include "schedule/emitter.h"
 
-#include "schedule/builders.h"
+#include <string>
+#include <utility>
 
 namespace zerosim::schedule {
 
-double layer_forward_flops(const ModelDesc& m, std::uint32_t layer, const TrainingSettings& t) {
-  const Layer& l = m.layers[layer];
-  const double tokens = static_cast<double>(t.micro_batch) * static_cast<double>(t.seq_len);
-  // Causal attention sees on average about half the context; the layer description gives FLOPs per
-  // token per context token, so the full-context value is used (Korthikanti et al. count s^2 terms
-  // without the causal discount, as does Megatron's FLOPs formula).
-  return l.fwd_flops_per_token * tokens +
-         l.attn_flops_per_token_per_ctx * tokens * static_cast<double>(t.seq_len);
+std::string short_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce:
+      return "AR";
+    case CollectiveKind::Reduce:
+      return "RD";
+    case CollectiveKind::Broadcast:
+      return "BC";
+    case CollectiveKind::AllGather:
+      return "AG";
+    case CollectiveKind::ReduceScatter:
+      return "RS";
+  }
+  return "?";
 }
 
-std::vector<Bytes> layer_activation_bytes(const ModelDesc& m, const TrainingSettings& t, DType lp) {
-  std::vector<Bytes> out(m.layers.size(), 0);
-  if (!m.arch || m.layers.empty()) return out;
-  const Bytes total = activation_bytes(m, t, lp);
-  std::vector<std::size_t> blocks;
-  std::size_t head = m.layers.size() - 1;
-  for (std::size_t i = 0; i < m.layers.size(); ++i) {
-    if (m.layers[i].kind == LayerKind::Block) blocks.push_back(i);
-    if (m.layers[i].kind == LayerKind::Head) head = i;
-  }
-  if (blocks.empty()) {
-    out[head] = total;
-    return out;
-  }
-  // Each block holds an equal share (the per-block formula is the same for every block); the
-  // remainder (embedding output, logits, rounding) is held by the head until its backward.
-  const Bytes per_block = total / (blocks.size() + 1);
-  Bytes assigned = 0;
-  for (auto i : blocks) {
-    out[i] = per_block;
-    assigned += per_block;
-  }
-  out[head] += total - assigned;
-  return out;
+std::string collective_label(const std::string& what, CollectiveKind k, Elements numel,
+                             Elements out_numel, std::uint32_t root) {
+  std::string label = what + ": " + short_name(k) + "(";
+  if (k == CollectiveKind::Reduce) label += std::to_string(root) + ",";
+  label += std::to_string(k == CollectiveKind::AllGather ? out_numel : numel);
+  if (k == CollectiveKind::AllGather) label += "," + std::to_string(numel);
+  label += ")";
+  return label;
 }
 
-std::vector<std::uint32_t> grad_ready_layer(const ModelDesc& m) {
-  std::vector<std::uint32_t> ready(m.params.size(), kNone);
-  for (std::uint32_t l = 0; l < m.layers.size(); ++l)
-    for (auto p : m.layers[l].param_ids)
-      if (p < ready.size() && ready[p] == kNone) ready[p] = l;  // earliest forward use
-  return ready;
+Emitter::Emitter(Schedule& s, std::uint32_t world) : s_(s) { s_.comms.assign(1, {0, world, 1}); }
+
+std::uint32_t Emitter::comm(CommGroup g) {
+  for (std::size_t i = 0; i < s_.comms.size(); ++i)
+    if (s_.comms[i] == g) return static_cast<std::uint32_t>(i);
+  s_.comms.push_back(g);
+  return static_cast<std::uint32_t>(s_.comms.size() - 1);
 }
 
-std::string overflow_note(const std::vector<std::uint32_t>& overflow_steps) {
-  if (overflow_steps.empty())
-    return "no overflow assumed: every step updates (--overflow-steps marks steps whose overflow "
-           "check fails)";
-  std::string list;
-  for (std::uint32_t s : overflow_steps) list += (list.empty() ? "" : ", ") + std::to_string(s);
-  return "overflow steps " + list +
-         ": the check finds inf/nan, step() returns (no norm, update or "
-         "parameter all-gather)";
+std::uint32_t Emitter::buffer(Buffer b) {
+  s_.buffers.push_back(std::move(b));
+  return static_cast<std::uint32_t>(s_.buffers.size() - 1);
+}
+
+std::uint32_t Emitter::temp(const std::string& name, Elements numel, DType dt, BufferCategory c,
+                            const std::string& spec_id) {
+  auto key = std::make_tuple(name, numel, dt);
+  auto it = temps_.find(key);
+  if (it != temps_.end()) return it->second;
+  Buffer b;
+  b.name = name + " (" + std::to_string(numel) + " x " + std::string(dtype_name(dt)) + ")";
+  b.spec_id = spec_id;
+  b.category = c;
+  b.dtype = dt;
+  b.numel = numel;
+  const std::uint32_t id = buffer(std::move(b));
+  temps_.emplace(std::move(key), id);
+  return id;
+}
+
+std::uint32_t Emitter::append(Op o) {
+  o.phase = phase_;
+  o.step = step_;
+  o.micro_step = micro_step_;
+  const auto lane = static_cast<std::size_t>(o.stream);
+  s_.ops.push_back(std::move(o));
+  const auto index = static_cast<std::uint32_t>(s_.ops.size() - 1);
+  if (lane < kStreamCount) last_on_[lane] = index;
+  return index;
+}
+
+std::uint32_t Emitter::alloc(std::uint32_t buf, Stream st, std::uint32_t flush) {
+  Op o;
+  o.kind = OpKind::Alloc;
+  o.stream = st;
+  o.buffer = buf;
+  o.bucket = flush;
+  return append(std::move(o));
+}
+
+std::uint32_t Emitter::free(std::uint32_t buf, Stream st, std::uint32_t flush) {
+  Op o;
+  o.kind = OpKind::Free;
+  o.stream = st;
+  o.buffer = buf;
+  o.bucket = flush;
+  return append(std::move(o));
+}
+
+std::uint32_t Emitter::marker(std::string label, Stream st, std::vector<std::uint32_t> deps) {
+  Op o;
+  o.kind = OpKind::Marker;
+  o.stream = st;
+  o.deps = std::move(deps);
+  o.label = std::move(label);
+  return append(std::move(o));
+}
+
+std::uint32_t Emitter::sync(std::string label) {
+  Op o;
+  o.kind = OpKind::Sync;
+  o.label = std::move(label);
+  return append(std::move(o));
+}
+
+std::uint32_t Emitter::wait_stream(Stream waiter, Stream on) {
+  const std::uint32_t last = last_on(on);
+  if (last == kNone || waiter == on) return kNone;
+  return marker(std::string("wait ") + std::string(stream_name(on)), waiter, {last});
+}
+
+std::uint32_t Emitter::compute(ComputeSpec c) {
+  Op o;
+  o.kind = c.kind;
+  o.layer = c.layer;
+  o.flops = c.flops;
+  o.label = std::move(c.label);
+  return append(std::move(o));
+}
+
+std::uint32_t Emitter::grad_ready(GradSpec g) {
+  Op o;
+  o.kind = OpKind::GradReady;
+  o.param = g.param;
+  o.elements = g.elements;
+  o.dtype = g.dtype;
+  o.label = std::move(g.label);
+  return append(std::move(o));
+}
+
+std::uint32_t Emitter::copy(CopySpec c) {
+  Op o;
+  o.kind = c.kind;
+  o.stream = c.stream;
+  o.elements = c.elements;
+  o.slot = c.slot;
+  o.dtype = c.dtype;
+  o.buffer = c.buffer;
+  o.param = c.param;
+  o.bucket = c.flush;
+  o.deps = std::move(c.deps);
+  if (c.after) {
+    const std::uint32_t last = last_on(*c.after);
+    if (last != kNone) o.deps.push_back(last);
+  }
+  o.label = std::move(c.label);
+  return append(std::move(o));
+}
+
+std::uint32_t Emitter::collective(CollectiveSpec c) {
+  Op o;
+  o.kind = OpKind::Collective;
+  o.collective = c.kind;
+  o.numel = c.numel;
+  o.out_numel = c.out_numel;
+  o.dtype = c.dtype;
+  o.reduce_op = c.op;
+  o.stream = c.stream;
+  o.root = c.root;
+  o.comm = c.comm;
+  o.bucket = c.flush;
+  o.buffer = c.buffer;
+  o.deps = std::move(c.deps);
+  o.label = std::move(c.label);
+  return append(std::move(o));
+}
+
+std::uint32_t Emitter::optimizer_step(UpdateSpec u) {
+  Op o;
+  o.kind = OpKind::OptimizerStep;
+  o.stream = u.stream;
+  o.elements = u.elements;
+  o.dtype = u.dtype;
+  o.buffer = u.buffer;
+  o.deps = std::move(u.deps);
+  o.label = std::move(u.label);
+  return append(std::move(o));
 }
 
 }  // namespace zerosim::schedule

@@ -39,7 +39,8 @@ Buffer paper_buffer(std::string name, BufferCategory cat, DType dt, Elements num
 
 class PaperBuilder {
  public:
-  PaperBuilder(const ScheduleInput& in, Schedule& s) : in_(in), m_(*in.model), e_(s) {
+  PaperBuilder(const ScheduleInput& in, Schedule& s)
+      : in_(in), m_(*in.model), e_(s, in.plan->world) {
     stage_ = in.ds->zero.stage;
     w_ = in.plan->world;
     lp_ = in.ds->lp_dtype();
@@ -114,9 +115,12 @@ class PaperBuilder {
       gathered_buf_[l] = e_.buffer(
           paper_buffer("gathered " + u.name, BufferCategory::GatheredParam, lp_, c * w_, false));
     e_.alloc(gathered_buf_[l]);
-    e_.collective(
-        CollectiveKind::AllGather, c, c * w_, lp_, ReduceOp::None, Stream::Compute,
-        why + " " + u.name + ": AG(" + std::to_string(c * w_) + "," + std::to_string(c) + ")");
+    e_.collective({.kind = CollectiveKind::AllGather,
+                   .dtype = lp_,
+                   .numel = c,
+                   .out_numel = c * w_,
+                   .label = why + " " + u.name + ": AG(" + std::to_string(c * w_) + "," +
+                            std::to_string(c) + ")"});
     live_ = gathered_buf_[l];
   }
 
@@ -126,12 +130,8 @@ class PaperBuilder {
   }
 
   void compute(OpKind k, std::uint32_t l, const Unit& u) {
-    Op o;
-    o.kind = k;
-    o.layer = m_.layers.empty() ? kNone : l;
-    o.flops = k == OpKind::Backward ? 2 * u.flops : u.flops;
-    o.label = std::string(k == OpKind::Backward ? "bwd " : "fwd ") + u.name;
-    e_.op(std::move(o));
+    e_.compute({k, m_.layers.empty() ? kNone : l, k == OpKind::Backward ? 2 * u.flops : u.flops,
+                std::string(k == OpKind::Backward ? "bwd " : "fwd ") + u.name});
   }
 
   // Gradients fill the padded flat buffer in grad-ready order; bucket k is reduce-scattered once
@@ -141,9 +141,13 @@ class PaperBuilder {
     while (reduced_ < psi_pad_) {
       const Elements in = std::min(bucket_, psi_pad_ - reduced_);
       if (produced < std::min(reduced_ + in, psi_)) break;
-      e_.collective(
-          CollectiveKind::ReduceScatter, in, in / w_, lp_, ReduceOp::Sum, Stream::Compute,
-          "reduce_scatter grads: RS(" + std::to_string(in) + "," + std::to_string(in / w_) + ")");
+      e_.collective({.kind = CollectiveKind::ReduceScatter,
+                     .dtype = lp_,
+                     .numel = in,
+                     .out_numel = in / w_,
+                     .op = ReduceOp::Sum,
+                     .label = "reduce_scatter grads: RS(" + std::to_string(in) + "," +
+                              std::to_string(in / w_) + ")"});
       reduced_ += in;
     }
   }
@@ -172,25 +176,28 @@ class PaperBuilder {
     grads_ready(psi_, reduce);  // gradients of params no unit uses
     if (stage_ == 0 && boundary) {
       e_.set_phase(Phase::BoundaryReduce);
-      e_.collective(CollectiveKind::AllReduce, psi_, psi_, lp_, ReduceOp::Sum, Stream::Compute,
-                    "all_reduce grads: AR(" + std::to_string(psi_) + ")");
+      e_.collective({.dtype = lp_,
+                     .numel = psi_,
+                     .out_numel = psi_,
+                     .op = ReduceOp::Sum,
+                     .label = "all_reduce grads: AR(" + std::to_string(psi_) + ")"});
     }
   }
 
   void step_ops(std::uint32_t step) {
     e_.set_step(step, gas_ - 1);
     e_.set_phase(Phase::Step);
-    Op o;
-    o.kind = OpKind::OptimizerStep;
-    o.elements = stage_ >= 1 ? shard_ : psi_;
-    o.dtype = DType::Float32;
-    o.label = "optimizer step";
-    e_.op(std::move(o));
+    e_.optimizer_step({.dtype = DType::Float32,
+                       .elements = stage_ >= 1 ? shard_ : psi_,
+                       .label = "optimizer step"});
     e_.set_phase(Phase::PostStep);
     if ((stage_ == 1 || stage_ == 2) && w_ > 1)
-      e_.collective(
-          CollectiveKind::AllGather, shard_, psi_pad_, lp_, ReduceOp::None, Stream::Compute,
-          "all_gather params: AG(" + std::to_string(psi_pad_) + "," + std::to_string(shard_) + ")");
+      e_.collective({.kind = CollectiveKind::AllGather,
+                     .dtype = lp_,
+                     .numel = shard_,
+                     .out_numel = psi_pad_,
+                     .label = "all_gather params: AG(" + std::to_string(psi_pad_) + "," +
+                              std::to_string(shard_) + ")"});
   }
 
   const ScheduleInput& in_;
@@ -230,6 +237,7 @@ Result<Schedule> build_paper(const ScheduleInput& in) {
       "paper mode: the ZeRO paper's schedule, not what DeepSpeed issues (deepspeed_zero.md §10.1)");
   meta.notes.push_back("gradients padded to a multiple of the world size for even reduce-scatters");
   PaperBuilder(in, s).run();
+  fill_tensor_table(s, in, {});  // paper mode keeps one gradient buffer, no per-param grads
   RankRole all;
   all.ranks.emplace_back(0, in.plan->world - 1);
   s.roles.push_back(std::move(all));

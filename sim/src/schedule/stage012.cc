@@ -45,13 +45,16 @@ void emit_zero_init(Ctx& c) {
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
     const Elements s = c.plan.groups[g].partition;
     const std::string gs = std::to_string(g);
-    const std::uint32_t clone = c.temp("init clone of the rank's LP slice", s, c.lp);
+    const std::uint32_t clone = c.e.temp("init clone of the rank's LP slice", s, c.lp);
     c.e.alloc(clone);
     c.b2.push_back(c.e.buffer(make_buffer("single_partition_of_fp32_groups[" + gs + "]", "B2",
                                           BufferCategory::Param32,
                                           c.offload ? host : MemoryPool::Device, c.mw, s, true)));
     c.e.alloc(c.b2.back());
-    c.copy(s, kNone, c.mw, Stream::Compute, c.b2.back(), "master partition from the LP slice");
+    c.e.copy({.dtype = c.mw,
+              .elements = s,
+              .buffer = c.b2.back(),
+              .label = "master partition from the LP slice"});
     c.e.free(clone);
     if (!c.offload) continue;
     c.b4.push_back(c.e.buffer(make_buffer("fp32 grad partition [" + gs + "]", "B4",
@@ -92,12 +95,13 @@ void emit_epilogue(Ctx& c, IpgPass& pass, std::uint32_t set, bool boundary, std:
   c.e.set_phase(Phase::Epilogue);
   c.e.marker("epilogue");
   emit_flush(c, pass, static_cast<std::uint32_t>(pass.flushes.size() - 1), set, boundary, micro);
-  if (c.overlap) c.e.op(make_op(OpKind::Sync, "epilogue: synchronize"));
+  if (c.overlap) c.e.sync("epilogue: synchronize");
   drop_deferred(c, Stream::Compute);
   if (!c.offload) {
     if (set == 1) {  // stage 2, later micro-step: add grads_in_partition #2 into #1, free #2
-      c.copy(0, pass.all_slot, c.lp, Stream::Compute, kNone,
-             "add this micro-step's partition grads into the accumulator");
+      c.e.copy({.dtype = c.lp,
+                .slot = pass.all_slot,
+                .label = "add this micro-step's partition grads into the accumulator"});
       free_window_buffers(c, c.epilogue_frees, Stream::Compute);
     }
     if (c.stage == 1 &&
@@ -139,11 +143,7 @@ struct Passes {
 // The hook side of one gradient (§4.2): SETUP_BUCKETS, autograd storage, GA-attribute move, insert.
 void on_grad(Ctx& c, IpgPass& pass, std::size_t& cursor, std::uint32_t p, bool boundary,
              std::uint32_t micro, std::uint32_t set) {
-  Op ready;
-  ready.kind = OpKind::GradReady;
-  ready.param = p;
-  ready.label = "grad ready " + c.pname(p);
-  c.e.op(std::move(ready));
+  c.e.grad_ready({.param = p, .label = "grad ready " + c.pname(p)});
   if (c.plan.param_group[p] == PartitionPlan::kNoGroup) return;  // no optimizer group: no hook
   if (c.hooks && !c.v0144 && !c.ready_for_gradients) {
     c.ready_for_gradients = true;
@@ -157,16 +157,20 @@ void on_grad(Ctx& c, IpgPass& pass, std::size_t& cursor, std::uint32_t p, bool b
       c.e.alloc(c.grad_accum_buf[p]);
       c.grad_accum_live[p] = true;
     }
-    c.copy(c.m.params[p].numel, kNone, c.ga, Stream::Compute, c.grad_accum_buf[p],
-           "grad_accum += grad");
+    c.e.copy({.dtype = c.ga,
+              .elements = c.m.params[p].numel,
+              .buffer = c.grad_accum_buf[p],
+              .label = "grad_accum += grad"});
     c.free_grad(p);
   }
   const bool inserts = (c.stage == 2 || c.overlap) && (c.stage == 2 || boundary);
   if (!inserts || cursor >= pass.inserts.size() || pass.inserts[cursor].param != p) return;
   if (c.ga_attr) {  // a temporary LP copy of grad_accum is what gets bucketed
     c.alloc_grad(p);
-    c.copy(c.m.params[p].numel, kNone, c.lp, Stream::Compute, c.grad_buf[p],
-           "LP copy of grad_accum");
+    c.e.copy({.dtype = c.lp,
+              .elements = c.m.params[p].numel,
+              .buffer = c.grad_buf[p],
+              .label = "LP copy of grad_accum"});
   }
   emit_insert(c, pass, cursor++, set, boundary, micro);
 }
@@ -195,8 +199,10 @@ void emit_micro_step(Ctx& c, Passes& passes, std::uint32_t step, std::uint32_t m
       const std::uint32_t p = passes.boundary.inserts[i].param;
       if (c.ga_attr) {
         c.alloc_grad(p);
-        c.copy(c.m.params[p].numel, kNone, c.lp, Stream::Compute, c.grad_buf[p],
-               "LP copy of grad_accum");
+        c.e.copy({.dtype = c.lp,
+                  .elements = c.m.params[p].numel,
+                  .buffer = c.grad_buf[p],
+                  .label = "LP copy of grad_accum"});
       }
       emit_insert(c, passes.boundary, i, 0, boundary, micro);
     }
@@ -346,7 +352,7 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
     return fail<Schedule>("schedule", "/zero_optimization/reduce_bucket_size",
                           "expected at least 1 element, got 0");
   Schedule s;
-  Emitter e(s);
+  Emitter e(s, in.plan->world);
   s12::Ctx c(in, e);
   s12::fill_meta(c, s);
   s12::create_shared_buffers(c);
@@ -355,6 +361,7 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
   } else {
     s12::emit_engine_allreduce_program(c);
   }
+  fill_tensor_table(s, in, c.grad_buf);
   for (const auto& d : c.slots.defs()) s.meta.slot_names.push_back(d.name);
   s.roles = s12::compute_roles(*in.model, *in.plan, c.slots);
   return s;

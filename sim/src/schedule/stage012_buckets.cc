@@ -97,7 +97,7 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
     pass.copy_slot[f] =
         c.slots.touching(fname + ": full numel of the rank's params", pass.flushes[f].params);
     auto buffer = [&](std::string bname, std::string spec, BufferCategory cat, MemoryPool pool,
-                      DType dt, std::uint32_t slot) {
+                      DType dt, std::uint32_t slot, bool persistent = false) {
       Buffer b;
       b.name = std::move(bname);
       b.spec_id = std::move(spec);
@@ -105,6 +105,7 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
       b.pool = pool;
       b.dtype = dt;
       b.slot = slot;
+      b.persistent = persistent;
       return c.e.buffer(std::move(b));
     };
     if (c.offload) {
@@ -113,8 +114,7 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
         const MemoryPool pool =
             c.ds.zero.offload_optimizer.pin_memory ? MemoryPool::Pinned : MemoryPool::Host;
         pass.b8_buf[f] = buffer("accumulated_grads_in_cpu (" + fname + ")", "B8",
-                                BufferCategory::Grad, pool, c.lp, pass.copy_slot[f]);
-        c.e.schedule().buffers[pass.b8_buf[f]].persistent = true;
+                                BufferCategory::Grad, pool, c.lp, pass.copy_slot[f], true);
       }
     } else if (c.contiguous) {
       pass.first_slot[f] =
@@ -139,26 +139,36 @@ namespace {
 
 std::uint32_t flush_collective(Ctx& c, CollectiveKind k, Elements numel, Stream st,
                                const std::string& tag, std::uint32_t seq, std::uint32_t buffer,
-                               std::int32_t dst = -1) {
-  const std::uint32_t i = c.collective(k, numel, numel, c.cd, ReduceOp::Sum, st, tag, dst);
-  Op& op = c.e.schedule().ops[i];
-  op.bucket = seq;
-  op.buffer = buffer;
-  return i;
+                               std::uint32_t root = kNone) {
+  return c.e.collective({.kind = k,
+                         .dtype = c.cd,
+                         .numel = numel,
+                         .out_numel = numel,
+                         .op = ReduceOp::Sum,
+                         .root = root,
+                         .flush = seq,
+                         .buffer = buffer,
+                         .stream = st,
+                         .label = collective_label(tag, k, numel, numel, root)});
 }
 
 // One reduction of `total` elements gathered from `pieces` slices: flattened into a temporary
 // (cast to CD) unless it is one slice already in CD.
 void reduce_chunk(Ctx& c, CollectiveKind k, Elements total, std::size_t pieces, Stream st,
-                  const std::string& tag, std::uint32_t seq, std::uint32_t src, std::int32_t dst) {
+                  const std::string& tag, std::uint32_t seq, std::uint32_t src,
+                  std::uint32_t root) {
   const bool flatten = pieces > 1 || c.cd != c.lp;
   std::uint32_t tmp = kNone;
   if (flatten) {
-    tmp = c.temp("reduction temp", total, c.cd);
+    tmp = c.e.temp("reduction temp", total, c.cd);
     c.e.alloc(tmp, st);
-    c.copy(total, kNone, c.cd, st, tmp, tag + ": flatten");
+    c.e.copy({.stream = st,
+              .dtype = c.cd,
+              .elements = total,
+              .buffer = tmp,
+              .label = tag + ": flatten"});
   }
-  flush_collective(c, k, total, st, tag, seq, flatten ? tmp : src, dst);
+  flush_collective(c, k, total, st, tag, seq, flatten ? tmp : src, root);
   if (flatten) c.e.free(tmp, st);
 }
 
@@ -173,18 +183,18 @@ const std::vector<PlannedReduction>& owner_reductions(Ctx& c, IpgPass& pass, std
   if (pass.reductions_ready[f]) return out;
   pass.reductions_ready[f] = true;
   const auto slices = owner_slices(c.plan, c.m, pass.flushes[f].params);
-  auto add_chunks = [&](const std::vector<Elements>& sizes, std::int32_t dst) {
+  auto add_chunks = [&](const std::vector<Elements>& sizes, std::uint32_t root) {
     for (const auto& [b, e] : chunk_gt(sizes, c.r)) {
       Elements total = 0;
       for (std::size_t i = b; i < e; ++i) total += sizes[i];
-      out.push_back({total, e - b, dst});
+      out.push_back({total, e - b, root});
     }
   };
   if (c.multi_rank) {
     std::vector<Elements> sizes;
     sizes.reserve(slices.size());
     for (const auto& sl : slices) sizes.push_back(sl.length);
-    add_chunks(sizes, -1);
+    add_chunks(sizes, kNone);
     return out;
   }
   std::vector<std::uint32_t> owner_order;
@@ -194,7 +204,7 @@ const std::vector<PlannedReduction>& owner_reductions(Ctx& c, IpgPass& pass, std
     if (fresh) owner_order.push_back(sl.owner);
     it->second.push_back(sl.length);
   }
-  for (std::uint32_t k : owner_order) add_chunks(by_owner[k], static_cast<std::int32_t>(k));
+  for (std::uint32_t k : owner_order) add_chunks(by_owner[k], k);
   return out;
 }
 
@@ -209,14 +219,14 @@ void reduce_contiguous(Ctx& c, IpgPass& pass, std::uint32_t f, Stream st, const 
     return;
   }
   if (!c.reduce_scatter) {  // in place, post-scaled; a CD copy only when CD != LP
-    reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, 1, st, tag, seq, src, -1);
+    reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, 1, st, tag, seq, src, kNone);
     return;
   }
   for (const PlannedReduction& red : owner_reductions(c, pass, f)) {
-    const bool to_owner = red.dst >= 0;
-    if (to_owner && c.overlap) c.e.op(make_op(OpKind::Sync, tag + ": synchronize before reduce"));
+    const bool to_owner = red.root != kNone;
+    if (to_owner && c.overlap) c.e.sync(tag + ": synchronize before reduce");
     reduce_chunk(c, to_owner ? CollectiveKind::Reduce : CollectiveKind::AllReduce, red.total,
-                 red.pieces, st, tag, seq, src, red.dst);
+                 red.pieces, st, tag, seq, src, red.root);
   }
 }
 
@@ -225,9 +235,9 @@ void reduce_contiguous(Ctx& c, IpgPass& pass, std::uint32_t f, Stream st, const 
 void reduce_fallback(Ctx& c, const PlannedFlush& fl, Stream st, const std::string& tag,
                      std::uint32_t seq) {
   if (fl.params.empty()) return;
-  if (c.overlap) c.e.op(make_op(OpKind::Sync, tag + ": synchronize before all_reduce"));
+  if (c.overlap) c.e.sync(tag + ": synchronize before all_reduce");
   reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, fl.params.size(), st, tag, seq, kNone,
-               -1);
+               kNone);
 }
 
 void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, std::uint32_t micro,
@@ -239,19 +249,32 @@ void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, s
       pass.b8_live[f] = true;
     }
     if (micro > 0) {
-      const std::uint32_t h2d = c.transfer(OpKind::HostToDevice, 0, touching, c.lp, c.b6,
-                                           "accumulated grads to GPU (B8 -> B6)");
-      const std::uint32_t add = c.copy(0, touching, c.lp, st, kNone, "add accumulated grads");
-      c.e.schedule().ops[add].deps.push_back(h2d);
+      CopySpec to_gpu = c.transfer(OpKind::HostToDevice, c.lp);
+      to_gpu.slot = touching;
+      to_gpu.buffer = c.b6;
+      to_gpu.label = "accumulated grads to GPU (B8 -> B6)";
+      const std::uint32_t h2d = c.e.copy(std::move(to_gpu));
+      c.e.copy({.stream = st,
+                .dtype = c.lp,
+                .slot = touching,
+                .deps = {h2d},
+                .label = "add accumulated grads"});
     }
-    if (!boundary)
-      c.transfer(OpKind::DeviceToHost, 0, touching, c.lp, pass.b8_buf[f],
-                 "grads to CPU accumulator (B8)");
+    if (!boundary) {
+      CopySpec to_cpu = c.transfer(OpKind::DeviceToHost, c.lp);
+      to_cpu.slot = touching;
+      to_cpu.buffer = pass.b8_buf[f];
+      to_cpu.label = "grads to CPU accumulator (B8)";
+      c.e.copy(std::move(to_cpu));
+    }
   }
   if (boundary) {
     const std::uint32_t b4 = c.b4.empty() ? kNone : c.b4.front();
-    c.transfer(OpKind::DeviceToHost, 0, pass.owned_slot[f], c.mw, b4,
-               "owned gradient slices to fp32 CPU partition (B4)");
+    CopySpec owned = c.transfer(OpKind::DeviceToHost, c.mw);
+    owned.slot = pass.owned_slot[f];
+    owned.buffer = b4;
+    owned.label = "owned gradient slices to fp32 CPU partition (B4)";
+    c.e.copy(std::move(owned));
   }
 }
 
@@ -288,8 +311,11 @@ void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool 
     if (!fl.params.empty()) {
       c.e.alloc(pass.gip_buf[set][f], st);  // lazily, at the rank's first in-partition copy
       (set == 0 ? c.step_frees : c.epilogue_frees).push_back(pass.gip_buf[set][f]);
-      c.copy(0, pass.copy_slot[f], c.lp, st, pass.gip_buf[set][f],
-             tag + ": copy the rank's grads into grads_in_partition");
+      c.e.copy({.stream = st,
+                .dtype = c.lp,
+                .slot = pass.copy_slot[f],
+                .buffer = pass.gip_buf[set][f],
+                .label = tag + ": copy the rank's grads into grads_in_partition"});
     }
   } else if (c.stage == 2) {
     // Non-owned grads are dropped, owned ones kept whole; with overlap the drop waits for the next
@@ -307,15 +333,14 @@ void emit_insert(Ctx& c, IpgPass& pass, std::size_t i, std::uint32_t set, bool b
   const PlannedInsert& ins = pass.inserts[i];
   if (ins.flush_before) emit_flush(c, pass, ins.flush - 1, set, boundary, micro);
   if (!ins.copied) return;
-  Op o;
-  o.kind = OpKind::CopyToBucket;
-  o.param = ins.param;
-  o.buffer = c.ipg[ins.buffer_index];
-  o.elements = c.m.params[ins.param].numel;
-  o.dtype = c.lp;
-  o.bucket = c.flush_seq;  // the flush that will reduce this bucket
-  o.label = "copy " + c.pname(ins.param) + " into ipg[" + std::to_string(ins.buffer_index) + "]";
-  c.e.op(std::move(o));
+  c.e.copy({.kind = OpKind::CopyToBucket,
+            .dtype = c.lp,
+            .elements = c.m.params[ins.param].numel,
+            .buffer = c.ipg[ins.buffer_index],
+            .param = ins.param,
+            .flush = c.flush_seq,  // the flush that will reduce this bucket
+            .label = "copy " + c.pname(ins.param) + " into ipg[" +
+                     std::to_string(ins.buffer_index) + "]"});
   c.free_grad(ins.param);  // p.grad now views the bucket
 }
 

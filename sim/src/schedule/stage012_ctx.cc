@@ -39,59 +39,13 @@ Ctx::Ctx(const ScheduleInput& input, Emitter& emitter)
   t7.assign(plan.groups.size(), kNone);
 }
 
-std::uint32_t Ctx::temp(const std::string& name, Elements numel, DType dt, BufferCategory c,
-                        const std::string& spec_id) {
-  auto key = std::make_tuple(name, numel, dt);
-  auto it = temps.find(key);
-  if (it != temps.end()) return it->second;
-  Buffer b;
-  b.name = name + " (" + std::to_string(numel) + " x " + std::string(dtype_name(dt)) + ")";
-  b.spec_id = spec_id;
-  b.category = c;
-  b.dtype = dt;
-  b.numel = numel;
-  const std::uint32_t id = e.buffer(std::move(b));
-  temps.emplace(std::move(key), id);
-  return id;
-}
-
-std::uint32_t Ctx::copy(Elements elements, std::uint32_t slot, DType dt, Stream st,
-                        std::uint32_t buffer, std::string label) {
-  Op o;
-  o.kind = OpKind::Copy;
-  o.stream = st;
-  o.elements = elements;
-  o.slot = slot;
-  o.dtype = dt;
-  o.buffer = buffer;
-  o.label = std::move(label);
-  return e.op(std::move(o));
-}
-
-std::uint32_t Ctx::transfer(OpKind kind, Elements elements, std::uint32_t slot, DType dt,
-                            std::uint32_t buffer, std::string label) {
-  Op o;
-  o.kind = kind;
-  o.stream = kind == OpKind::HostToDevice ? Stream::H2D : Stream::D2H;
-  o.elements = elements;
-  o.slot = slot;
-  o.dtype = dt;
-  o.buffer = buffer;
-  o.label = std::move(label);
-  // Issued (non_blocking) after the work enqueued so far on the stream that produced the data.
-  const std::uint32_t after = e.last_on(overlap ? Stream::Reduce : Stream::Compute);
-  if (after != kNone) o.deps.push_back(after);
-  return e.op(std::move(o));
-}
-
-std::uint32_t Ctx::collective(CollectiveKind k, Elements numel, Elements out_numel, DType dt,
-                              ReduceOp op, Stream st, const std::string& what, std::int32_t dst) {
-  std::string label = what + ": " + short_name(k) + "(";
-  if (k == CollectiveKind::Reduce) label += std::to_string(dst) + ",";
-  label += std::to_string(k == CollectiveKind::AllGather ? out_numel : numel);
-  if (k == CollectiveKind::AllGather) label += "," + std::to_string(numel);
-  label += ")";
-  return e.collective(k, numel, out_numel, dt, op, st, std::move(label), dst);
+CopySpec Ctx::transfer(OpKind kind, DType dt) const {
+  CopySpec c;
+  c.kind = kind;
+  c.stream = kind == OpKind::HostToDevice ? Stream::H2D : Stream::D2H;
+  c.dtype = dt;
+  c.after = overlap ? Stream::Reduce : Stream::Compute;
+  return c;
 }
 
 void Ctx::alloc_grad(std::uint32_t p) {
@@ -104,32 +58,6 @@ void Ctx::free_grad(std::uint32_t p, Stream st) {
   if (grad_buf[p] == kNone || !grad_live[p]) return;
   e.free(grad_buf[p], st);
   grad_live[p] = false;
-}
-
-Op make_op(OpKind kind, std::string label, Elements elements, DType dt, std::uint32_t buffer) {
-  Op o;
-  o.kind = kind;
-  o.label = std::move(label);
-  o.elements = elements;
-  o.dtype = dt;
-  o.buffer = buffer;
-  return o;
-}
-
-std::string short_name(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::AllReduce:
-      return "AR";
-    case CollectiveKind::Reduce:
-      return "RD";
-    case CollectiveKind::Broadcast:
-      return "BC";
-    case CollectiveKind::AllGather:
-      return "AG";
-    case CollectiveKind::ReduceScatter:
-      return "RS";
-  }
-  return "?";
 }
 
 }  // namespace zerosim::schedule::s12

@@ -37,15 +37,22 @@ void engine_allreduce(Ctx& c, const std::vector<Elements>& sizes, DType item_dt)
     const bool flatten = e - b > 1 || c.cd != item_dt;
     std::uint32_t tmp = kNone;
     if (flatten) {
-      tmp = c.temp("engine all-reduce flatten", total, c.cd);
+      tmp = c.e.temp("engine all-reduce flatten", total, c.cd);
       c.e.alloc(tmp);
-      c.copy(total, kNone, c.cd, Stream::Compute, tmp, "flatten grads for the engine all-reduce");
+      c.e.copy({.dtype = c.cd,
+                .elements = total,
+                .buffer = tmp,
+                .label = "flatten grads for the engine all-reduce"});
     }
-    const std::uint32_t i = c.collective(CollectiveKind::AllReduce, total, total, c.cd,
-                                         ReduceOp::Sum, Stream::Compute, "engine all-reduce");
-    c.e.schedule().ops[i].buffer = tmp;
+    c.e.collective(
+        {.dtype = c.cd,
+         .numel = total,
+         .out_numel = total,
+         .op = ReduceOp::Sum,
+         .buffer = tmp,
+         .label = collective_label("engine all-reduce", CollectiveKind::AllReduce, total, total)});
     if (flatten) {
-      c.copy(total, kNone, item_dt, Stream::Compute, kNone, "copy reduced grads back");
+      c.e.copy({.dtype = item_dt, .elements = total, .label = "copy reduced grads back"});
       c.e.free(tmp);
     }
   }
@@ -129,7 +136,7 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
           engine_buffer("optimizer states", BufferCategory::OptimState, c.mw, 2 * n, true)));
       c.e.alloc(c.b3.back());
     }
-    c.e.op(make_op(OpKind::OptimizerStep, "optimizer step", n, c.mw));
+    c.e.optimizer_step({.dtype = c.mw, .elements = n, .label = "optimizer step"});
   }
   for (std::size_t g = 0; g < c.plan.groups.size() && c.path != OptimizerPath::Plain; ++g) {
     const FlatGroup& fg = c.plan.groups[g];
@@ -138,20 +145,25 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
     if (n == 0) continue;
     std::uint32_t tmp = kNone;
     if (!bf16opt) {  // FP16_Optimizer: flat fp32 copy of the group's grads
-      tmp = c.temp("fp32 flat grads [" + std::to_string(g) + "]", n, c.mw);
+      tmp = c.e.temp("fp32 flat grads [" + std::to_string(g) + "]", n, c.mw);
       c.e.alloc(tmp);
-      c.copy(n, kNone, c.mw, Stream::Compute, tmp, "flatten and cast grads");
+      c.e.copy({.dtype = c.mw, .elements = n, .buffer = tmp, .label = "flatten and cast grads"});
     } else if (step == 0) {
       c.b3.push_back(
           c.e.buffer(engine_buffer("optimizer states [" + std::to_string(g) + "]",
                                    BufferCategory::OptimState, c.mw, 2 * n, true, "B3")));
       c.e.alloc(c.b3.back());
     }
-    c.e.op(make_op(OpKind::OptimizerStep, "optimizer step group " + std::to_string(g), n, c.mw,
-                   c.b2[g]));
+    c.e.optimizer_step({.dtype = c.mw,
+                        .elements = n,
+                        .buffer = c.b2[g],
+                        .label = "optimizer step group " + std::to_string(g)});
     if (tmp != kNone) c.e.free(tmp);
-    c.e.op(make_op(OpKind::WriteBack, "master -> LP params of group " + std::to_string(g), n, c.lp,
-                   c.b1[g]));
+    c.e.copy({.kind = OpKind::WriteBack,
+              .dtype = c.lp,
+              .elements = n,
+              .buffer = c.b1[g],
+              .label = "master -> LP params of group " + std::to_string(g)});
   }
   if (c.path == OptimizerPath::Bf16Optimizer) {
     emit_param_all_gather(c);
@@ -178,8 +190,13 @@ std::uint32_t emit_module_params(Ctx& c, bool trainable_persistent) {
   }
   // engine _broadcast_model: every param from rank 0, in module.parameters() order (§7.1 item 1).
   for (std::uint32_t p = 0; p < c.m.params.size(); ++p)
-    c.collective(CollectiveKind::Broadcast, c.m.params[p].numel, c.m.params[p].numel, c.lp,
-                 ReduceOp::None, Stream::Compute, "broadcast " + c.pname(p), 0);
+    c.e.collective({.kind = CollectiveKind::Broadcast,
+                    .dtype = c.lp,
+                    .numel = c.m.params[p].numel,
+                    .out_numel = c.m.params[p].numel,
+                    .root = 0,
+                    .label = collective_label("broadcast " + c.pname(p), CollectiveKind::Broadcast,
+                                              c.m.params[p].numel, c.m.params[p].numel, 0)});
   return module;
 }
 
@@ -195,17 +212,16 @@ void emit_engine_allreduce_program(Ctx& c) {
       const bool boundary = c.managed && micro + 1 == c.gas;
       emit_forward_backward(c.e, c.m, c.in.training, c.activation, c.ready_layer,
                             [&](std::uint32_t p) {
-                              Op ready = make_op(OpKind::GradReady, "grad ready " + c.pname(p));
-                              ready.param = p;
-                              c.e.op(std::move(ready));
+                              c.e.grad_ready({.param = p, .label = "grad ready " + c.pname(p)});
                               if (micro == 0)
                                 c.alloc_grad(p);  // later micro-steps accumulate into p.grad
                             });
       if (bf16opt) {  // backward epilogue: every bf16 grad is added into the fp32 buffer
         c.e.set_phase(Phase::Epilogue);
-        c.copy(grads_in_groups(c), kNone, c.ga, Stream::Compute,
-               fp32_grads.empty() ? kNone : fp32_grads.front(),
-               "add bf16 grads into the fp32 gradient buffer");
+        c.e.copy({.dtype = c.ga,
+                  .elements = grads_in_groups(c),
+                  .buffer = fp32_grads.empty() ? kNone : fp32_grads.front(),
+                  .label = "add bf16 grads into the fp32 gradient buffer"});
       }
       if (!boundary) continue;
       c.e.set_phase(Phase::BoundaryReduce);

@@ -91,11 +91,12 @@ struct PlannedInsert {
 };
 
 /// One reduction of a flush with reduce_scatter: `total` elements gathered from `pieces` owner
-/// slices, all-reduced (dst = -1) or reduced to rank `dst`.
+/// slices, all-reduced (root kNone) or reduced to rank `root` (its index in the world
+/// communicator).
 struct PlannedReduction {
   Elements total = 0;
   std::size_t pieces = 0;
-  std::int32_t dst = -1;
+  std::uint32_t root = kNone;
 };
 
 /// One backward's (or boundary pass's) bucket history. The last flush is the epilogue's (possibly
@@ -169,7 +170,6 @@ struct Ctx {
   std::vector<std::uint32_t> ipg;                 ///< T2 buffers (1, or 2 with overlap)
   std::vector<std::uint32_t> b1, b2, b3, b4, b5;  ///< per group
   std::uint32_t b6 = kNone, b7 = kNone;
-  std::map<std::tuple<std::string, Elements, DType>, std::uint32_t> temps;
 
   // Emission state.
   std::uint32_t flush_seq = 0;  ///< next flush number (Op::bucket)
@@ -188,26 +188,14 @@ struct Ctx {
   std::uint32_t kept_stage1_buf =
       kNone;  ///< stage 1, non-contiguous: grads kept after the epilogue
 
-  /// A temporary buffer of `numel` x `dt` (one Buffer per distinct name/size/dtype).
-  std::uint32_t temp(const std::string& name, Elements numel, DType dt,
-                     BufferCategory c = BufferCategory::Temp, const std::string& spec_id = "T5");
-  std::uint32_t copy(Elements elements, std::uint32_t slot, DType dt, Stream st,
-                     std::uint32_t buffer, std::string label);
-  std::uint32_t transfer(OpKind kind, Elements elements, std::uint32_t slot, DType dt,
-                         std::uint32_t buffer, std::string label);
-  std::uint32_t collective(CollectiveKind k, Elements numel, Elements out_numel, DType dt,
-                           ReduceOp op, Stream st, const std::string& what, std::int32_t dst = -1);
+  /// An offload copy (HostToDevice on the H2D stream, DeviceToHost on D2H) issued non_blocking
+  /// after the work enqueued so far on the stream that produced the data (Reduce with overlap_comm,
+  /// else Compute); the caller completes the spec (elements or slot, buffer, label).
+  CopySpec transfer(OpKind kind, DType dt) const;
   void alloc_grad(std::uint32_t p);
   void free_grad(std::uint32_t p, Stream st = Stream::Compute);
   const std::string& pname(std::uint32_t p) const { return m.params[p].name; }
 };
-
-/// An op of `kind` with `label`, `elements` x `dt` and target `buffer` (other fields default).
-Op make_op(OpKind kind, std::string label, Elements elements = 0, DType dt = DType::Float16,
-           std::uint32_t buffer = kNone);
-
-/// "AR", "RD", "BC", "AG", "RS".
-std::string short_name(CollectiveKind k);
 
 // stage012_buckets.cc
 /// Emits FLUSH of flush `f` of `pass` (collectives, post-flush copies); `set` is 1 for the second

@@ -26,24 +26,19 @@ Buffer step_buffer(std::string name, std::string spec, BufferCategory cat, Memor
 }
 
 std::uint32_t optimizer_op(Ctx& c, Elements elements, Stream st, std::uint32_t group) {
-  Op o;
-  o.kind = OpKind::OptimizerStep;
-  o.stream = st;
-  o.elements = elements;
-  o.dtype = c.mw;
-  o.buffer = c.b2[group];
-  o.label = "optimizer step group " + std::to_string(group);
-  return c.e.op(std::move(o));
+  return c.e.optimizer_step({.stream = st,
+                             .dtype = c.mw,
+                             .elements = elements,
+                             .buffer = c.b2[group],
+                             .label = "optimizer step group " + std::to_string(group)});
 }
 
 std::uint32_t write_back(Ctx& c, Elements elements, std::uint32_t group) {
-  Op o;
-  o.kind = OpKind::WriteBack;
-  o.elements = elements;
-  o.dtype = c.lp;
-  o.buffer = c.b1[group];
-  o.label = "master -> LP slice of group " + std::to_string(group);
-  return c.e.op(std::move(o));
+  return c.e.copy({.kind = OpKind::WriteBack,
+                   .dtype = c.lp,
+                   .elements = elements,
+                   .buffer = c.b1[group],
+                   .label = "master -> LP slice of group " + std::to_string(group)});
 }
 
 void alloc_adam(Ctx& c, std::uint32_t g, MemoryPool pool) {
@@ -63,8 +58,10 @@ void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
                                      c.slots.flat_copy(g), false));
   const std::uint32_t t6 = c.t6[g];
   c.e.alloc(t6);
-  c.copy(0, c.e.schedule().buffers[t6].slot, flat_dt, Stream::Compute, t6,
-         "flatten averaged_gradients");
+  c.e.copy({.dtype = flat_dt,
+            .slot = c.e.schedule().buffers[t6].slot,
+            .buffer = t6,
+            .label = "flatten averaged_gradients"});
   std::uint32_t grad_mw = t6;
   if (flat_dt != c.mw) {  // cast to the master dtype; the flat copy goes right after
     if (c.t7[g] == kNone)
@@ -73,7 +70,10 @@ void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
                                  BufferCategory::Temp, MemoryPool::Device, c.mw, s, kNone, false));
     grad_mw = c.t7[g];
     c.e.alloc(grad_mw);
-    c.copy(s, kNone, c.mw, Stream::Compute, grad_mw, "cast grads to the master dtype");
+    c.e.copy({.dtype = c.mw,
+              .elements = s,
+              .buffer = grad_mw,
+              .label = "cast grads to the master dtype"});
     c.e.free(t6);
   }
   if (last) {  // dropping the last group's averaged_gradients frees grads_in_partition
@@ -90,10 +90,17 @@ void group_update_host(Ctx& c, std::uint32_t g) {
   const Elements s = c.plan.groups[g].partition;
   if (g >= c.b3.size() || c.b3[g] == kNone) alloc_adam(c, g, MemoryPool::Host);  // first update
   optimizer_op(c, s, Stream::Host, g);
-  c.copy(s, kNone, c.lp, Stream::Host, c.b5[g], "master -> LP staging (B5)");
-  const std::uint32_t h2d =
-      c.transfer(OpKind::HostToDevice, s, kNone, c.lp, c.b1[g], "updated LP slice to the GPU");
-  c.e.schedule().ops[h2d].deps = {c.e.last_on(Stream::Host)};
+  c.e.copy({.stream = Stream::Host,
+            .dtype = c.lp,
+            .elements = s,
+            .buffer = c.b5[g],
+            .label = "master -> LP staging (B5)"});
+  CopySpec h2d = c.transfer(OpKind::HostToDevice, c.lp);
+  h2d.elements = s;
+  h2d.buffer = c.b1[g];
+  h2d.after = Stream::Host;  // the staging copy the host just made
+  h2d.label = "updated LP slice to the GPU";
+  c.e.copy(std::move(h2d));
   c.e.wait_stream(Stream::Compute, Stream::H2D);
 }
 
@@ -105,10 +112,14 @@ void emit_param_all_gather(Ctx& c) {
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
     const FlatGroup& fg = c.plan.groups[g];
     if (fg.aligned == 0) continue;
-    const std::uint32_t i =
-        c.collective(CollectiveKind::AllGather, fg.partition, fg.aligned, c.lp, ReduceOp::None,
-                     Stream::Compute, "all_gather params group " + std::to_string(g));
-    c.e.schedule().ops[i].buffer = c.b1[g];
+    c.e.collective(
+        {.kind = CollectiveKind::AllGather,
+         .dtype = c.lp,
+         .numel = fg.partition,
+         .out_numel = fg.aligned,
+         .buffer = c.b1[g],
+         .label = collective_label("all_gather params group " + std::to_string(g),
+                                   CollectiveKind::AllGather, fg.partition, fg.aligned)});
   }
 }
 
@@ -116,12 +127,15 @@ void emit_zero_step(Ctx& c, std::uint32_t step) {
   c.e.set_step(step, c.gas - 1);
   c.e.set_phase(Phase::Step);
   c.e.marker("step");
-  if (c.offload) c.e.op(make_op(OpKind::Sync, "step: gradient copies to host complete"));
+  if (c.offload) c.e.sync("step: gradient copies to host complete");
   const bool check =
       c.lp == DType::Float16 || (c.lp == DType::BFloat16 && c.ds.bf16_check_grad_overflow);
   if (check)
-    c.collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Stream::Compute,
-                 "overflow check");
+    c.e.collective({.dtype = DType::UInt8,
+                    .numel = 1,
+                    .out_numel = 1,
+                    .op = ReduceOp::Max,
+                    .label = collective_label("overflow check", CollectiveKind::AllReduce, 1, 1)});
   if (std::binary_search(c.in.overflow_steps.begin(), c.in.overflow_steps.end(), step)) {
     // Overflow: drop the grads and averaged lists and return: no norm, no update, no all-gather
     // (§5). Adam states are created by the first step that does update.
@@ -134,8 +148,12 @@ void emit_zero_step(Ctx& c, std::uint32_t step) {
     return;
   }
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g)
-    c.collective(CollectiveKind::AllReduce, 1, 1, DType::Float32, ReduceOp::Sum, Stream::Compute,
-                 "grad norm group " + std::to_string(g));
+    c.e.collective({.dtype = DType::Float32,
+                    .numel = 1,
+                    .out_numel = 1,
+                    .op = ReduceOp::Sum,
+                    .label = collective_label("grad norm group " + std::to_string(g),
+                                              CollectiveKind::AllReduce, 1, 1)});
   std::size_t last = c.plan.groups.size();
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g)
     if (c.plan.groups[g].partition > 0) last = g;

@@ -45,19 +45,20 @@ void BufferPool::release(std::uint32_t buffer) {
 namespace {
 
 std::uint32_t named_buffer(Emitter& e, std::string name, BufferCategory cat, DType dt,
-                           Elements numel) {
+                           Elements numel, bool persistent = false) {
   Buffer b;
   b.name = std::move(name);
   b.category = cat;
   b.dtype = dt;
   b.numel = numel;
+  b.persistent = persistent;
   return e.buffer(std::move(b));
 }
 
 }  // namespace
 
 Context::Context(Schedule& s, const ScheduleInput& in, const Walk& w)
-    : e(s),
+    : e(s, in.plan->world),
       m(*in.model),
       plan(*in.plan),
       ds(*in.ds),
@@ -94,11 +95,10 @@ Context::Context(Schedule& s, const ScheduleInput& in, const Walk& w)
     if (m.params[p].trainable)
       grad_buf[p] = named_buffer(e, "grad:" + name, BufferCategory::Grad, lp, n(p));
     full_buf[p] = named_buffer(e, "gathered:" + name, BufferCategory::GatheredParam, lp, n(p));
-    padded_buf[p] =
-        named_buffer(e, "gathered (W*c):" + name, BufferCategory::GatheredParam, lp, c(p) * world);
     // A persistent param's gathered copy stays resident from every POST_STEP on, program end
     // included.
-    if (persistent(p)) s.buffers[padded_buf[p]].persistent = true;
+    padded_buf[p] = named_buffer(e, "gathered (W*c):" + name, BufferCategory::GatheredParam, lp,
+                                 c(p) * world, persistent(p));
   }
   const auto act = layer_activation_bytes(m, in.training, lp);
   act_buf.assign(m.layers.size(), kNone);
@@ -118,34 +118,35 @@ bool Context::sg_on_cpu(std::size_t sg) const {
 
 std::uint32_t Context::collective(CollectiveKind k, Elements numel, Elements out, DType dt,
                                   ReduceOp r, Stream st, std::string label,
-                                  std::vector<std::uint32_t> deps, std::int32_t dst) {
-  Op o;
-  o.kind = OpKind::Collective;
-  o.collective = k;
-  o.numel = numel;
-  o.out_numel = out;
-  o.dtype = dt;
-  o.reduce_op = r;
-  o.stream = st;
-  o.dst = dst;
-  o.group_size = world;
-  o.label = std::move(label);
-  o.deps = std::move(deps);
-  return e.op(std::move(o));
+                                  std::vector<std::uint32_t> deps, std::uint32_t root) {
+  return e.collective({.kind = k,
+                       .dtype = dt,
+                       .numel = numel,
+                       .out_numel = out,
+                       .op = r,
+                       .root = root,
+                       .stream = st,
+                       .deps = std::move(deps),
+                       .label = std::move(label)});
 }
 
 std::uint32_t Context::data_op(OpKind k, Stream st, Elements elements, DType dt,
                                std::uint32_t buffer, std::string label,
                                std::vector<std::uint32_t> deps) {
-  Op o;
-  o.kind = k;
-  o.stream = st;
-  o.elements = elements;
-  o.dtype = dt;
-  o.buffer = buffer;
-  o.label = std::move(label);
-  o.deps = std::move(deps);
-  return e.op(std::move(o));
+  if (k == OpKind::OptimizerStep)
+    return e.optimizer_step({.stream = st,
+                             .dtype = dt,
+                             .elements = elements,
+                             .buffer = buffer,
+                             .deps = std::move(deps),
+                             .label = std::move(label)});
+  return e.copy({.kind = k,
+                 .stream = st,
+                 .dtype = dt,
+                 .elements = elements,
+                 .buffer = buffer,
+                 .deps = std::move(deps),
+                 .label = std::move(label)});
 }
 
 namespace {
@@ -238,14 +239,10 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
 
 void compute_op(s3::Context& cx, OpKind k, const s3::HookEvent& ev, double flops,
                 const char* what) {
-  Op o;
-  o.kind = k;
-  o.layer = ev.index;
-  o.flops = flops * ev.share;
-  o.label = std::string(what) + " " + cx.m.layers[ev.index].name;
+  std::string label = std::string(what) + " " + cx.m.layers[ev.index].name;
   if (ev.module != kNone && ev.module < cx.walk.modules.size())
-    o.label += " [" + cx.walk.modules[ev.module].name + "]";
-  cx.e.op(std::move(o));
+    label += " [" + cx.walk.modules[ev.module].name + "]";
+  cx.e.compute({k, ev.index, flops * ev.share, std::move(label)});
 }
 
 void replay_event(s3::Context& cx, s3::Coordinator& co, s3::Reducer& red, const s3::HookEvent& ev,
@@ -271,13 +268,10 @@ void replay_event(s3::Context& cx, s3::Coordinator& co, s3::Reducer& red, const 
       break;
     case s3::HookKind::GradReady: {
       cx.e.alloc(cx.grad_buf[i]);
-      Op g;
-      g.kind = OpKind::GradReady;
-      g.param = i;
-      g.elements = cx.n(i);
-      g.dtype = cx.lp;
-      g.label = "grad ready " + cx.m.params[i].name;
-      red.on_grad(i, cx.e.op(std::move(g)));
+      red.on_grad(i, cx.e.grad_ready({.param = i,
+                                      .elements = cx.n(i),
+                                      .dtype = cx.lp,
+                                      .label = "grad ready " + cx.m.params[i].name}));
       break;
     }
   }
@@ -328,6 +322,7 @@ Result<Schedule> build_stage3(const ScheduleInput& in) {
     }
   }
   if (cx.internal.has_errors()) return cx.internal;
+  fill_tensor_table(s, in, cx.grad_buf);
   RankRole all;
   all.ranks = {{0, in.plan->world - 1}};
   all.representative = 0;

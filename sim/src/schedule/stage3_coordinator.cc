@@ -120,12 +120,10 @@ void Coordinator::fetch(std::uint32_t module, bool backward) {
   // also synchronizes on the all-gather-stream event of the third-last waited param when more than
   // 2 are outstanding (__max_ongoing_fetch_events). That point is earlier on the same stream than
   // this wait_stream, and launches are instantaneous here, so the throttle never changes a time.
-  Op mark;
-  mark.kind = OpKind::Marker;
-  mark.label = "fetch " + what;
+  std::vector<std::uint32_t> deps;
   if (cx_.gather_stream != Stream::Compute && last_gather_op_ != kNone)
-    mark.deps.push_back(last_gather_op_);
-  cx_.e.op(std::move(mark));
+    deps.push_back(last_gather_op_);
+  cx_.e.marker("fetch " + what, Stream::Compute, std::move(deps));
   if (mode_ == Mode::Complete) {
     consume_own(mod);
     prefetch();
@@ -334,10 +332,7 @@ void Coordinator::gather_persistent() {
     ++issued;
   }
   if (issued == 0) return;
-  Op sync;
-  sync.kind = OpKind::Sync;
-  sync.label = "post-step gather: device synchronize";
-  cx_.e.op(std::move(sync));
+  cx_.e.sync("post-step gather: device synchronize");
 }
 
 }  // namespace zerosim::schedule::s3

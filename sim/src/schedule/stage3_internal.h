@@ -148,7 +148,7 @@ struct Context {
   /// A Collective op over the data-parallel group, with deps.
   std::uint32_t collective(CollectiveKind k, Elements numel, Elements out, DType dt, ReduceOp r,
                            Stream st, std::string label, std::vector<std::uint32_t> deps = {},
-                           std::int32_t dst = -1);
+                           std::uint32_t root = kNone);
   /// A copy-like op (Copy, HostToDevice, DeviceToHost, OptimizerStep, WriteBack).
   std::uint32_t data_op(OpKind k, Stream st, Elements elements, DType dt, std::uint32_t buffer,
                         std::string label, std::vector<std::uint32_t> deps = {});
@@ -233,7 +233,13 @@ class Reducer {
   void reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements sum_c);
   void all_reduce(Elements e);
   void partition_grads(const std::vector<std::uint32_t>& sorted, Elements sum_c);
-  std::uint32_t reduce_op(Op o);
+  /// Ops on the reduce stream, tagged with the current flush; each becomes last_reduce_op_.
+  std::uint32_t on_reduce_stream(std::uint32_t op);
+  std::uint32_t alloc(std::uint32_t buffer);
+  std::uint32_t free(std::uint32_t buffer);
+  std::uint32_t copy(OpKind kind, Elements elements, DType dt, std::uint32_t buffer,
+                     std::string label, std::uint32_t param = kNone,
+                     std::vector<std::uint32_t> deps = {});
 
   Context& cx_;
   std::vector<Entry> bucket_;

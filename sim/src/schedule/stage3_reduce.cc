@@ -11,11 +11,31 @@
 
 namespace zerosim::schedule::s3 {
 
-std::uint32_t Reducer::reduce_op(Op o) {
-  o.stream = cx_.reduce_stream;
-  o.bucket = flush_seq_;
-  last_reduce_op_ = cx_.e.op(std::move(o));
-  return last_reduce_op_;
+std::uint32_t Reducer::on_reduce_stream(std::uint32_t op) {
+  last_reduce_op_ = op;
+  return op;
+}
+
+std::uint32_t Reducer::alloc(std::uint32_t buffer) {
+  return on_reduce_stream(cx_.e.alloc(buffer, cx_.reduce_stream, flush_seq_));
+}
+
+std::uint32_t Reducer::free(std::uint32_t buffer) {
+  return on_reduce_stream(cx_.e.free(buffer, cx_.reduce_stream, flush_seq_));
+}
+
+std::uint32_t Reducer::copy(OpKind kind, Elements elements, DType dt, std::uint32_t buffer,
+                            std::string label, std::uint32_t param,
+                            std::vector<std::uint32_t> deps) {
+  return on_reduce_stream(cx_.e.copy({.kind = kind,
+                                      .stream = cx_.reduce_stream,
+                                      .dtype = dt,
+                                      .elements = elements,
+                                      .buffer = buffer,
+                                      .param = param,
+                                      .flush = flush_seq_,
+                                      .deps = std::move(deps),
+                                      .label = std::move(label)}));
 }
 
 void Reducer::on_grad(std::uint32_t p, std::uint32_t ready_op) {
@@ -27,20 +47,11 @@ void Reducer::on_grad(std::uint32_t p, std::uint32_t ready_op) {
   if (cx_.z.contiguous_gradients && elements_ + n <= r) {
     // The reduce stream waits for the compute stream, copies the grad into the bucket, and the
     // autograd storage goes (p.grad becomes a view of the IPG buffer).
-    Op copy;
-    copy.kind = OpKind::CopyToBucket;
-    copy.buffer = cx_.ipg;
-    copy.param = p;
-    copy.elements = n;
-    copy.dtype = cx_.cd;
-    copy.deps = {ready_op};
-    copy.label = "grad " + cx_.m.params[p].name + " into IPG [" + std::to_string(elements_) + ":" +
-                 std::to_string(elements_ + n) + "]";
-    reduce_op(std::move(copy));
-    Op free;
-    free.kind = OpKind::Free;
-    free.buffer = cx_.grad_buf[p];
-    reduce_op(std::move(free));
+    copy(OpKind::CopyToBucket, n, cx_.cd, cx_.ipg,
+         "grad " + cx_.m.params[p].name + " into IPG [" + std::to_string(elements_) + ":" +
+             std::to_string(elements_ + n) + "]",
+         p, {ready_op});
+    free(cx_.grad_buf[p]);
     entry.in_ipg = true;
   }
   bucket_.push_back(entry);
@@ -51,12 +62,9 @@ void Reducer::flush() {
   if (bucket_.empty()) return;
   // At most 2 earlier reductions may still be outstanding: the host waits for the oldest beyond.
   if (cx_.reduce_stream != Stream::Compute && flush_end_.size() >= 3) {
-    Op wait;
-    wait.kind = OpKind::Marker;
-    wait.label = "flush " + std::to_string(flush_seq_) + ": wait for flush " +
-                 std::to_string(flush_seq_ - 3);
-    wait.deps = {flush_end_[flush_end_.size() - 3]};
-    cx_.e.op(std::move(wait));
+    cx_.e.marker("flush " + std::to_string(flush_seq_) + ": wait for flush " +
+                     std::to_string(flush_seq_ - 3),
+                 Stream::Compute, {flush_end_[flush_end_.size() - 3]});
   }
   std::vector<std::uint32_t> sorted;
   for (const auto& en : bucket_) sorted.push_back(en.param);
@@ -69,10 +77,7 @@ void Reducer::flush() {
     reduce_scatter(sorted, sum_c);
   for (const auto& en : bucket_) {
     if (en.in_ipg) continue;
-    Op free;  // grads kept in their own storage (oversize or non-contiguous) are dropped now
-    free.kind = OpKind::Free;
-    free.buffer = cx_.grad_buf[en.param];
-    reduce_op(std::move(free));
+    free(cx_.grad_buf[en.param]);  // grads kept in their own storage (oversize, non-contiguous)
   }
   flush_end_.push_back(last_reduce_op_);
   bucket_.clear();
@@ -89,70 +94,43 @@ void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements 
   if (staging) {
     stage_buf =
         cx_.pool.acquire(cx_.e, "reduce-scatter staging", BufferCategory::CommBucket, cx_.cd, in);
-    reduce_op([&] {
-      Op o;
-      o.kind = OpKind::Alloc;
-      o.buffer = stage_buf;
-      return o;
-    }());
-    Op copy;
-    copy.kind = OpKind::Copy;
-    copy.buffer = stage_buf;
-    copy.elements = in;
-    copy.dtype = cx_.cd;
-    copy.label = flush_label + ": rank-major staging, padded per tensor, / W";
-    reduce_op(std::move(copy));
+    alloc(stage_buf);
+    copy(OpKind::Copy, in, cx_.cd, stage_buf,
+         flush_label + ": rank-major staging, padded per tensor, / W");
   }
   const auto out =
       cx_.pool.acquire(cx_.e, "reduce-scatter output", BufferCategory::Grad, cx_.cd, sum_c);
-  reduce_op([&] {
-    Op o;
-    o.kind = OpKind::Alloc;
-    o.buffer = out;
-    return o;
-  }());
-  Op rs;
-  rs.kind = OpKind::Collective;
-  rs.collective = CollectiveKind::ReduceScatter;
-  rs.numel = in;
-  rs.out_numel = sum_c;
-  rs.dtype = cx_.cd;
-  rs.reduce_op = ReduceOp::Sum;
-  rs.group_size = cx_.world;
-  rs.label = flush_label + ": reduce_scatter_tensor of " + std::to_string(sorted.size()) + " grads";
-  reduce_op(std::move(rs));
+  alloc(out);
+  on_reduce_stream(cx_.e.collective({.kind = CollectiveKind::ReduceScatter,
+                                     .dtype = cx_.cd,
+                                     .numel = in,
+                                     .out_numel = sum_c,
+                                     .op = ReduceOp::Sum,
+                                     .flush = flush_seq_,
+                                     .stream = cx_.reduce_stream,
+                                     .label = flush_label + ": reduce_scatter_tensor of " +
+                                              std::to_string(sorted.size()) + " grads"}));
   if (staging) {
-    reduce_op([&] {
-      Op o;
-      o.kind = OpKind::Free;
-      o.buffer = stage_buf;
-      return o;
-    }());
+    free(stage_buf);
     cx_.pool.release(stage_buf);
   }
   partition_grads(sorted, sum_c);
-  reduce_op([&] {
-    Op o;
-    o.kind = OpKind::Free;
-    o.buffer = out;
-    return o;
-  }());
+  free(out);
   cx_.pool.release(out);
 }
 
 // reduce_scatter=false, contiguous, bucket within R: the bucket is all-reduced in place (post /W).
 void Reducer::all_reduce(Elements e) {
-  Op ar;
-  ar.kind = OpKind::Collective;
-  ar.collective = CollectiveKind::AllReduce;
-  ar.buffer = cx_.ipg;
-  ar.numel = e;
-  ar.out_numel = e;
-  ar.dtype = cx_.cd;
-  ar.reduce_op = ReduceOp::Sum;
-  ar.group_size = cx_.world;
-  ar.label = "flush " + std::to_string(flush_seq_) + ": all_reduce of the IPG bucket";
-  reduce_op(std::move(ar));
+  on_reduce_stream(cx_.e.collective(
+      {.kind = CollectiveKind::AllReduce,
+       .dtype = cx_.cd,
+       .numel = e,
+       .out_numel = e,
+       .op = ReduceOp::Sum,
+       .flush = flush_seq_,
+       .buffer = cx_.ipg,
+       .stream = cx_.reduce_stream,
+       .label = "flush " + std::to_string(flush_seq_) + ": all_reduce of the IPG bucket"}));
   std::vector<std::uint32_t> sorted;
   Elements sum_c = 0;
   for (const auto& en : bucket_) {
@@ -171,26 +149,13 @@ void Reducer::partition_grads(const std::vector<std::uint32_t>& sorted, Elements
   const std::string mode = cx_.micro == 0 ? "copy" : "accumulate";
   const DType ga = cx_.ga;
   if (!cx_.offload_opt) {
-    Op copy;
-    copy.kind = OpKind::Copy;
-    copy.buffer = cx_.grad_partitions;
-    copy.elements = sum_c;
-    copy.dtype = ga;
-    copy.label = "partition grads (" + mode + ")";
-    reduce_op(std::move(copy));
+    copy(OpKind::Copy, sum_c, ga, cx_.grad_partitions, "partition grads (" + mode + ")");
     return;
   }
   for (auto p : sorted) {
     const std::string& name = cx_.m.params[p].name;
     auto data = [&](OpKind k, const std::string& what) {
-      Op o;
-      o.kind = k;
-      o.buffer = cx_.grad_partitions;
-      o.elements = cx_.c(p);
-      o.dtype = ga;
-      o.label = what;
-      o.label.append(" ").append(name);
-      return reduce_op(std::move(o));
+      return copy(k, cx_.c(p), ga, cx_.grad_partitions, what + " " + name);
     };
     if (cx_.micro > 0) {
       data(OpKind::HostToDevice, "grad partition to device for accumulation:");
@@ -207,12 +172,10 @@ void Reducer::partition_grads(const std::vector<std::uint32_t>& sorted, Elements
 void Reducer::epilogue() {
   flush();
   // The reduce stream is synchronized before the step (or the next forward) runs.
-  Op mark;
-  mark.kind = OpKind::Marker;
-  mark.label = "epilogue: reduce stream synchronized";
+  std::vector<std::uint32_t> deps;
   if (cx_.reduce_stream != Stream::Compute && last_reduce_op_ != kNone)
-    mark.deps = {last_reduce_op_};
-  cx_.e.op(std::move(mark));
+    deps.push_back(last_reduce_op_);
+  cx_.e.marker("epilogue: reduce stream synchronized", Stream::Compute, std::move(deps));
 }
 
 }  // namespace zerosim::schedule::s3

@@ -41,10 +41,12 @@ struct CollectiveCall {
   Elements out_numel = 0;  ///< output elements per rank
   DType dtype = DType::Float16;
   ReduceOp reduce_op = ReduceOp::None;
-  std::int32_t root = -1;          ///< reduce destination / broadcast source (group rank)
-  std::uint32_t communicator = 0;  ///< communicator_of(op)
+  std::int32_t root = -1;          ///< reduce destination / broadcast source (index in the group)
+  std::uint32_t communicator = 0;  ///< communicator_of(op): Schedule::comms index
   std::uint32_t group_size = 1;
-  std::uint32_t rank_in_group = 0;
+  std::uint32_t rank_in_group = 0;  ///< this rank's index in its group
+  std::uint32_t group_first = 0;    ///< the rank at index 0 of this rank's group
+  std::uint32_t group_stride = 1;   ///< ranks between consecutive members
 };
 
 /// A data op that is not a collective (Copy, CopyToBucket, WriteBack, H2D, D2H, OptimizerStep) or

@@ -1,0 +1,143 @@
+// The emitter every schedule builder appends through: one spec per op kind, built in one expression
+// and appended once. The spec types are the field contract of each kind (which Op fields a kind
+// carries); an op is never patched after it is appended, and no builder constructs an Op itself
+// (ctest layering.no_raw_ops_in_builders). A Buffer is complete when it is added (persistent
+// included).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "zerosim/schedule.h"
+
+namespace zerosim::schedule {
+
+/// A Collective over communicator `comm` (Schedule::comms; 0 is the data-parallel world).
+struct CollectiveSpec {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  DType dtype = DType::Float16;
+  Elements numel = 0;      ///< input elements per rank
+  Elements out_numel = 0;  ///< output elements per rank (= numel unless gather/scatter)
+  ReduceOp op = ReduceOp::None;
+  std::uint32_t root = kNone;    ///< reduce root / broadcast source: index in the communicator
+  std::uint32_t comm = 0;        ///< Schedule::comms index
+  std::uint32_t flush = kNone;   ///< flush sequence number (Op::bucket)
+  std::uint32_t buffer = kNone;  ///< the buffer reduced or gathered
+  Stream stream = Stream::Compute;
+  std::vector<std::uint32_t> deps{};
+  std::string label{};
+};
+
+/// Copy, CopyToBucket, WriteBack, HostToDevice, DeviceToHost.
+struct CopySpec {
+  OpKind kind = OpKind::Copy;
+  Stream stream = Stream::Compute;
+  DType dtype = DType::Float16;
+  Elements elements = 0;
+  std::uint32_t slot = kNone;    ///< when != kNone the element count is the rank role's slot value
+  std::uint32_t buffer = kNone;  ///< the buffer written
+  std::uint32_t param = kNone;   ///< CopyToBucket: the param whose gradient is copied
+  std::uint32_t flush = kNone;   ///< the flush the copy belongs to (Op::bucket)
+  /// Issued after the latest op so far on this stream (a non_blocking copy of data that stream
+  /// produced): adds that op to deps.
+  std::optional<Stream> after{};
+  std::vector<std::uint32_t> deps{};
+  std::string label{};
+};
+
+/// OptimizerStep of `elements` master elements.
+struct UpdateSpec {
+  Stream stream = Stream::Compute;
+  DType dtype = DType::Float32;
+  Elements elements = 0;
+  std::uint32_t buffer = kNone;  ///< the master weights updated
+  std::vector<std::uint32_t> deps{};
+  std::string label{};
+};
+
+/// GradReady: autograd produced `param`'s gradient.
+struct GradSpec {
+  std::uint32_t param = kNone;
+  Elements elements = 0;
+  DType dtype = DType::Float16;
+  std::string label{};
+};
+
+/// Forward, Backward, Recompute of `layer`.
+struct ComputeSpec {
+  OpKind kind = OpKind::Forward;
+  std::uint32_t layer = kNone;
+  double flops = 0;
+  std::string label{};
+};
+
+/// "AR", "RD", "BC", "AG", "RS".
+std::string short_name(CollectiveKind k);
+/// The stage 0/1/2 collective label: "<what>: AR(numel)", "<what>: RD(root,numel)",
+/// "<what>: AG(out,in)".
+std::string collective_label(const std::string& what, CollectiveKind k, Elements numel,
+                             Elements out_numel, std::uint32_t root = kNone);
+
+/// Appends buffers and ops, keeping the phase/step/micro-step context so builders stay short.
+class Emitter {
+ public:
+  /// Starts the schedule's communicators with the data-parallel world of `world` ranks.
+  Emitter(Schedule& s, std::uint32_t world);
+
+  std::uint32_t buffer(Buffer b);
+  /// Interns a communicator (equal groups, equal index); returns its Schedule::comms index.
+  std::uint32_t comm(CommGroup g);
+  /// A temporary buffer named "<name> (<numel> x <dtype>)", one per distinct name/size/dtype.
+  std::uint32_t temp(const std::string& name, Elements numel, DType dt,
+                     BufferCategory c = BufferCategory::Temp, const std::string& spec_id = "T5");
+
+  std::uint32_t alloc(std::uint32_t buf, Stream st = Stream::Compute, std::uint32_t flush = kNone);
+  std::uint32_t free(std::uint32_t buf, Stream st = Stream::Compute, std::uint32_t flush = kNone);
+  std::uint32_t marker(std::string label, Stream st = Stream::Compute,
+                       std::vector<std::uint32_t> deps = {});
+  /// A full device synchronize.
+  std::uint32_t sync(std::string label);
+  /// Makes `waiter` wait for everything enqueued so far on `on` (torch's wait_stream): a Marker on
+  /// `waiter` depending on the latest op of `on`. Emits nothing when `on` has no op yet.
+  std::uint32_t wait_stream(Stream waiter, Stream on);
+  std::uint32_t compute(ComputeSpec c);
+  std::uint32_t grad_ready(GradSpec g);
+  std::uint32_t copy(CopySpec c);
+  std::uint32_t collective(CollectiveSpec c);
+  std::uint32_t optimizer_step(UpdateSpec u);
+
+  /// Index of the latest op appended on stream `st` through this emitter, or kNone.
+  std::uint32_t last_on(Stream st) const {
+    const auto lane = static_cast<std::size_t>(st);
+    return lane < kStreamCount ? last_on_[lane] : kNone;
+  }
+  void set_phase(Phase p) { phase_ = p; }
+  void set_step(std::uint32_t step, std::uint32_t micro) {
+    step_ = step;
+    micro_step_ = micro;
+  }
+  Phase phase() const { return phase_; }
+  const Schedule& schedule() const { return s_; }
+
+ private:
+  std::uint32_t append(Op o);
+
+  Schedule& s_;
+  std::array<std::uint32_t, kStreamCount> last_on_ = [] {
+    std::array<std::uint32_t, kStreamCount> a{};
+    a.fill(kNone);
+    return a;
+  }();
+  Phase phase_ = Phase::Init;
+  std::uint32_t step_ = 0;
+  std::uint32_t micro_step_ = 0;
+  std::map<std::tuple<std::string, Elements, DType>, std::uint32_t> temps_;
+};
+
+}  // namespace zerosim::schedule
