@@ -10,6 +10,7 @@
 #include "run_inputs.h"
 #include "zerosim/engine.h"
 #include "zerosim/gpu_catalog.h"
+#include "zerosim/schedule_digest.h"
 #include "zerosim/schedule_io.h"
 #include "zerosim/simulate_report.h"
 #include "zerosim/trace.h"
@@ -110,7 +111,9 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
   if (report(target.diagnostics(), err)) return kExitInvalidInput;
   auto sim = simulate(target->schedule, target->gpu, opts);
   if (report(sim.diagnostics(), err)) return kExitInvalidInput;
-  const auto& r = sim.value();
+  auto& r = sim.value();
+  // The trace names the schedule it ran, so `zerosim check` compares only runs of one schedule.
+  if (opts.record_trace) r.trace.meta.schedule_digest = schedule_digest(target->schedule);
   if (auto p = args->get("--trace"))
     if (!write_file("--trace", *p, err, [&](std::ostream& o) { write_trace_json(r.trace, o); }))
       return kExitInvalidInput;

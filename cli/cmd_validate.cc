@@ -13,6 +13,7 @@
 #include "run_inputs.h"
 #include "zerosim/engine.h"
 #include "zerosim/host_backend.h"
+#include "zerosim/schedule_digest.h"
 #include "zerosim/schedule_io.h"
 #include "zerosim/trace.h"
 
@@ -124,7 +125,8 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
     err << "validate: the run failed; nothing was compared\n";
     return kExitInfeasible;
   }
-  const exec::HostRun& m = measured.value();
+  exec::HostRun& m = measured.value();
+  m.trace.meta.schedule_digest = schedule_digest(s);
   const SimulationResult& p = predicted.value();
 
   // 1. The collective log of every rank, as text.

@@ -17,6 +17,7 @@
 #include "zerosim/partition_plan.h"
 #include "zerosim/scenario.h"
 #include "zerosim/schedule_builder.h"
+#include "zerosim/schedule_digest.h"
 #include "zerosim/schedule_io.h"
 
 namespace zerosim::exec {
@@ -120,6 +121,17 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, ShippedScenario,
                              if (c == '-' || c == '.') c = '_';
                            return n;
                          });
+
+TEST(ScheduleDigest, EqualSchedulesEqualDigestsAndAnyChangeShows) {
+  const Built a = build("tiny_zero2_4gpu.json"), b = build("tiny_zero2_4gpu.json");
+  const std::string d = schedule_digest(a.schedule);
+  EXPECT_EQ(d.size(), 8u + 16u);
+  EXPECT_EQ(d, schedule_digest(b.schedule));
+  Schedule changed = a.schedule;
+  changed.ops[changed.ops.size() / 2].label += " ";
+  EXPECT_NE(schedule_digest(changed), d);
+  EXPECT_NE(schedule_digest(build("tiny_zero2_4gpu.json", 2).schedule), d);
+}
 
 TEST(RingPlan, ChunksTileTheBufferAndBytesAddUp) {
   for (std::uint32_t n : {1u, 2u, 3u, 7u, 8u}) {

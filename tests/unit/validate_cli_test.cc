@@ -122,6 +122,14 @@ TEST(ValidateCli, FilesOfDifferentSchedulesAreRefused) {
       << r.err;
   EXPECT_TRUE(r.out.empty());
   std::remove(other.c_str());
+  // Same model and sizes, another schedule: the digests differ.
+  auto t = nlohmann::json::parse(read_all(f.measured));
+  ASSERT_EQ(t["meta"]["schedule_digest"].get<std::string>().rfind("fnv1a64:", 0), 0u);
+  t["meta"]["schedule_digest"] = "fnv1a64:0000000000000000";
+  write(f.measured, t.dump());
+  r = run_cli("check --predicted " + f.predicted + " --measured " + f.measured);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("/meta/schedule_digest"), std::string::npos) << r.err;
 }
 
 TEST(ValidateCli, BadInputIsOneLine) {

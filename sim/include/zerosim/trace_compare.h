@@ -3,7 +3,8 @@
 //
 // Compared, each with a verdict:
 //   * identity: traces of different schedules (model, world size, stage, DeepSpeed behaviour,
-//     and the schedule digest when both carry one) are refused, not compared;
+//     mode, steps, micro-steps, and the schedule digest when both carry one) are refused, not
+//     compared;
 //   * the collective sequence of every rank, element for element (kind, counts, dtype, group,
 //     phase, step, and micro-step, reduce op, root and bucket where both sides carry them): the
 //     first difference with a few lines of context;

@@ -156,6 +156,8 @@ Result<Comparison> compare_traces(const Trace& predicted, const std::string& psr
   refuse("mode", predicted.meta.mode, measured.meta.mode);
   refuse("steps", str(predicted.meta.steps), str(measured.meta.steps));
   refuse("grad_accum", str(predicted.meta.grad_accum), str(measured.meta.grad_accum));
+  if (!predicted.meta.schedule_digest.empty() && !measured.meta.schedule_digest.empty())
+    refuse("schedule_digest", predicted.meta.schedule_digest, measured.meta.schedule_digest);
   if (d.has_errors()) return d;
   Comparison c;
   const std::uint32_t world = predicted.meta.world;
