@@ -80,7 +80,8 @@ std::size_t SimulationResult::footprint_bytes() const {
 
 Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
                                   const EngineOptions& options) {
-  auto graph = lower_schedule(schedule);
+  // The engine reads no tensor layout; build_schedule and the schedule reader replanned it.
+  auto graph = lower_schedule(schedule, "schedule", LayoutCheck::References);
   if (!graph.ok()) return graph.diagnostics();
   return simulate(schedule, graph.value(), gpu, options);
 }
