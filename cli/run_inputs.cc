@@ -137,17 +137,7 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
   d.append(plan.diagnostics());
   if (!plan.ok()) return Result<BuiltRun>(d);
   run.plan = std::move(plan.value());
-  ScheduleInput in;
-  in.model = &s.model;
-  in.plan = &run.plan;
-  in.ds = &s.ds;
-  in.cluster = s.cluster;
-  in.training = s.training;
-  in.steps = s.steps;
-  in.overflow_steps = s.overflow_steps;
-  in.mode = s.mode;
-  in.version = s.version;
-  auto sched = build_schedule(in);
+  auto sched = build_schedule(schedule_input(s, run.plan));
   d.append(sched.diagnostics());
   if (!sched.ok()) return Result<BuiltRun>(d);
   run.schedule = std::move(sched.value());

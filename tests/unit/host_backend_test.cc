@@ -41,17 +41,7 @@ Built build(const std::string& scenario_file, std::uint32_t steps = 0) {
       s.model, partition_options(s.ds, static_cast<std::uint32_t>(s.cluster.world_size())));
   EXPECT_TRUE(plan.ok()) << plan.diagnostics().to_string();
   b.plan = plan.value();
-  ScheduleInput in;
-  in.model = &b.scenario.model;
-  in.plan = &b.plan;
-  in.ds = &b.scenario.ds;
-  in.cluster = s.cluster;
-  in.training = s.training;
-  in.steps = s.steps;
-  in.overflow_steps = s.overflow_steps;
-  in.mode = s.mode;
-  in.version = s.version;
-  auto sched = build_schedule(in);
+  auto sched = build_schedule(schedule_input(b.scenario, b.plan));
   EXPECT_TRUE(sched.ok()) << sched.diagnostics().to_string();
   b.schedule = sched.value();
   auto g = lower_schedule(b.schedule);

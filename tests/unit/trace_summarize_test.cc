@@ -26,26 +26,10 @@ std::string summary_text(const Summary& s) {
 
 // The schedule of a shipped scenario, built as `zerosim simulate --scenario` builds it.
 Result<Schedule> scenario_schedule(const Scenario& s) {
-  PartitionOptions o;
-  o.stage = s.ds.zero.stage;
-  o.world = static_cast<std::uint32_t>(s.cluster.world_size());
-  o.round_robin = s.ds.zero.round_robin_gradients;
-  o.sub_group_size = s.ds.zero.sub_group_size;
-  o.param_persistence_threshold = s.ds.zero.param_persistence_threshold;
-  o.model_persistence_threshold = s.ds.zero.model_persistence_threshold;
-  auto plan = plan_partition(s.model, o);
+  auto plan = plan_partition(
+      s.model, partition_options(s.ds, static_cast<std::uint32_t>(s.cluster.world_size())));
   if (!plan.ok()) return plan.diagnostics();
-  ScheduleInput in;
-  in.model = &s.model;
-  in.plan = &plan.value();
-  in.ds = &s.ds;
-  in.cluster = s.cluster;
-  in.training = s.training;
-  in.steps = s.steps;
-  in.overflow_steps = s.overflow_steps;
-  in.mode = s.mode;
-  in.version = s.version;
-  return build_schedule(in);
+  return build_schedule(schedule_input(s, plan.value()));
 }
 
 // Only the peaks of the given roles (the written trace carries a few roles).
