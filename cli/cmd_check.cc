@@ -3,11 +3,10 @@
 // sequences are compared. Exit codes: 0 agree within tolerance, 1 invalid input (unreadable file,
 // traces of different schedules), 2 drift beyond tolerance.
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 
 #include "args.h"
 #include "commands.h"
+#include "zerosim/input_file.h"
 #include "zerosim/trace.h"
 #include "zerosim/trace_compare.h"
 
@@ -43,12 +42,12 @@ struct Side {
 
 // A zerosim trace names its format ("zerosim-trace"), which no collective log line contains;
 // anything else is read as a collective log.
-Result<Side> load(const std::string& flag, const std::string& path) {
+Result<Side> load(const std::string& path) {
   Side side;
   side.path = path;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return fail<Side>(flag, "", "cannot read " + path);
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  Diagnostics d;
+  std::string text;
+  if (!read_input_file(path, text, d)) return d;
   if (text.find("\"zerosim-trace\"") != std::string::npos) {
     auto t = read_trace_json(text, path);
     if (!t.ok()) return t.diagnostics();
@@ -106,8 +105,8 @@ int run_check(const std::vector<std::string>& argv, std::ostream& out, std::ostr
   auto fmt = parse_choice("--format", args->get("--format").value_or("table"), {"table", "json"});
   d.append(fmt.diagnostics());
   if (report(d, err)) return kExitInvalidInput;
-  auto p = load("--predicted", *args->get("--predicted"));
-  auto m = load("--measured", *args->get("--measured"));
+  auto p = load(*args->get("--predicted"));
+  auto m = load(*args->get("--measured"));
   bool bad = report(p.diagnostics(), err);
   bad = report(m.diagnostics(), err) || bad;
   if (bad) return kExitInvalidInput;

@@ -102,8 +102,8 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
     d.append(cal.diagnostics());
     if (cal.ok()) opts.calibration = cal.value();
   }
-  for (const char* f : {"--trace", "--summary", "--chrome-trace"})
-    if (auto p = args->get(f); p && !can_write(f, *p, err)) return kExitInvalidInput;
+  if (!check_outputs(args.value(), specs, {"--trace", "--summary", "--chrome-trace"}, err))
+    return kExitInvalidInput;
   if (report(d, err)) return kExitInvalidInput;
   opts.record_trace = args->has("--trace") || args->has("--chrome-trace");
   auto target = args->has("--schedule") ? target_from_schedule_file(args.value())
@@ -115,15 +115,22 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
   // The trace names the schedule it ran, so `zerosim check` compares only runs of one schedule.
   if (opts.record_trace) r.trace.meta.schedule_digest = schedule_digest(target->schedule);
   if (auto p = args->get("--trace"))
-    if (!write_file("--trace", *p, err, [&](std::ostream& o) { write_trace_json(r.trace, o); }))
+    if (!write_file("--trace", *p, err, [&](std::ostream& o) {
+          write_trace_json(r.trace, o);
+          return true;
+        }))
       return kExitInvalidInput;
   if (auto p = args->get("--chrome-trace"))
-    if (!write_file("--chrome-trace", *p, err,
-                    [&](std::ostream& o) { write_chrome_trace(r.trace, o); }))
+    if (!write_file("--chrome-trace", *p, err, [&](std::ostream& o) {
+          write_chrome_trace(r.trace, o);
+          return true;
+        }))
       return kExitInvalidInput;
   if (auto p = args->get("--summary"))
-    if (!write_file("--summary", *p, err,
-                    [&](std::ostream& o) { write_summary_json(r.summary, o); }))
+    if (!write_file("--summary", *p, err, [&](std::ostream& o) {
+          write_summary_json(r.summary, o);
+          return true;
+        }))
       return kExitInvalidInput;
   write_simulate_report(r.summary, target->schedule,
                         fmt.value() == "json" ? OutputFormat::Json : OutputFormat::Table, out);

@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "args.h"
-#include "atomic_output.h"
 #include "commands.h"
 #include "output_file.h"
 #include "run_inputs.h"
@@ -104,8 +103,8 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
     d.error("zerosim validate", "--no-data",
             "expected --no-data (count-only mode): data mode needs every op's source and "
             "destination regions (schedule IR v2 operands), which schedules do not carry yet");
-  for (const char* f : {"--output", "--collectives-out"})
-    if (auto p = args->get(f); p && !can_write(f, *p, err)) return kExitInvalidInput;
+  if (!check_outputs(args.value(), specs, {"--output", "--collectives-out"}, err))
+    return kExitInvalidInput;
   if (report(d, err)) return kExitInvalidInput;
 
   auto run = build_run(args.value());
@@ -186,11 +185,16 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
   }
 
   if (auto path = args->get("--output"))
-    if (!write_file_atomic("--output", *path, err,
-                           [&](std::ostream& o) { write_trace_json(m.trace, o); }))
+    if (!write_file("--output", *path, err, [&](std::ostream& o) {
+          write_trace_json(m.trace, o);
+          return true;
+        }))
       return kExitInvalidInput;
   if (auto path = args->get("--collectives-out"))
-    if (!write_file_atomic("--collectives-out", *path, err, [&](std::ostream& o) { o << mlog; }))
+    if (!write_file("--collectives-out", *path, err, [&](std::ostream& o) {
+          o << mlog;
+          return true;
+        }))
       return kExitInvalidInput;
 
   SimTime step_ns = 0;

@@ -2,6 +2,7 @@
 // process exit code: 0 ok, 1 invalid input, 2 infeasible, 3 internal error.
 #pragma once
 
+#include <cstddef>
 #include <iosfwd>
 #include <span>
 #include <string>
@@ -46,7 +47,11 @@ std::span<const Command> commands();
 /// The command called `name`, or nullptr.
 const Command* find_command(std::string_view name);
 
-/// Prints diagnostics (one line each) to `err`; returns true when any is an error.
+/// How many diagnostics report() prints; the rest are counted in one last line.
+inline constexpr std::size_t kMaxReportedDiagnostics = 50;
+
+/// Prints diagnostics (one line each, at most kMaxReportedDiagnostics, then "zerosim: and N more
+/// errors") to `err`; returns true when any is an error.
 bool report(const Diagnostics& diags, std::ostream& err);
 
 }  // namespace zerosim::cli

@@ -1,6 +1,9 @@
 // zerosim: plan, simulate and validate DeepSpeed ZeRO training steps.
 // Dispatches through the command table (commands()); turns any escaped exception into exit code 3.
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -13,7 +16,22 @@
 namespace zerosim::cli {
 
 bool report(const Diagnostics& diags, std::ostream& err) {
-  for (const auto& d : diags.items()) err << d.to_string() << "\n";
+  std::size_t shown = 0, more_errors = 0, more_others = 0;
+  for (const auto& d : diags.items()) {
+    if (shown < kMaxReportedDiagnostics) {
+      err << d.to_string() << "\n";
+      ++shown;
+    } else {
+      ++(d.severity == Severity::Error ? more_errors : more_others);
+    }
+  }
+  if (more_errors + more_others > 0) {
+    err << "zerosim: and " << more_errors << " more error" << (more_errors == 1 ? "" : "s");
+    if (more_others > 0)
+      err << " and " << more_others << " more warning" << (more_others == 1 ? "" : "s")
+          << " or notes";
+    err << "\n";
+  }
   return diags.has_errors();
 }
 
@@ -90,13 +108,25 @@ int dispatch(const std::vector<std::string>& all) {
   if (!c) return unknown_command(all[0]);
   return c->run(std::vector<std::string>(all.begin() + 1, all.end()), std::cout, std::cerr);
 }
+// Standard output is checked like an output file: flushed at exit, and a failed write (a full
+// disk, a closed pipe) is one line on stderr and a non-zero exit, never a silent 0.
+int flush_stdout(int rc) {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return rc;
+  std::cerr << "zerosim: cannot write the standard output"
+            << (errno == 0 ? "" : std::string(": ") + std::strerror(errno)) << "\n";
+  return rc == kExitOk ? kExitInvalidInput : rc;
+}
 }  // namespace
 
 }  // namespace zerosim::cli
 
 int main(int argc, char** argv) {
   try {
-    return zerosim::cli::dispatch(std::vector<std::string>(argv + 1, argv + argc));
+    const int rc = zerosim::cli::dispatch(std::vector<std::string>(argv + 1, argv + argc));
+    return zerosim::cli::flush_stdout(rc);
   } catch (const std::exception& e) {
     std::cerr << "zerosim: internal error: " << e.what() << "\n";
     return zerosim::cli::kExitInternal;

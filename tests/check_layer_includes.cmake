@@ -3,7 +3,7 @@
 #   sim/src/base,  and the base headers     -> base headers only
 #   sim/src/trace, and the trace header     -> base + trace headers
 # Usage: cmake -DDIR=<sim> -P check_layer_includes.cmake
-set(base_headers units.h diagnostic.h ir_types.h memory_types.h version.h)
+set(base_headers units.h diagnostic.h ir_types.h memory_types.h version.h input_file.h)
 set(trace_headers ${base_headers} trace.h trace_compare.h)
 function(check_layer layer allowed)
   set(bad "")

@@ -3,12 +3,11 @@
 #include "base/json_reader.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 #include <utility>
+
+#include "zerosim/input_file.h"
 
 namespace zerosim::json {
 
@@ -75,9 +74,16 @@ class DomBuilder {
     top.key = std::move(k);
     return true;
   }
-  bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception& e) {
+  bool parse_error(std::size_t byte, const std::string& token,
+                   const nlohmann::detail::exception& e) {
     error_byte_ = byte;
     error_ = e.what();
+    if (e.id == kNumberOverflow) {  // 1e309: out_of_range.406, "number overflow parsing '1e309'"
+      std::string shown = token.size() > 40 ? token.substr(0, 40) + "\u2026(" +
+                                                  std::to_string(token.size()) + " bytes)"
+                                            : token;
+      error_ = "expected a number within the range of a double (|x| < 1.8e308), got " + shown;
+    }
     return false;
   }
 
@@ -87,6 +93,8 @@ class DomBuilder {
   std::size_t error_byte() const { return error_byte_; }
 
  private:
+  static constexpr int kNumberOverflow = 406;
+
   struct Level {
     json* value;
     bool is_array;
@@ -163,9 +171,53 @@ class DomBuilder {
   std::size_t error_byte_ = 0;
 };
 
+// What nlohmann would accept but zerosim refuses, found in one pass before parsing: a NUL byte
+// (nlohmann's lexer takes it for the end of the input, so "{} NUL garbage" would parse) and nesting
+// deeper than kMaxDepth (so nothing recursive, dump() included, ever sees deeper input). Brackets
+// inside strings do not count. Adds "invalid JSON at line L, column C: ..." and returns false.
+bool prescan(const std::string& text, const std::string& source, Diagnostics& diags) {
+  std::size_t line = 1, col = 1, depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    std::string problem;
+    if (c == '\0') {
+      problem = "a NUL byte (JSON text cannot contain one)";
+    } else if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth)
+        problem = "expected at most " + std::to_string(kMaxDepth) +
+                  " levels of nested arrays and objects, got more";
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+    if (!problem.empty()) {
+      diags.error(source, "",
+                  "invalid JSON at line " + std::to_string(line) + ", column " +
+                      std::to_string(col) + ": " + problem);
+      return false;
+    }
+    if (c == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return true;
+}
+
 std::optional<nlohmann::json> parse_impl(const std::string& text, const std::string& source,
                                          Diagnostics& diags, const StreamFilter* stream,
                                          const ElementSink* on_element) {
+  if (!prescan(text, source, diags)) return std::nullopt;
   DomBuilder dom(stream, on_element);
   if (!nlohmann::json::sax_parse(text, &dom)) {
     // The byte is 1-based; turn it into line and column.
@@ -180,9 +232,13 @@ std::optional<nlohmann::json> parse_impl(const std::string& text, const std::str
       }
     }
     // nlohmann's text: "[json.exception.parse_error.101] parse error at line 1, column 5: syntax
-    // error ..."
+    // error ..."; the "[json.exception...]" id and nlohmann's position are dropped.
     const std::string& what = dom.error();
-    const auto pos = what.find(": ", what.find("parse error"));
+    auto pos = what.find(": ", what.find("parse error"));
+    if (pos == std::string::npos && what.rfind("[json.exception.", 0) == 0) {
+      pos = what.find("] ");
+      if (pos != std::string::npos) ++pos;
+    }
     const std::string detail = pos == std::string::npos ? what : what.substr(pos + 2);
     diags.error(source, "",
                 "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(col) +
@@ -211,19 +267,11 @@ std::optional<nlohmann::json> parse_streaming(const std::string& text, const std
 }
 
 bool read_file(const std::string& path, std::string& out, Diagnostics& diags) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    diags.error(path, "", std::string("cannot read file: ") + std::strerror(errno));
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
+  return read_input_file(path, out, diags);
 }
 
 std::string describe(const nlohmann::json& v) {
-  if (v.is_string()) return "\"" + v.get<std::string>() + "\"";
+  if (v.is_string()) return quote(v.get<std::string>());
   if (v.is_object()) return "an object";
   if (v.is_array()) return "an array";
   return v.dump();

@@ -19,8 +19,12 @@
 
 namespace zerosim::json {
 
+/// The deepest nesting of arrays and objects parse() accepts.
+inline constexpr std::size_t kMaxDepth = 256;
+
 /// Parses JSON text in linear time. A syntax error becomes "source: line L, column C: <what>" and
-/// nullopt; so does a key repeated inside one object (the pointer names the second one).
+/// nullopt; so does a key repeated inside one object (the pointer names the second one), a NUL
+/// byte anywhere, and nesting deeper than kMaxDepth.
 std::optional<nlohmann::json> parse(const std::string& text, const std::string& source,
                                     Diagnostics& diags);
 
@@ -38,7 +42,9 @@ std::optional<nlohmann::json> parse_streaming(const std::string& text, const std
                                               Diagnostics& diags, const StreamFilter& stream,
                                               const ElementSink& on_element);
 
-/// Reads a whole file. Failure adds "path: cannot read file: <reason>" and returns false.
+/// Reads a whole file (read_input_file: regular files only, up to the input cap). Failure adds one
+/// error naming the path ("cannot read file: <reason>", "expected a regular file, got a FIFO")
+/// and returns false.
 bool read_file(const std::string& path, std::string& out, Diagnostics& diags);
 
 /// How a value is shown after "got": strings quoted, numbers and literals as written,
