@@ -48,13 +48,7 @@ const Case* get_case(int stage, std::uint32_t gpus, std::string& why) {
   c->model = std::move(m.value());
   c->gpu = gpu.value();
   c->ds = default_ds_config(stage, DType::BFloat16);
-  PartitionOptions o;
-  o.stage = stage;
-  o.world = gpus;
-  o.sub_group_size = c->ds.zero.sub_group_size;
-  o.param_persistence_threshold = c->ds.zero.param_persistence_threshold;
-  o.model_persistence_threshold = c->ds.zero.model_persistence_threshold;
-  auto plan = plan_partition(c->model, o);
+  auto plan = plan_partition(c->model, partition_options(c->ds, gpus));
   if (!plan.ok()) return why = plan.diagnostics().to_string(), nullptr;
   c->plan = std::move(plan.value());
   ScheduleInput in;

@@ -71,17 +71,22 @@ void write_json(std::ostream& out) {
   }
   out << "\n  ]\n}\n";
 }
+std::vector<FlagSpec> models_flags() { return {{"--format", "FMT", "table|json; default table"}}; }
 }  // namespace
 
+std::string models_help() {
+  return format_help("models", "Lists the model zoo and the GPU catalog.", models_flags());
+}
+
 int run_models(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  const std::vector<FlagSpec> specs = {{"--format", "FMT", "table|json; default table"}};
+  const std::vector<FlagSpec> specs = models_flags();
   auto args = parse_args(argv, specs, "models");
   if (!args.ok()) {
     report(args.diagnostics(), err);
     return kExitInvalidInput;
   }
   if (args->help) {
-    out << format_help("models", "Lists the model zoo and the GPU catalog.", specs);
+    out << models_help();
     return kExitOk;
   }
   auto fmt = parse_choice("--format", args->get("--format").value_or("table"), {"table", "json"});

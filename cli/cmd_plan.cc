@@ -1,10 +1,10 @@
 // `zerosim plan`: capacity planning in milliseconds, no GPU.
-#include <fstream>
 #include <iostream>
 
 #include "args.h"
 #include "commands.h"
 #include "inputs.h"
+#include "output_file.h"
 #include "zerosim/plan_report.h"
 #include "zerosim/planner.h"
 
@@ -30,6 +30,8 @@ constexpr const char* kSummary =
     "H100-SXM-80GB.";
 }  // namespace
 
+std::string plan_help() { return format_help("plan", kSummary, plan_flags()); }
+
 int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
   const auto specs = plan_flags();
   auto args = parse_args(argv, specs, "plan");
@@ -38,7 +40,7 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     return kExitInvalidInput;
   }
   if (args->help) {
-    out << format_help("plan", kSummary, specs);
+    out << plan_help();
     return kExitOk;
   }
   Diagnostics d;
@@ -69,14 +71,7 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   req.mode = mode.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
   req.sweep_max_gpus = max_gpus;
   req.full_sweep = args->has("--sweep");
-  std::ofstream file;
-  if (auto path = args->get("--output")) {
-    file.open(*path);
-    if (!file) {
-      err << "--output: cannot write " << *path << "\n";
-      return kExitInvalidInput;
-    }
-  }
+  if (!check_outputs(args.value(), specs, {"--output"}, err)) return kExitInvalidInput;
   if (inputs->used_default_model)
     err << "note: no model given; planning the default scenario " << req.model.name << " on "
         << req.cluster.world_size() << " x " << req.cluster.gpu.name << "\n";
@@ -86,12 +81,11 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   const auto format = *parse_output_format(fmt_name.value());
   const bool verbose = args->has("--verbose");
   if (auto path = args->get("--output")) {
-    std::ofstream& f = file;
-    write_plan(plan.value(), format, f, verbose);
-    if (!f) {
-      err << "--output: write to " << *path << " failed\n";
+    if (!write_file("--output", *path, err, [&](std::ostream& f) {
+          write_plan(plan.value(), format, f, verbose);
+          return true;
+        }))
       return kExitInvalidInput;
-    }
   } else {
     write_plan(plan.value(), format, out, verbose);
   }

@@ -25,6 +25,8 @@ constexpr const char* kSummary =
 
 }  // namespace
 
+std::string schedule_help() { return format_help("schedule", kSummary, schedule_flags()); }
+
 int run_schedule(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
   const auto specs = schedule_flags();
   auto args = parse_args(argv, specs, "schedule");
@@ -33,7 +35,7 @@ int run_schedule(const std::vector<std::string>& argv, std::ostream& out, std::o
     return kExitInvalidInput;
   }
   if (args->help) {
-    out << format_help("schedule", kSummary, specs);
+    out << schedule_help();
     return kExitOk;
   }
   CollectiveLogOptions log_opts;
@@ -42,21 +44,23 @@ int run_schedule(const std::vector<std::string>& argv, std::ostream& out, std::o
     if (report(ranks.diagnostics(), err)) return kExitInvalidInput;
     log_opts.ranks = ranks.value();
   }
-  for (const char* f : {"--output", "--collectives-out"})
-    if (auto p = args->get(f); p && !can_write(f, *p, err)) return kExitInvalidInput;
+  if (!check_outputs(args.value(), specs, {"--output", "--collectives-out"}, err))
+    return kExitInvalidInput;
   auto run = build_run(args.value());
   if (report(run.diagnostics(), err)) return kExitInvalidInput;
   const Schedule& s = run->schedule;
   if (auto p = args->get("--output"))
-    if (!write_file("--output", *p, err, [&](std::ostream& o) { write_schedule_json(s, o); }))
+    if (!write_file("--output", *p, err, [&](std::ostream& o) {
+          write_schedule_json(s, o);
+          return true;
+        }))
       return kExitInvalidInput;
   if (auto p = args->get("--collectives-out")) {
-    Diagnostics log_diags;
-    bool ok = write_file("--collectives-out", *p, err, [&](std::ostream& o) {
+    const bool ok = write_file("--collectives-out", *p, err, [&](std::ostream& o) {
       auto n = write_collective_log(s, o, log_opts);
-      log_diags = n.diagnostics();
+      return !report(n.diagnostics(), err);
     });
-    if (report(log_diags, err) || !ok) return kExitInvalidInput;
+    if (!ok) return kExitInvalidInput;
   }
   std::uint64_t collectives = 0;
   for (const auto& op : s.ops) collectives += op.kind == OpKind::Collective;

@@ -1,13 +1,18 @@
-// `zerosim simulate`: runs the schedule through the discrete-event engine and prints the summary
-// (step time, compute, exposed communication, traffic per collective kind, peak memory per rank
-// role); writes the zerosim trace, the summary JSON and a Chrome/Perfetto trace on request.
-#include <cstdio>
+// `zerosim simulate`: runs the schedule (built from a scenario or the model flags, or read from a
+// schedule file with --schedule) through the discrete-event engine and prints the report
+// (simulate_report.h); writes the zerosim trace, the summary JSON and a Chrome/Perfetto trace on
+// request.
 
 #include "args.h"
 #include "commands.h"
+#include "inputs.h"
 #include "output_file.h"
 #include "run_inputs.h"
 #include "zerosim/engine.h"
+#include "zerosim/gpu_catalog.h"
+#include "zerosim/schedule_digest.h"
+#include "zerosim/schedule_io.h"
+#include "zerosim/simulate_report.h"
 #include "zerosim/trace.h"
 
 namespace zerosim::cli {
@@ -15,6 +20,9 @@ namespace zerosim::cli {
 namespace {
 std::vector<FlagSpec> simulate_flags() {
   auto f = run_flags();
+  f.push_back({"--schedule", "FILE",
+               "simulate a schedule file (zerosim schedule --output) instead of building one; "
+               "with --gpu only"});
   f.push_back({"--trace", "FILE", "write zerosim's trace JSON (\"zerosim-trace\" version 1)"});
   f.push_back({"--summary", "FILE", "write the summary JSON (\"zerosim-summary\" version 1)"});
   f.push_back({"--chrome-trace", "FILE",
@@ -32,72 +40,40 @@ constexpr const char* kSummary =
     "and\n"
     "memory over time per rank.";
 
-std::string ms(SimTime ns) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f ms", static_cast<double>(ns) / 1e6);
-  return b;
+// What to simulate: the schedule and the GPU it runs on.
+struct Target {
+  Schedule schedule;
+  GpuSpec gpu;
+};
+
+// --schedule FILE: a schedule written by `zerosim schedule --output` (or edited by hand). Its meta
+// fixes the model, the cluster shape (world, nodes, GPUs per node) and the DeepSpeed config, so of
+// the run flags only --gpu applies (default as for the other inputs); any other is refused.
+Result<Target> target_from_schedule_file(const ParsedArgs& a) {
+  for (const FlagSpec& f : run_flags())
+    if (f.name != "--gpu" && a.has(f.name))
+      return fail<Target>(
+          f.name, "",
+          "cannot be combined with --schedule (the schedule file fixes the model, cluster, "
+          "DeepSpeed config and steps; only --gpu applies)");
+  auto gpu = find_gpu(a.get("--gpu").value_or(kDefaultGpu), "--gpu");
+  if (!gpu.ok()) return Result<Target>(gpu.diagnostics());
+  auto s = read_schedule_file(*a.get("--schedule"));
+  if (!s.ok()) return Result<Target>(s.diagnostics());
+  return Result<Target>(Target{std::move(s.value()), gpu.value()}, s.diagnostics());
 }
 
-void print_summary(const Summary& s, const Schedule& sched, bool zero_init, std::ostream& out) {
-  const auto& m = s.meta;
-  out << "zerosim simulate: " << m.model << ", stage " << m.stage << " (" << m.optimizer << "), "
-      << m.world << " x " << m.gpu << " (" << m.nodes << " node" << (m.nodes == 1 ? "" : "s")
-      << " x " << m.gpus_per_node << "), " << m.steps << " step" << (m.steps == 1 ? "" : "s")
-      << " x " << m.grad_accum << " micro-step" << (m.grad_accum == 1 ? "" : "s") << "; DeepSpeed "
-      << m.deepspeed_version << ", " << m.mode << " mode\n\n";
-  out << "time (simulated):\n";
-  out << "  init (flatten, broadcast)  " << ms(s.init_ns) << "\n";
-  for (const auto& st : s.steps)
-    out << "  step " << st.step << "  " << ms(st.end_ns - st.start_ns) << "  (compute "
-        << ms(st.compute_ns) << ", exposed communication " << ms(st.exposed_comm_ns)
-        << ", exposed offload " << ms(st.exposed_offload_ns) << ")\n";
-  out << "\ntraffic per rank over the run (ring algorithms, nccl-tests conventions):\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "  %-24s %8s %16s %16s %12s\n", "collective", "calls",
-                "sent (GiB)", "received (GiB)", "time");
-  out << line;
-  for (const auto& c : s.comm) {
-    std::snprintf(line, sizeof line, "  %-24s %8llu %16.3f %16.3f %12s\n",
-                  std::string(collective_name(c.kind)).c_str(),
-                  static_cast<unsigned long long>(c.calls),
-                  static_cast<double>(c.bytes_sent) / kGiB,
-                  static_cast<double>(c.bytes_received) / kGiB, ms(c.time_ns).c_str());
-    out << line;
-  }
-  out << "\npeak device memory per rank role (whole run; steady state = the last step):\n";
-  std::size_t shown = 0;
-  for (const auto& p : s.peaks) {
-    if (shown == 8 && p.role != s.peak_role) continue;
-    ++shown;
-    out << "  role " << p.role << " (rank " << p.rank << ", " << p.rank_count << " rank"
-        << (p.rank_count == 1 ? "" : "s") << "): peak " << format_gib(p.device.bytes) << ", steady "
-        << format_gib(p.steady.bytes) << ":";
-    for (std::size_t c = 0; c < p.steady.by_category.size(); ++c)
-      if (p.steady.by_category[c])
-        out << " " << category_name(static_cast<BufferCategory>(c)) << " "
-            << format_gib(p.steady.by_category[c]);
-    out << (p.role == s.peak_role ? "  <- largest" : "") << "\n";
-  }
-  if (s.peaks.size() > shown)
-    out << "  ... " << s.peaks.size() - shown << " more roles (see --summary)\n";
-  if (s.oom)
-    out << "\nOUT OF MEMORY at " << ms(s.oom->t) << " on rank " << s.oom_rank << " (" << s.oom_ranks
-        << " ranks): allocating " << s.oom->buffer_name << " (" << format_gib(s.oom->bytes)
-        << ") with " << format_gib(s.oom->live_bytes) << " live of " << format_gib(s.oom->capacity)
-        << "\n";
-  if (s.oom && s.oom->buffer_name == kStage3WholeModelBuffer && !zero_init)
-    out << "hint: the OOM is at initialization: without zero.Init every GPU holds the whole model "
-           "before "
-           "partitioning. If the model is built under deepspeed.zero.Init (HF Trainer does so for "
-           "stage 3), "
-           "pass --zero-init or set \"training\": {\"zero_init\": true}\n";
-  out << "\n"
-      << sched.ops.size() << " ops simulated; memory is what the schedule allocates (model states, "
-      << "buffers, activations); `zerosim plan` adds CUDA context, NCCL buffers and "
-         "fragmentation\n";
-  for (const auto& n : m.notes) out << "note: " << n << "\n";
+// Otherwise: the scenario file or the model/cluster flags, partitioned and built.
+Result<Target> target_from_run_flags(const ParsedArgs& a) {
+  auto run = build_run(a);
+  if (!run.ok()) return Result<Target>(run.diagnostics());
+  GpuSpec gpu = run->scenario.cluster.gpu;
+  return Result<Target>(Target{std::move(run->schedule), std::move(gpu)}, run.diagnostics());
 }
+
 }  // namespace
+
+std::string simulate_help() { return format_help("simulate", kSummary, simulate_flags()); }
 
 int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
   const auto specs = simulate_flags();
@@ -107,7 +83,7 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
     return kExitInvalidInput;
   }
   if (args->help) {
-    out << format_help("simulate", kSummary, specs);
+    out << simulate_help();
     return kExitOk;
   }
   Diagnostics d;
@@ -126,30 +102,38 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
     d.append(cal.diagnostics());
     if (cal.ok()) opts.calibration = cal.value();
   }
-  for (const char* f : {"--trace", "--summary", "--chrome-trace"})
-    if (auto p = args->get(f); p && !can_write(f, *p, err)) return kExitInvalidInput;
+  if (!check_outputs(args.value(), specs, {"--trace", "--summary", "--chrome-trace"}, err))
+    return kExitInvalidInput;
   if (report(d, err)) return kExitInvalidInput;
   opts.record_trace = args->has("--trace") || args->has("--chrome-trace");
-  auto run = build_run(args.value());
-  if (report(run.diagnostics(), err)) return kExitInvalidInput;
-  auto sim = simulate(run->schedule, run->scenario.cluster.gpu, opts);
+  auto target = args->has("--schedule") ? target_from_schedule_file(args.value())
+                                        : target_from_run_flags(args.value());
+  if (report(target.diagnostics(), err)) return kExitInvalidInput;
+  auto sim = simulate(target->schedule, target->gpu, opts);
   if (report(sim.diagnostics(), err)) return kExitInvalidInput;
-  const auto& r = sim.value();
+  auto& r = sim.value();
+  // The trace names the schedule it ran, so `zerosim check` compares only runs of one schedule.
+  if (opts.record_trace) r.trace.meta.schedule_digest = schedule_digest(target->schedule);
   if (auto p = args->get("--trace"))
-    if (!write_file("--trace", *p, err, [&](std::ostream& o) { write_trace_json(r.trace, o); }))
+    if (!write_file("--trace", *p, err, [&](std::ostream& o) {
+          write_trace_json(r.trace, o);
+          return true;
+        }))
       return kExitInvalidInput;
   if (auto p = args->get("--chrome-trace"))
-    if (!write_file("--chrome-trace", *p, err,
-                    [&](std::ostream& o) { write_chrome_trace(r.trace, o); }))
+    if (!write_file("--chrome-trace", *p, err, [&](std::ostream& o) {
+          write_chrome_trace(r.trace, o);
+          return true;
+        }))
       return kExitInvalidInput;
   if (auto p = args->get("--summary"))
-    if (!write_file("--summary", *p, err,
-                    [&](std::ostream& o) { write_summary_json(r.summary, o); }))
+    if (!write_file("--summary", *p, err, [&](std::ostream& o) {
+          write_summary_json(r.summary, o);
+          return true;
+        }))
       return kExitInvalidInput;
-  if (fmt.value() == "json")
-    write_summary_json(r.summary, out);
-  else
-    print_summary(r.summary, run->schedule, run->scenario.training.zero_init, out);
+  write_simulate_report(r.summary, target->schedule,
+                        fmt.value() == "json" ? OutputFormat::Json : OutputFormat::Table, out);
   return r.summary.oom ? kExitInfeasible : kExitOk;
 }
 

@@ -1,5 +1,9 @@
 // zerosim: plan, simulate and validate DeepSpeed ZeRO training steps.
-// Dispatches to one function per subcommand; turns any escaped exception into exit code 3.
+// Dispatches through the command table (commands()); turns any escaped exception into exit code 3.
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -7,48 +11,113 @@
 
 #include "commands.h"
 #include "zerosim/diagnostic.h"
+#include "zerosim/version.h"
 
 namespace zerosim::cli {
 
 bool report(const Diagnostics& diags, std::ostream& err) {
-  for (const auto& d : diags.items()) err << d.to_string() << "\n";
+  std::size_t shown = 0, more_errors = 0, more_others = 0;
+  for (const auto& d : diags.items()) {
+    if (shown < kMaxReportedDiagnostics) {
+      err << d.to_string() << "\n";
+      ++shown;
+    } else {
+      ++(d.severity == Severity::Error ? more_errors : more_others);
+    }
+  }
+  if (more_errors + more_others > 0) {
+    err << "zerosim: and " << more_errors << " more error" << (more_errors == 1 ? "" : "s");
+    if (more_others > 0)
+      err << " and " << more_others << " more warning" << (more_others == 1 ? "" : "s")
+          << " or notes";
+    err << "\n";
+  }
   return diags.has_errors();
 }
 
 namespace {
-constexpr const char* kUsage =
-    "usage: zerosim <command> [flags]\n"
-    "\n"
-    "zerosim predicts what DeepSpeed ZeRO (stages 0-3) needs per GPU before you rent the GPUs.\n"
-    "\n"
-    "commands:\n"
-    "  plan      memory per GPU for every ZeRO stage, what fits, largest micro-batch, traffic\n"
-    "  schedule  the exact collectives and buffers of a training step, as JSON or a collective "
-    "log\n"
-    "  simulate  replay a training step event by event: time, traffic, memory over time, traces\n"
-    "  models    list the model zoo and the GPU catalog\n"
-    "\n"
-    "Run `zerosim <command> --help` for the flags of a command. `zerosim --version` prints the "
-    "version.\n";
+constexpr Command kCommands[] = {
+    {"plan", "memory per GPU for every ZeRO stage, what fits, largest micro-batch, traffic",
+     run_plan, plan_help},
+    {"schedule",
+     "the exact collectives and buffers of a training step, as JSON or a collective log",
+     run_schedule, schedule_help},
+    {"simulate", "replay a training step event by event: time, traffic, memory over time, traces",
+     run_simulate, simulate_help},
+    {"validate", "execute the schedule on the host backend and compare with the prediction",
+     run_validate, validate_help},
+    {"check", "compare a predicted with a measured trace or collective log", run_check, check_help},
+    {"models", "list the model zoo and the GPU catalog", run_models, models_help},
+};
+}  // namespace
+
+std::span<const Command> commands() { return kCommands; }
+
+const Command* find_command(std::string_view name) {
+  for (const Command& c : kCommands)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+namespace {
+
+std::string usage() {
+  std::string s =
+      "usage: zerosim <command> [flags]\n"
+      "\n"
+      "zerosim predicts what DeepSpeed ZeRO (stages 0-3) needs per GPU before you rent the GPUs.\n"
+      "\n"
+      "commands:\n";
+  for (const Command& c : commands()) {
+    std::string name(c.name);
+    name.resize(std::max<std::size_t>(name.size() + 1, 9), ' ');
+    s += "  " + name + " " + std::string(c.description) + "\n";
+  }
+  s += "\nRun `zerosim <command> --help` for the flags of a command. `zerosim --version` prints "
+       "the version.\n";
+  return s;
+}
+
+// One line on stderr: the unknown name and the nearest command.
+int unknown_command(const std::string& name) {
+  std::vector<std::string> names;
+  for (const Command& c : commands()) names.emplace_back(c.name);
+  const std::string m = closest_match(name, names);
+  std::cerr << "zerosim: unknown command " << quote(name)
+            << (m.empty() ? "" : " (did you mean " + quote(m) + "?)") << "; see zerosim --help\n";
+  return kExitInvalidInput;
+}
 
 int dispatch(const std::vector<std::string>& all) {
+  if (all.size() == 2 && all[0] == "help") {  // zerosim help <command>
+    const Command* c = find_command(all[1]);
+    if (!c) return unknown_command(all[1]);
+    std::cout << c->help();
+    return kExitOk;
+  }
   if (all.empty() || all[0] == "--help" || all[0] == "-h" || all[0] == "help") {
-    std::cout << kUsage;
+    std::cout << usage();
     return all.empty() ? kExitInvalidInput : kExitOk;
   }
   if (all[0] == "--version") {
-    std::cout << "zerosim 0.1.0 (DeepSpeed behaviour: edaa7221267243c7be7fb49c5d5f5c4fb97b4641)\n";
+    std::cout << "zerosim " << kZerosimVersion
+              << " (DeepSpeed behaviour: edaa7221267243c7be7fb49c5d5f5c4fb97b4641)\n";
     return kExitOk;
   }
-  std::vector<std::string> rest(all.begin() + 1, all.end());
-  if (all[0] == "plan") return run_plan(rest, std::cout, std::cerr);
-  if (all[0] == "models") return run_models(rest, std::cout, std::cerr);
-  if (all[0] == "schedule") return run_schedule(rest, std::cout, std::cerr);
-  if (all[0] == "simulate") return run_simulate(rest, std::cout, std::cerr);
-  std::string m = closest_match(all[0], {"plan", "models", "schedule", "simulate"});
-  std::cerr << "zerosim: unknown command " << quote(all[0])
-            << (m.empty() ? "" : " (did you mean " + quote(m) + "?)") << "; see zerosim --help\n";
-  return kExitInvalidInput;
+  const Command* c = find_command(all[0]);
+  if (!c) return unknown_command(all[0]);
+  return c->run(std::vector<std::string>(all.begin() + 1, all.end()), std::cout, std::cerr);
+}
+// Standard output is checked like an output file: flushed at exit, and a failed write (a full
+// disk, a closed pipe) is one line on stderr and a non-zero exit, never a silent 0.
+int flush_stdout(int rc) {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return rc;
+  std::cerr << "zerosim: cannot write the standard output"
+            << (errno == 0 ? "" : std::string(": ") + std::strerror(errno)) << "\n";
+  return rc == kExitOk ? kExitInvalidInput : rc;
 }
 }  // namespace
 
@@ -56,7 +125,8 @@ int dispatch(const std::vector<std::string>& all) {
 
 int main(int argc, char** argv) {
   try {
-    return zerosim::cli::dispatch(std::vector<std::string>(argv + 1, argv + argc));
+    const int rc = zerosim::cli::dispatch(std::vector<std::string>(argv + 1, argv + argc));
+    return zerosim::cli::flush_stdout(rc);
   } catch (const std::exception& e) {
     std::cerr << "zerosim: internal error: " << e.what() << "\n";
     return zerosim::cli::kExitInternal;

@@ -132,28 +132,12 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
       return fail<BuiltRun>("--zero-init", "", why);
     s.training.zero_init = true;
   }
-  PartitionOptions o;
-  o.stage = s.ds.zero.stage;
-  o.world = static_cast<std::uint32_t>(s.cluster.world_size());
-  o.round_robin = s.ds.zero.round_robin_gradients;
-  o.sub_group_size = s.ds.zero.sub_group_size;
-  o.param_persistence_threshold = s.ds.zero.param_persistence_threshold;
-  o.model_persistence_threshold = s.ds.zero.model_persistence_threshold;
-  auto plan = plan_partition(s.model, o);
+  auto plan = plan_partition(
+      s.model, partition_options(s.ds, static_cast<std::uint32_t>(s.cluster.world_size())));
   d.append(plan.diagnostics());
   if (!plan.ok()) return Result<BuiltRun>(d);
   run.plan = std::move(plan.value());
-  ScheduleInput in;
-  in.model = &s.model;
-  in.plan = &run.plan;
-  in.ds = &s.ds;
-  in.cluster = s.cluster;
-  in.training = s.training;
-  in.steps = s.steps;
-  in.overflow_steps = s.overflow_steps;
-  in.mode = s.mode;
-  in.version = s.version;
-  auto sched = build_schedule(in);
+  auto sched = build_schedule(schedule_input(s, run.plan));
   d.append(sched.diagnostics());
   if (!sched.ok()) return Result<BuiltRun>(d);
   run.schedule = std::move(sched.value());

@@ -3,8 +3,8 @@
 #   sim/src/base,  and the base headers     -> base headers only
 #   sim/src/trace, and the trace header     -> base + trace headers
 # Usage: cmake -DDIR=<sim> -P check_layer_includes.cmake
-set(base_headers units.h diagnostic.h ir_types.h memory_types.h)
-set(trace_headers ${base_headers} trace.h)
+set(base_headers units.h diagnostic.h ir_types.h memory_types.h version.h input_file.h)
+set(trace_headers ${base_headers} trace.h trace_compare.h)
 function(check_layer layer allowed)
   set(bad "")
   foreach(f IN LISTS ARGN)
@@ -28,9 +28,14 @@ function(check_layer layer allowed)
 endfunction()
 file(GLOB base_files "${DIR}/src/base/*.cc" "${DIR}/src/base/*.h")
 foreach(h IN LISTS base_headers)
-  list(APPEND base_files "${DIR}/include/zerosim/${h}")
+  if(EXISTS "${DIR}/include/zerosim/${h}")
+    list(APPEND base_files "${DIR}/include/zerosim/${h}")
+  else()  # configured at build time (version.h): check its template
+    list(APPEND base_files "${DIR}/include/zerosim/${h}.in")
+  endif()
 endforeach()
-file(GLOB trace_files "${DIR}/src/trace/*.cc" "${DIR}/src/trace/*.h" "${DIR}/include/zerosim/trace.h")
+file(GLOB trace_files "${DIR}/src/trace/*.cc" "${DIR}/src/trace/*.h" "${DIR}/include/zerosim/trace.h"
+     "${DIR}/include/zerosim/trace_compare.h")
 check_layer(base "${base_headers}" ${base_files})
 check_layer(trace "${trace_headers}" ${trace_files})
 list(LENGTH base_files nb)

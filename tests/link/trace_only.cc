@@ -20,11 +20,11 @@ int main() {
   std::ostringstream trace_text, chrome, summary;
   zerosim::write_trace_json(t, trace_text);
   zerosim::write_chrome_trace(t, chrome);
-  zerosim::write_summary_json(zerosim::Summary{}, summary);
+  zerosim::write_summary_json(zerosim::summarize(t), summary);
   auto back = zerosim::read_trace_json(trace_text.str(), "link-check");
   auto missing = zerosim::read_trace_file("/nonexistent/zerosim-link-check.json");
   if (!back.ok() || missing.ok() || back.value().spans.size() != 1 ||
-      zerosim::format_us(1500) != "1.500") {
+      zerosim::format_us(1500) != "1.500" || zerosim::summarize(t).compute_ns != 5) {
     std::cerr << "trace round trip failed\n";
     return 1;
   }

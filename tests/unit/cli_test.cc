@@ -11,51 +11,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
+
+#include "cli_testlib.h"
+#include "zerosim/version.h"
 
 namespace {
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_all(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-CliRun run_cli(const std::string& args) {
-  static int counter = 0;
-  // The pid keeps parallel test processes (ctest -j) from sharing a file.
-  std::string err_path = ::testing::TempDir() + "zerosim_cli_err_" + std::to_string(getpid()) +
-                         "_" + std::to_string(counter++);
-  std::string cmd = std::string(ZEROSIM_CLI_PATH) + " " + args + " 2>" + err_path;
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = read_all(err_path);
-  std::remove(err_path.c_str());
-  return r;
-}
-
-std::string data(const std::string& rel) { return std::string(ZEROSIM_TEST_DATA_DIR) + "/" + rel; }
-
-// One line on stderr, exit code 1, and the line contains `expected`.
-void expect_one_line_error(const std::string& args, const std::string& expected) {
-  CliRun r = run_cli(args);
-  EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(expected), std::string::npos) << "args: " << args << "\nstderr: " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-}
+using namespace zerosim::clitest;  // NOLINT: test-local helpers
 
 TEST(Cli, HelpListsCommandsAndFlags) {
   CliRun top = run_cli("--help");
@@ -69,6 +32,38 @@ TEST(Cli, HelpListsCommandsAndFlags) {
                         "--activation-checkpointing", "--mode", "--format", "--sweep"})
     EXPECT_NE(plan.out.find(f), std::string::npos) << f;
   EXPECT_EQ(run_cli("models --help").exit_code, 0);
+}
+
+// One command table: `zerosim --help` lists every command, `zerosim help <command>` prints what
+// `<command> --help` prints, and an unknown name gets the nearest command.
+TEST(Cli, CommandTableDrivesHelpAndDispatch) {
+  CliRun top = run_cli("--help");
+  ASSERT_EQ(top.exit_code, 0);
+  for (const char* c : {"plan", "schedule", "simulate", "models"}) {
+    EXPECT_NE(top.out.find(std::string("\n  ") + c + " "), std::string::npos) << c;
+    CliRun own = run_cli(std::string(c) + " --help");
+    CliRun via = run_cli(std::string("help ") + c);
+    EXPECT_EQ(own.exit_code, 0) << c;
+    EXPECT_EQ(via.exit_code, 0) << c;
+    EXPECT_EQ(via.out, own.out) << c;
+    EXPECT_EQ(own.out.rfind(std::string("usage: zerosim ") + c, 0), 0u) << own.out;
+  }
+  expect_one_line_error("help simulat", "unknown command \"simulat\" (did you mean \"simulate\"?)");
+  expect_one_line_error("modles", "unknown command \"modles\" (did you mean \"models\"?)");
+  EXPECT_EQ(run_cli("").exit_code, 1);  // no command: usage, exit 1
+}
+
+// One version: CMake's project version, through the configured zerosim/version.h, is what
+// --version prints and what the summary's meta records.
+TEST(Cli, VersionIsTheCMakeProjectVersion) {
+  EXPECT_STREQ(zerosim::kZerosimVersion, ZEROSIM_PROJECT_VERSION);
+  CliRun v = run_cli("--version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.out.rfind(std::string("zerosim ") + ZEROSIM_PROJECT_VERSION + " (", 0), 0u) << v.out;
+  CliRun s = run_cli("simulate --scenario " + std::string(ZEROSIM_SOURCE_DIR) +
+                     "/scenarios/tiny_zero2_4gpu.json --format json");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(nlohmann::json::parse(s.out)["meta"]["zerosim_version"], ZEROSIM_PROJECT_VERSION);
 }
 
 TEST(Cli, UnknownCommandAndFlag) {
@@ -287,6 +282,65 @@ TEST(CliRun, ScheduleWritesTheCollectiveLogAndSimulateIsDeterministic) {
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(nlohmann::json::parse(a.out)["format"], "zerosim-summary");
+}
+
+// schedule -> file -> simulate --schedule closes the loop: the summary JSON, the text report and
+// the trace are byte-identical to simulating the scenario directly (the file's meta carries the
+// cluster shape, --gpu the GPU; nothing in the summary depends on what the file does not hold).
+TEST(CliRun, SimulateAScheduleFileAsTheScenarioItself) {
+  for (const auto& [name, gpu] :
+       {std::pair<std::string, std::string>{"tiny_zero2_4gpu", "RTX-4090"},
+        {"gpt2-xl_zero2_8xa100", "A100-80GB"}}) {
+    SCOPED_TRACE(name);
+    const std::string scenario = std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/" + name + ".json";
+    const std::string tmp =
+        ::testing::TempDir() + "zerosim_cli_loop_" + std::to_string(getpid()) + "_" + name;
+    CliRun s = run_cli("schedule --scenario " + scenario + " --output " + tmp + ".schedule.json");
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    CliRun direct = run_cli("simulate --scenario " + scenario + " --format json --trace " + tmp +
+                            ".direct.trace.json");
+    CliRun file = run_cli("simulate --schedule " + tmp + ".schedule.json --gpu " + gpu +
+                          " --format json --trace " + tmp + ".file.trace.json");
+    ASSERT_EQ(direct.exit_code, 0) << direct.err;
+    ASSERT_EQ(file.exit_code, 0) << file.err;
+    EXPECT_EQ(file.out, direct.out);
+    EXPECT_EQ(nlohmann::json::parse(file.out)["format"], "zerosim-summary");
+    EXPECT_EQ(read_all(tmp + ".file.trace.json"), read_all(tmp + ".direct.trace.json"));
+    EXPECT_EQ(run_cli("simulate --schedule " + tmp + ".schedule.json --gpu " + gpu).out,
+              run_cli("simulate --scenario " + scenario).out);
+    for (const char* f : {".schedule.json", ".direct.trace.json", ".file.trace.json"})
+      std::remove((tmp + f).c_str());
+  }
+}
+
+TEST(CliRun, BadScheduleFile) {
+  const std::string dir = std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/";
+  const std::string tmp =
+      ::testing::TempDir() + "zerosim_cli_bad_sched_" + std::to_string(getpid()) + ".json";
+  ASSERT_EQ(
+      run_cli("schedule --scenario " + dir + "tiny_zero2_4gpu.json --output " + tmp).exit_code, 0);
+  const std::string fixes = "cannot be combined with --schedule (the schedule file fixes the model";
+  expect_one_line_error("simulate --schedule " + tmp + " --model gpt2-small", "--model: " + fixes);
+  expect_one_line_error(
+      "simulate --schedule " + tmp + " --scenario " + dir + "tiny_zero2_4gpu.json",
+      "--scenario: " + fixes);
+  expect_one_line_error("simulate --schedule " + tmp + " --gpus 8", "--gpus: " + fixes);
+  expect_one_line_error("simulate --schedule " + tmp + " --steps 2", "--steps: " + fixes);
+  expect_one_line_error("simulate --schedule " + tmp + " --zero-init", "--zero-init: " + fixes);
+  expect_one_line_error("simulate --schedule " + tmp + " --gpu H100-XL",
+                        "--gpu: unknown GPU \"H100-XL\"");
+  expect_one_line_error("simulate --schedule", "--schedule: expected a value (FILE), got nothing");
+  expect_one_line_error("simulate --schedule /nonexistent/s.json",
+                        "/nonexistent/s.json: cannot read file");
+  expect_one_line_error("simulate --schedule " + dir + "tiny_zero2_4gpu.json",
+                        "tiny_zero2_4gpu.json: /format: expected \"zerosim-schedule\", got "
+                        "\"zerosim-scenario\"");
+  {
+    std::ofstream garbage(tmp);
+    garbage << "{\"format\": \"zerosim-schedule\", \"version\": 1, ";
+  }
+  expect_one_line_error("simulate --schedule " + tmp, tmp + ": invalid JSON");
+  std::remove(tmp.c_str());
 }
 
 }  // namespace

@@ -274,7 +274,7 @@ TEST(NcclTestsErrors, UnsupportedDuplicateAndUnfittableTables) {
 
 TEST(NcclTestsErrors, MissingFile) {
   EXPECT_EQ(errors(load_nccl_tests("/nonexistent/results.txt")),
-            "/nonexistent/results.txt: cannot open the file\n");
+            "/nonexistent/results.txt: cannot read file: No such file or directory\n");
 }
 
 }  // namespace

@@ -20,6 +20,36 @@ TEST(Diagnostic, OneLineWithSourcePointerAndHint) {
       "\"stage\"?)");
 }
 
+// Text echoed from the input never splits the line nor reaches the terminal raw (issue #12).
+TEST(Diagnostic, EchoedTextIsEscapedAndCut) {
+  EXPECT_EQ(quote(std::string("a\nb\x1b[31m\"\\", 10) + std::string(1, '\0')),
+            "\"a\\nb\\u001b[31m\\\"\\\\\\u0000\"");
+  EXPECT_EQ(quote(std::string(130, 'k')), "\"" + std::string(120, 'k') + "\u2026(130 bytes)\"");
+  Diagnostic d{Severity::Error, "f\n.json", "/a\nb", "unknown key \x1b", "hint\r"};
+  EXPECT_EQ(d.to_string(), "f\\n.json: /a\\nb: unknown key \\u001b (hint\\r)");
+  // A cut never splits a UTF-8 character: "é" is 2 bytes, 119 + 2 > 120.
+  EXPECT_EQ(quote(std::string(119, 'x') + "\xc3\xa9" + "yy"),
+            "\"" + std::string(119, 'x') + "\u2026(123 bytes)\"");
+}
+
+TEST(JsonReader, RefusesNulDeepNestingAndHugeNumbers) {
+  auto first = [](const std::string& text) {
+    Diagnostics d;
+    EXPECT_FALSE(json::parse(text, "x.json", d).has_value()) << text;
+    return d.items().empty() ? std::string() : d.items()[0].to_string();
+  };
+  EXPECT_EQ(first(std::string("{}\n \0 garbage", 13)),
+            "x.json: invalid JSON at line 2, column 2: a NUL byte (JSON text cannot contain one)");
+  EXPECT_EQ(first(std::string(257, '[') + std::string(257, ']')),
+            "x.json: invalid JSON at line 1, column 257: expected at most 256 levels of nested "
+            "arrays and objects, got more");
+  EXPECT_EQ(first("{\"a\": -1e309}"),
+            "x.json: invalid JSON at line 1, column 12: expected a number within the range of a "
+            "double (|x| < 1.8e308), got -1e309");
+  Diagnostics ok;
+  EXPECT_TRUE(json::parse(std::string(256, '[') + "\"[[{\"" + std::string(256, ']'), "x", ok));
+}
+
 TEST(Diagnostic, ClosestMatch) {
   EXPECT_EQ(closest_match("stgae", {"stage", "overlap_comm"}), "stage");
   EXPECT_EQ(closest_match("reduce_bucket_sze", {"reduce_bucket_size", "reduce_scatter"}),

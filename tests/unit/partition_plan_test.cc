@@ -155,6 +155,46 @@ TEST(PartitionPlan, RoundRobinOnlyForStages1And2) {
   EXPECT_EQ(p0.groups[0].flat_order, (Ids{0, 1, 2}));
 }
 
+// partition_options: the one DsConfig -> PartitionOptions translation. Every partition field comes
+// from zero_optimization; round robin only where DeepSpeedZeroOptimizer runs (BF16_Optimizer,
+// stage 0 and stage 3 have none).
+TEST(PartitionPlan, OptionsFromDsConfig) {
+  DsConfig ds = default_ds_config(2, DType::Float16);
+  ds.zero.round_robin_gradients = true;
+  ds.zero.sub_group_size = 1234;
+  ds.zero.param_persistence_threshold = 56;
+  ds.zero.model_persistence_threshold = 789;
+  PartitionOptions o = partition_options(ds, 16);
+  EXPECT_EQ(o.stage, 2);
+  EXPECT_EQ(o.world, 16u);
+  EXPECT_TRUE(o.round_robin);
+  EXPECT_EQ(o.sub_group_size, 1234u);
+  EXPECT_EQ(o.param_persistence_threshold, 56u);
+  EXPECT_EQ(o.model_persistence_threshold, 789u);
+  EXPECT_TRUE(o.groups.empty());
+
+  ds.zero.stage = 1;  // fp16 stage 1: DeepSpeedZeroOptimizer, round robin applies
+  EXPECT_TRUE(partition_options(ds, 2).round_robin);
+  ds.bf16 = true;  // bf16 + stage 1 + fp32 grad accumulation: BF16_Optimizer, no round robin
+  ds.fp16 = false;
+  ds.grad_accum_dtype = DType::Float32;
+  ASSERT_EQ(ds.optimizer_path(), OptimizerPath::Bf16Optimizer);
+  EXPECT_FALSE(partition_options(ds, 2).round_robin);
+  ds.zero.offload_optimizer.device = OffloadDevice::Cpu;  // CPU offload: back to the ZeRO optimizer
+  EXPECT_TRUE(partition_options(ds, 2).round_robin);
+  for (int stage : {0, 3}) {
+    ds.zero.stage = stage;
+    EXPECT_FALSE(partition_options(ds, 2).round_robin) << "stage " << stage;
+    EXPECT_EQ(partition_options(ds, 2).stage, stage);
+  }
+  // Defaults agree with PartitionOptions' own.
+  const PartitionOptions d = partition_options(default_ds_config(3, DType::BFloat16), 1);
+  const PartitionOptions plain;
+  EXPECT_EQ(d.sub_group_size, plain.sub_group_size);
+  EXPECT_EQ(d.param_persistence_threshold, plain.param_persistence_threshold);
+  EXPECT_EQ(d.model_persistence_threshold, plain.model_persistence_threshold);
+}
+
 TEST(PartitionPlan, G11TwoGroupsShareGradsInPartition) {
   ModelDesc m = make_model({6, 3, 3});  // a0, b0, b1
   auto o = opts(2, 2);

@@ -88,11 +88,7 @@ inline Built build(ModelDesc model, DsConfig ds, std::uint32_t world, BuildOptio
   Built b;
   b.model = std::move(model);
   b.ds = std::move(ds);
-  PartitionOptions po;
-  po.stage = b.ds.zero.stage;
-  po.world = world;
-  po.round_robin =
-      b.ds.zero.round_robin_gradients && b.ds.optimizer_path() == OptimizerPath::ZeroStage1And2;
+  PartitionOptions po = partition_options(b.ds, world);
   po.groups = o.groups;
   auto plan = plan_partition(b.model, po);
   EXPECT_TRUE(plan.ok()) << plan.diagnostics().to_string();

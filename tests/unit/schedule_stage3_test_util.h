@@ -90,12 +90,8 @@ inline DsConfig stage3_config() {
 }
 
 inline PartitionPlan stage3_plan(const ModelDesc& m, const DsConfig& ds, std::uint32_t world) {
-  PartitionOptions o;
+  PartitionOptions o = partition_options(ds, world);
   o.stage = 3;
-  o.world = world;
-  o.sub_group_size = ds.zero.sub_group_size;
-  o.param_persistence_threshold = ds.zero.param_persistence_threshold;
-  o.model_persistence_threshold = ds.zero.model_persistence_threshold;
   auto r = plan_partition(m, o);
   EXPECT_TRUE(r.ok()) << r.diagnostics().to_string();
   return r.ok() ? r.value() : PartitionPlan{};

@@ -96,7 +96,7 @@ TEST(Trace, SimulatorTraceHoldsSpansCommsAndCounters) {
 TEST(Trace, JsonRoundTripsByteForByte) {
   const SimulationResult r = run(two_role_schedule());
   const std::string text = trace_text(r.trace);
-  EXPECT_EQ(text.rfind("{\n  \"format\": \"zerosim-trace\",\n  \"version\": 1,\n", 0), 0u);
+  EXPECT_EQ(text.rfind("{\n  \"format\": \"zerosim-trace\",\n  \"version\": 2,\n", 0), 0u);
   auto back = read_trace_json(text, "t.json");
   ASSERT_TRUE(back.ok()) << back.diagnostics().to_string();
   EXPECT_EQ(trace_text(back.value()), text);
@@ -119,9 +119,9 @@ TEST(Trace, ReaderRejectsBrokenFilesWithOneLineMessages) {
   const std::string truncated = errors_of(good.substr(0, good.size() / 2));
   EXPECT_EQ(truncated.rfind("trace.json: invalid JSON at line ", 0), 0u) << truncated;
   EXPECT_EQ(std::count(truncated.begin(), truncated.end(), '\n'), 1);
-  std::string v2 = good;
-  v2.replace(v2.find("\"version\": 1"), 12, "\"version\": 2");
-  EXPECT_EQ(errors_of(v2), "trace.json: /version: expected version 1, got 2\n");
+  std::string v3 = good;
+  v3.replace(v3.find("\"version\": 2"), 12, "\"version\": 3");
+  EXPECT_EQ(errors_of(v3), "trace.json: /version: expected version 1 or 2, got 3\n");
   std::string fmt = good;
   fmt.replace(fmt.find("zerosim-trace"), 13, "zerosim-sched");
   EXPECT_EQ(errors_of(fmt),

@@ -7,6 +7,7 @@
 // diagnostics.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,7 +24,10 @@ struct Diagnostic {
   std::string message;  ///< "expected ..., got ..."
   std::string hint;     ///< optional: "did you mean \"stage\"?"
 
-  /// The one-line form shown to users (warnings are prefixed "warning: ", notes "note: ").
+  /// The one-line form shown to users (warnings are prefixed "warning: ", notes "note: "). Every
+  /// part is made safe here, once: control characters become JSON escapes (\n, \u001b), so no
+  /// echoed key or value can split the line or reach the terminal raw, and a long pointer,
+  /// message or hint is cut with "…(N bytes)".
   std::string to_string() const;
 };
 
@@ -81,7 +85,14 @@ Result<T> fail(std::string source, std::string pointer, std::string message,
 /// "did you mean" helper: the closest candidate by edit distance, or "" when none is close enough.
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
-/// Quotes a value for messages: strings get double quotes, numbers stay bare.
+/// How much of an echoed text a message shows: a quoted value or a pointer (kMaxShownValue bytes),
+/// a file name, a whole message or hint; longer text is cut with "…(N bytes)".
+inline constexpr std::size_t kMaxShownValue = 120;
+inline constexpr std::size_t kMaxShownSource = 1024;
+inline constexpr std::size_t kMaxShownMessage = 4096;
+
+/// Quotes a value for messages as a JSON string would ("a\nb", "\u001b[31m", quotes and
+/// backslashes escaped), cut after kMaxShownValue bytes with "…(N bytes)".
 std::string quote(const std::string& s);
 
 }  // namespace zerosim

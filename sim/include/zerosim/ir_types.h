@@ -15,6 +15,17 @@
 
 namespace zerosim {
 
+/// Sentinels, one meaning each (reviewed for issue #7; file formats write none of them: a field at
+/// its sentinel is omitted, see scenarios/README.md "Compactness rule"):
+///   kNone (uint32 max)          "no such index": no buffer, layer, param, bucket (flush), slot,
+///                               comm record, gate, previous call, ... Never "all" or "any".
+///   kAllRanks (trace.h)         Span/CommRecord::rank "every traced rank" (the simulator's one
+///                               timing); a backend writes the measured rank instead.
+///   kAllRoles (memory_ledger.h) Allocation::role "made by every role".
+///   PartitionPlan::kNoGroup     param_group of a param in no optimizer group (frozen).
+///   Op::dst = -1 (schedule.h)   no root: every collective other than reduce and broadcast.
+/// kAllRanks and kAllRoles share kNone's bit pattern but not its meaning, and no field holds both
+/// an index-or-kNone and an "all" value: compare a field only with the sentinel its comment names.
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
 /// DeepSpeed releases whose differences the spec records as version notes.
@@ -69,6 +80,7 @@ enum class Phase : std::uint8_t {
   Step,
   PostStep
 };
+inline constexpr std::size_t kPhaseCount = static_cast<std::size_t>(Phase::PostStep) + 1;
 std::string_view phase_name(
     Phase p);  ///< "init","forward","backward","boundary_reduce","epilogue","step","post_step"
 
@@ -96,6 +108,7 @@ using CategoryBytes = std::array<Bytes, kCategoryCount>;
 std::string_view category_name(BufferCategory c);
 
 enum class MemoryPool : std::uint8_t { Device, Host, Pinned };
+inline constexpr std::size_t kMemoryPoolCount = static_cast<std::size_t>(MemoryPool::Pinned) + 1;
 /// "device", "host", "pinned" (the spelling of MemoryPool in schedule and trace files).
 std::string_view memory_pool_name(MemoryPool p);
 

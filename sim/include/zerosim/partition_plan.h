@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "zerosim/diagnostic.h"
+#include "zerosim/ds_config.h"
 #include "zerosim/model_desc.h"
 #include "zerosim/units.h"
 
@@ -144,6 +145,14 @@ struct PartitionOptions {
   std::uint64_t model_persistence_threshold = 9223372036854775807ULL;
   std::vector<std::vector<std::uint32_t>> groups;
 };
+
+/// The partition DeepSpeed makes for `ds` on `world` ranks: zero_optimization.stage,
+/// sub_group_size and the stage 3 persistence thresholds as configured, and round robin only where
+/// DeepSpeedZeroOptimizer applies round_robin_gradients (stage 1/2; BF16_Optimizer and stage 0
+/// have none, deepspeed_zero.md §2.1). `groups` is left empty (one group of all trainable params).
+/// The one translation from a DsConfig: the CLI, scenario runs, the planner and estimate_memory
+/// all call it.
+PartitionOptions partition_options(const DsConfig& ds, std::uint32_t world);
 
 /// Pure function. Fails (source "partition") on a stage outside 0..3, W == 0, W >
 /// kMaxPartitionWorld, an unknown or repeated param id in `groups`, or a size that does not fit in

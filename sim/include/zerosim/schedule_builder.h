@@ -13,6 +13,7 @@
 #include "zerosim/memory_model.h"
 #include "zerosim/model_desc.h"
 #include "zerosim/partition_plan.h"
+#include "zerosim/scenario.h"
 #include "zerosim/schedule.h"
 
 namespace zerosim {
@@ -48,6 +49,9 @@ std::string overflow_steps_problem(const std::vector<std::uint32_t>& overflow_st
 /// zero.Init is stage 3's (paper mode models no init). One rule for the CLI, scenario files and
 /// build_schedule.
 std::string zero_init_problem(int stage, Accounting mode);
+
+/// The builder input of a loaded scenario with its partition plan (both must outlive the input).
+ScheduleInput schedule_input(const Scenario& s, const PartitionPlan& plan);
 
 /// Builds the schedule (pure function). Dispatches on mode and ds->optimizer_path().
 Result<Schedule> build_schedule(const ScheduleInput& in);

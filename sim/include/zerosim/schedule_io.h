@@ -59,4 +59,8 @@ struct CollectiveLogOptions {
 Result<std::uint64_t> write_collective_log(const Schedule& s, std::ostream& out,
                                            const CollectiveLogOptions& options = {});
 
+/// One line of the collective log: collective op `op` as rank `rank` issued it (the executors write
+/// their measured logs with it, so predicted and measured lines compare as text).
+void write_collective_line(std::ostream& out, const Schedule& s, std::uint32_t rank, const Op& op);
+
 }  // namespace zerosim

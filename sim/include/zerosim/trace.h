@@ -4,16 +4,20 @@
 // A Trace holds spans (one per op that ran: rank, stream, op index, name, category, start and
 // duration in integer ns, and args such as bytes, numel, algbw, busbw), memory counters (live
 // device bytes per rank and category over time), comm records (one per collective: kind, numel,
-// dtype, bytes, time) and run metadata (DeepSpeed behaviour, backend, GPU, zerosim version). The
+// dtype, bytes, time), per-rank named counters (device-wide memory, allocator pool statistics) and
+// run metadata (DeepSpeed behaviour, backend, clock, versions, the schedule's digest). The
 // simulator times one program for all ranks, so its spans carry rank = kAllRanks ("every traced
 // rank"); the backends, which measure each rank, write the rank. A Summary holds the numbers a
 // person or CI compares: step time, compute time, exposed communication, bytes per collective kind,
-// peak memory per rank role, OOM.
+// peak memory per rank role, OOM. summarize() derives it from a trace alone, predicted or measured.
 //
 // Writers (all deterministic: equal inputs give byte-identical text; ts/dur come from int64 ns):
-//   * zerosim trace JSON  {"format": "zerosim-trace", "version": 1, ...}, read back by
+//   * zerosim trace JSON  {"format": "zerosim-trace", "version": 2, ...}, read back by
 //     read_trace_json with validation (truncated text, wrong format or version, unknown names,
-//     references to ranks or comm records that do not exist, times going backwards: one line each);
+//     references to ranks or comm records that do not exist, times going backwards: one line each).
+//     Version 1 files (no v2 fields) are read too; their new fields get the defaults below. The
+//     reader streams the text (no JSON DOM of the whole file): linear time, memory near the
+//     Trace's own size;
 //   * Chrome Trace Event JSON for Perfetto (ecosystem.md §3): object form with "traceEvents" first,
 //     ts/dur in µs with 3 decimals, one integer pid per traced rank ("rank N (role k, M ranks)"),
 //     one tid per stream with thread_name/thread_sort_index, one `C` counter series per event name,
@@ -24,6 +28,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,17 +37,22 @@
 #include "zerosim/ir_types.h"
 #include "zerosim/memory_types.h"
 #include "zerosim/units.h"
+#include "zerosim/version.h"  // kZerosimVersion, configured from CMake's project version
 
 namespace zerosim {
 
 inline constexpr const char* kTraceFormat = "zerosim-trace";
-inline constexpr int kTraceVersion = 1;
+inline constexpr int kTraceVersion = 2;
 inline constexpr const char* kSummaryFormat = "zerosim-summary";
 inline constexpr int kSummaryVersion = 1;
-/// zerosim's version, as `zerosim --version` prints it (CMake project version).
-inline constexpr const char* kZerosimVersion = "0.1.0";
 /// Span/CommRecord rank meaning "every traced rank" (the simulator's one timing).
 inline constexpr std::uint32_t kAllRanks = 0xFFFFFFFFu;
+/// Span::issue_ns when the producer did not record a host issue time.
+inline constexpr SimTime kNoTime = -1;
+/// TraceMeta::clock values: simulated time, the host's steady clock, CUDA events.
+inline constexpr const char* kClockNames[] = {"simulated", "host_steady", "cuda_events"};
+/// Named counter of live host + pinned bytes (summarize() takes its maximum as the host peak).
+inline constexpr const char* kHostBytesCounter = "host_bytes";
 
 /// Run metadata (written as "meta" in the trace, "otherData" in the Chrome trace).
 struct TraceMeta {
@@ -61,6 +71,25 @@ struct TraceMeta {
   std::uint32_t grad_accum = 1;
   Bytes device_capacity = 0;       ///< bytes per GPU the OOM check used (0: no limit)
   std::vector<std::string> notes;  ///< cost-model parameters and assumptions, one line each
+  // Version 2.
+  std::string schedule_digest;      ///< schedule_digest() of the schedule that ran ("": unknown)
+  std::string clock = "simulated";  ///< what produced the times: one of kClockNames
+  std::string host;                 ///< host name (measured runs)
+  std::string driver_version;       ///< GPU driver (measured runs)
+  std::string cuda_version;
+  std::string nccl_version;
+  std::uint32_t warmup_steps = 0;  ///< steps run before the timed ones (not in the trace)
+  std::uint32_t timed_steps = 1;   ///< steps traced (v1 files: `steps`)
+};
+
+/// Peak statistics the producer computed from its complete record: the simulator's ledger
+/// analysis for every role, or a backend's allocator statistics (max_memory_allocated, with the
+/// peak reset at the steady window's start). summarize() prefers them to the memory curve, which a
+/// trace keeps for a few roles only.
+struct RankPeaks {
+  MemoryPeak device;     ///< whole run
+  MemoryPeak steady;     ///< from the last step's start on
+  Bytes host_bytes = 0;  ///< host + pinned
 };
 
 /// A traced rank (a Chrome-trace process): the representative rank of a role.
@@ -69,6 +98,8 @@ struct TraceRank {
   std::uint32_t role = 0;
   std::uint64_t rank_count = 1;      ///< ranks the role stands for
   std::vector<MemorySample> memory;  ///< device memory counter, time order (several per ns allowed)
+  std::optional<RankPeaks> peaks;    ///< v2: see RankPeaks
+  std::optional<OomEvent> oom;       ///< v2: the first allocation above the device capacity
 };
 
 /// One op that ran.
@@ -88,6 +119,11 @@ struct Span {
   Bytes bytes = 0;               ///< bytes read + written, copied, or the collective's S
   Elements numel = 0;            ///< elements the op touches (collective: input per rank)
   double flops = 0;              ///< compute ops
+  // Version 2.
+  Phase phase = Phase::Forward;       ///< Phase::Init spans end the init phase
+  SimTime issue_ns = kNoTime;         ///< host time the op was issued (kNoTime: not recorded)
+  SimTime wait_ns = 0;                ///< idle time of its stream right before it started
+  std::optional<Stream> wait_stream;  ///< the stream of what it waited for last (wait_ns > 0)
 };
 
 /// One collective call.
@@ -110,13 +146,32 @@ struct CommRecord {
   double algbw_gbps = 0;  ///< S / t, GB/s (1e9 B/s); 0 when t = 0
   double busbw_gbps = 0;  ///< algbw × nccl-tests' factor
   std::string algorithm;  ///< "ring", "tree", "calibrated", "none"
+  // Version 2.
+  std::uint32_t micro_step = 0;
+  ReduceOp reduce_op = ReduceOp::None;
+  std::uint32_t root = kNone;  ///< reduce destination / broadcast source rank (kNone: none)
+};
+
+/// One sample of a named counter.
+struct CounterSample {
+  SimTime t = 0;
+  std::int64_t value = 0;
+};
+
+/// A named per-rank counter series (v2): device-wide memory (cudaMemGetInfo), allocator pool
+/// statistics, live host bytes (kHostBytesCounter). Samples in time order.
+struct TraceCounter {
+  std::uint32_t rank = 0;  ///< a traced rank (or kAllRanks)
+  std::string name;        ///< [a-z0-9_.]+, unique per rank
+  std::vector<CounterSample> samples;
 };
 
 struct Trace {
   TraceMeta meta;
-  std::vector<TraceRank> ranks;   ///< ascending rank
-  std::vector<Span> spans;        ///< by start time, then op index
-  std::vector<CommRecord> comms;  ///< issue order
+  std::vector<TraceRank> ranks;        ///< ascending rank
+  std::vector<Span> spans;             ///< by start time, then op index
+  std::vector<CommRecord> comms;       ///< issue order
+  std::vector<TraceCounter> counters;  ///< v2: by rank, then name
 };
 
 /// Per optimizer step timing. Step s runs from the end of step s-1 (step 0: the end of the init
@@ -160,12 +215,46 @@ struct Summary {
   SimTime exposed_offload_ns = 0;
   std::vector<CommKindSummary> comm;   ///< kinds with at least one call, enum order
   std::vector<RolePeakSummary> peaks;  ///< every role, role order
-  std::uint32_t peak_role = 0;         ///< role with the largest device peak (lowest index on ties)
-  std::uint32_t steady_peak_role = 0;  ///< role with the largest steady peak
+  std::uint32_t peak_role = 0;  ///< index into peaks: the largest device peak (lowest on ties)
+  std::uint32_t steady_peak_role = 0;  ///< index into peaks: the largest steady peak
   SimTime steady_from_ns = 0;          ///< start of the steady-state window: the last step's start
   std::optional<OomEvent> oom;         ///< earliest OOM (lowest role on ties)
   std::uint32_t oom_rank = 0;          ///< representative rank of the OOM's role
   std::uint64_t oom_ranks = 0;         ///< ranks whose role runs out of memory
+};
+
+/// The summary of a trace, from the trace alone (predicted or measured alike). Steps: Phase::Init
+/// spans end the init phase; step s runs from the end of step s-1 to its last span's end; compute
+/// is forward + backward + recompute time; exposed communication is the compute stream running
+/// collectives plus its waits on the reduce/gather streams (Span::wait_ns, wait_stream), exposed
+/// offload its waits on h2d/d2h/host. Traffic sums the comm records per kind. Peaks per role come
+/// from TraceRank::peaks when present, else from the memory curve (steady window: the state at the
+/// last step's start and every later sample) and the kHostBytesCounter counter; OOM is
+/// TraceRank::oom. A trace that times ranks separately (rank != kAllRanks) is summarised per rank,
+/// and each number is the largest over ranks; a role's peak is its largest rank's. O(spans + comms
+/// + samples).
+Summary summarize(const Trace& trace);
+
+/// summarize() one record at a time, for producers that would rather not build a Trace (the
+/// simulator without a recorded trace feeds its ops through one reused Span). Spans and comm
+/// records in any order; then steady_from_ns() if needed; then the ranks; then finish().
+class SummaryBuilder {
+ public:
+  explicit SummaryBuilder(const TraceMeta& meta);
+  ~SummaryBuilder();
+  SummaryBuilder(const SummaryBuilder&) = delete;
+  SummaryBuilder& operator=(const SummaryBuilder&) = delete;
+  void add(const Span& span);
+  void add(const CommRecord& comm);
+  /// The steady window's start (the last step's start); closes the time part (no more spans).
+  SimTime steady_from_ns();
+  /// A rank and the counters (any ranks) its host peak may come from.
+  void add(const TraceRank& rank, const std::vector<TraceCounter>& counters);
+  Summary finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 /// Writes the zerosim trace JSON (one span/comm/sample per line).

@@ -42,7 +42,7 @@ constexpr Bytes dtype_size(DType t) {
   return 0;
 }
 
-/// torch name: "float16", "bfloat16", "float32", "float64", "uint8".
+/// torch name: "float16", "bfloat16", "float32", "float64", "uint8", "int64".
 std::string_view dtype_name(DType t);
 
 /// Accepts torch names and DeepSpeed spellings ("fp16", "half", "bf16", "fp32", "float", ...).

@@ -140,7 +140,7 @@ std::string_view memory_pool_name(MemoryPool p) {
     case MemoryPool::Pinned:
       return "pinned";
   }
-  return "device";
+  return "unknown";
 }
 
 std::string_view collective_name(CollectiveKind k) {

@@ -3,11 +3,11 @@
 #include "base/json_reader.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <sstream>
+#include <utility>
+
+#include "zerosim/input_file.h"
 
 namespace zerosim::json {
 
@@ -38,73 +38,190 @@ std::optional<long double> integral_value(const nlohmann::json& v) {
 }  // namespace
 
 namespace {
-// Tracks the JSON Pointer during a callback parse and records keys that repeat inside one object:
-// nlohmann keeps the last value silently, DeepSpeed refuses duplicate keys
+
+// Builds the DOM from nlohmann's SAX events in one linear pass, and records keys that repeat inside
+// one object: nlohmann keeps the last value silently, DeepSpeed refuses duplicate keys
 // (dict_raise_error_on_duplicate_keys), and a silently dropped value is the worst kind of default.
-class DuplicateKeyFinder {
+// Each object checks a new key against its own keys (a map lookup), so the cost is linear in the
+// text. (nlohmann's callback parser, used before, is quadratic: json_sax_dom_callback_parser::
+// end_object scans every element of the enclosing array for a discarded value after each object,
+// nlohmann 3.11.2 json_sax.hpp:470, so an array of n objects costs O(n^2).)
+// Arrays that `stream` selects (by pointer) keep no elements: each complete element goes to
+// `on_element` and is dropped, so a large machine-written file never exists as one DOM.
+class DomBuilder {
  public:
-  bool on_event(nlohmann::json::parse_event_t ev, const nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    const bool starts_element = ev == E::object_start || ev == E::array_start || ev == E::value;
-    if (starts_element && !stack_.empty() && stack_.back().is_array) ++stack_.back().index;
-    switch (ev) {
-      case E::object_start:
-        stack_.push_back({false, -1, {}, {}});
-        break;
-      case E::array_start:
-        stack_.push_back({true, -1, {}, {}});
-        break;
-      case E::object_end:
-      case E::array_end:
-        if (!stack_.empty()) stack_.pop_back();
-        break;
-      case E::key: {
-        auto& top = stack_.back();
-        top.key = parsed.get<std::string>();
-        if (!top.seen.insert(top.key).second && first_.empty()) first_ = pointer();
-        break;
+  using json = nlohmann::json;
+  DomBuilder(const StreamFilter* stream, const ElementSink* on_element)
+      : stream_(stream), on_element_(on_element) {}
+
+  bool null() { return leaf(json(nullptr)); }
+  bool boolean(bool v) { return leaf(json(v)); }
+  bool number_integer(json::number_integer_t v) { return leaf(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return leaf(json(v)); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return leaf(json(v)); }
+  bool string(json::string_t& v) { return leaf(json(std::move(v))); }
+  bool binary(json::binary_t& v) { return leaf(json(json::binary_t(std::move(v)))); }
+  bool start_object(std::size_t) { return open(json::object(), false); }
+  bool start_array(std::size_t) { return open(json::array(), true); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& k) {
+    Level& top = stack_.back();
+    if (top.value->contains(k) && first_.empty()) {
+      top.key = k;
+      first_ = pointer(stack_.size());
+    }
+    top.key = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t byte, const std::string& token,
+                   const nlohmann::detail::exception& e) {
+    error_byte_ = byte;
+    error_ = e.what();
+    if (e.id == kNumberOverflow) {  // 1e309: out_of_range.406, "number overflow parsing '1e309'"
+      std::string shown = token.size() > 40 ? token.substr(0, 40) + "\u2026(" +
+                                                  std::to_string(token.size()) + " bytes)"
+                                            : token;
+      error_ = "expected a number within the range of a double (|x| < 1.8e308), got " + shown;
+    }
+    return false;
+  }
+
+  json& root() { return root_; }
+  const std::string& first_duplicate() const { return first_; }
+  const std::string& error() const { return error_; }
+  std::size_t error_byte() const { return error_byte_; }
+
+ private:
+  static constexpr int kNumberOverflow = 406;
+
+  struct Level {
+    json* value;
+    bool is_array;
+    bool streamed = false;  // elements go to on_element_
+    std::size_t count = 0;  // elements so far (arrays)
+    std::string key;        // the current key (objects)
+    std::string pointer;    // streamed arrays: their pointer
+  };
+
+  // Where the next value goes: the root, an array's end, an object's current key, or the element
+  // being streamed (element_depth_ marks where that element began).
+  json* place(json&& v) {
+    if (stack_.empty()) return &(root_ = std::move(v));
+    Level& top = stack_.back();
+    if (!top.is_array) return &((*top.value)[top.key] = std::move(v));
+    ++top.count;
+    if (!top.streamed) {
+      top.value->push_back(std::move(v));
+      return &top.value->back();
+    }
+    element_ = std::move(v);
+    return &element_;
+  }
+  bool leaf(json&& v) {
+    place(std::move(v));
+    if (!stack_.empty() && stack_.back().streamed) emit(stack_.back());
+    return true;
+  }
+  bool open(json&& v, bool is_array) {
+    const bool element = !stack_.empty() && stack_.back().streamed;
+    json* at = place(std::move(v));
+    if (element) element_depth_ = stack_.size();
+    stack_.push_back({at, is_array, false, 0, {}, {}});
+    // Only arrays outside a streamed element, near the root, are offered for streaming.
+    if (is_array && stream_ && element_depth_ == 0 && stack_.size() <= 5) {
+      std::string p = pointer(stack_.size() - 1);
+      if ((*stream_)(p)) {
+        stack_.back().streamed = true;
+        stack_.back().pointer = std::move(p);
       }
-      case E::value:
-        break;
     }
     return true;
   }
-  const std::string& first_duplicate() const { return first_; }
-
- private:
-  struct Level {
-    bool is_array;
-    long index;
-    std::string key;
-    std::set<std::string> seen;
-  };
-  std::string pointer() const {
+  bool close() {
+    stack_.pop_back();
+    if (element_depth_ != 0 && stack_.size() == element_depth_) {
+      element_depth_ = 0;
+      emit(stack_.back());
+    }
+    return true;
+  }
+  void emit(Level& array) {
+    if (on_element_) (*on_element_)(array.pointer, array.count - 1, element_);
+    element_ = json();
+  }
+  // The pointer of the value at depth `depth` (the child of stack_[depth - 1]).
+  std::string pointer(std::size_t depth) const {
     std::string p;
-    for (const auto& l : stack_)
-      p += "/" + (l.is_array ? std::to_string(l.index) : pointer_token(l.key));
+    for (std::size_t i = 0; i < depth; ++i) {
+      const Level& l = stack_[i];
+      p += "/" + (l.is_array ? std::to_string(l.count - 1) : pointer_token(l.key));
+    }
     return p;
   }
+
+  const StreamFilter* stream_;
+  const ElementSink* on_element_;
+  json root_;
+  json element_;
+  std::size_t element_depth_ = 0;
   std::vector<Level> stack_;
   std::string first_;
+  std::string error_;
+  std::size_t error_byte_ = 0;
 };
-}  // namespace
 
-std::optional<nlohmann::json> parse(const std::string& text, const std::string& source,
-                                    Diagnostics& diags) {
-  try {
-    DuplicateKeyFinder dups;
-    auto j =
-        nlohmann::json::parse(text, [&dups](int, nlohmann::json::parse_event_t ev,
-                                            nlohmann::json& v) { return dups.on_event(ev, v); });
-    if (!dups.first_duplicate().empty()) {
-      diags.error(source, dups.first_duplicate(), "duplicate key: a JSON object names it twice",
-                  "keep one; DeepSpeed refuses duplicate keys too");
-      return std::nullopt;
+// What nlohmann would accept but zerosim refuses, found in one pass before parsing: a NUL byte
+// (nlohmann's lexer takes it for the end of the input, so "{} NUL garbage" would parse) and nesting
+// deeper than kMaxDepth (so nothing recursive, dump() included, ever sees deeper input). Brackets
+// inside strings do not count. Adds "invalid JSON at line L, column C: ..." and returns false.
+bool prescan(const std::string& text, const std::string& source, Diagnostics& diags) {
+  std::size_t line = 1, col = 1, depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    std::string problem;
+    if (c == '\0') {
+      problem = "a NUL byte (JSON text cannot contain one)";
+    } else if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth)
+        problem = "expected at most " + std::to_string(kMaxDepth) +
+                  " levels of nested arrays and objects, got more";
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
     }
-    return j;
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is 1-based; turn it into line and column.
-    std::size_t byte = e.byte == 0 ? 0 : e.byte - 1;
+    if (!problem.empty()) {
+      diags.error(source, "",
+                  "invalid JSON at line " + std::to_string(line) + ", column " +
+                      std::to_string(col) + ": " + problem);
+      return false;
+    }
+    if (c == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return true;
+}
+
+std::optional<nlohmann::json> parse_impl(const std::string& text, const std::string& source,
+                                         Diagnostics& diags, const StreamFilter* stream,
+                                         const ElementSink* on_element) {
+  if (!prescan(text, source, diags)) return std::nullopt;
+  DomBuilder dom(stream, on_element);
+  if (!nlohmann::json::sax_parse(text, &dom)) {
+    // The byte is 1-based; turn it into line and column.
+    const std::size_t byte = dom.error_byte() == 0 ? 0 : dom.error_byte() - 1;
     std::size_t line = 1, col = 1;
     for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
       if (text[i] == '\n') {
@@ -114,32 +231,47 @@ std::optional<nlohmann::json> parse(const std::string& text, const std::string& 
         ++col;
       }
     }
-    std::string what = e.what();
     // nlohmann's text: "[json.exception.parse_error.101] parse error at line 1, column 5: syntax
-    // error ..."
+    // error ..."; the "[json.exception...]" id and nlohmann's position are dropped.
+    const std::string& what = dom.error();
     auto pos = what.find(": ", what.find("parse error"));
-    std::string detail = pos == std::string::npos ? what : what.substr(pos + 2);
+    if (pos == std::string::npos && what.rfind("[json.exception.", 0) == 0) {
+      pos = what.find("] ");
+      if (pos != std::string::npos) ++pos;
+    }
+    const std::string detail = pos == std::string::npos ? what : what.substr(pos + 2);
     diags.error(source, "",
                 "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(col) +
                     ": " + detail);
     return std::nullopt;
   }
+  if (!dom.first_duplicate().empty()) {
+    diags.error(source, dom.first_duplicate(), "duplicate key: a JSON object names it twice",
+                "keep one; DeepSpeed refuses duplicate keys too");
+    return std::nullopt;
+  }
+  return std::move(dom.root());
+}
+
+}  // namespace
+
+std::optional<nlohmann::json> parse(const std::string& text, const std::string& source,
+                                    Diagnostics& diags) {
+  return parse_impl(text, source, diags, nullptr, nullptr);
+}
+
+std::optional<nlohmann::json> parse_streaming(const std::string& text, const std::string& source,
+                                              Diagnostics& diags, const StreamFilter& stream,
+                                              const ElementSink& on_element) {
+  return parse_impl(text, source, diags, &stream, &on_element);
 }
 
 bool read_file(const std::string& path, std::string& out, Diagnostics& diags) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    diags.error(path, "", std::string("cannot read file: ") + std::strerror(errno));
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
+  return read_input_file(path, out, diags);
 }
 
 std::string describe(const nlohmann::json& v) {
-  if (v.is_string()) return "\"" + v.get<std::string>() + "\"";
+  if (v.is_string()) return quote(v.get<std::string>());
   if (v.is_object()) return "an object";
   if (v.is_array()) return "an array";
   return v.dump();

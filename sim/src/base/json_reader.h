@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -18,11 +19,32 @@
 
 namespace zerosim::json {
 
-/// Parses JSON text. A syntax error becomes "source: line L, column C: <what>" and nullopt.
+/// The deepest nesting of arrays and objects parse() accepts.
+inline constexpr std::size_t kMaxDepth = 256;
+
+/// Parses JSON text in linear time. A syntax error becomes "source: line L, column C: <what>" and
+/// nullopt; so does a key repeated inside one object (the pointer names the second one), a NUL
+/// byte anywhere, and nesting deeper than kMaxDepth.
 std::optional<nlohmann::json> parse(const std::string& text, const std::string& source,
                                     Diagnostics& diags);
 
-/// Reads a whole file. Failure adds "path: cannot read file: <reason>" and returns false.
+/// Whether the array at this JSON pointer ("/spans", "/ranks/3/memory") is streamed.
+using StreamFilter = std::function<bool(const std::string& pointer)>;
+/// Receives one complete element of a streamed array: the array's pointer, the element's index and
+/// the element (which the callee may move from).
+using ElementSink =
+    std::function<void(const std::string& array_pointer, std::size_t index, nlohmann::json&)>;
+/// parse(), except that arrays selected by `stream` (outside other streamed arrays, up to depth 5)
+/// stay empty in the returned DOM: each element is handed to `on_element` as soon as it is complete
+/// and then dropped, so memory stays near one element's DOM for machine-written files (traces).
+/// Elements arrive in text order, also when the text later turns out to be invalid.
+std::optional<nlohmann::json> parse_streaming(const std::string& text, const std::string& source,
+                                              Diagnostics& diags, const StreamFilter& stream,
+                                              const ElementSink& on_element);
+
+/// Reads a whole file (read_input_file: regular files only, up to the input cap). Failure adds one
+/// error naming the path ("cannot read file: <reason>", "expected a regular file, got a FIFO")
+/// and returns false.
 bool read_file(const std::string& path, std::string& out, Diagnostics& diags);
 
 /// How a value is shown after "got": strings quoted, numbers and literals as written,

@@ -16,14 +16,13 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "collectives/nccl_tests.h"
+#include "zerosim/input_file.h"
 
 namespace zerosim {
 namespace collectives {
@@ -330,12 +329,10 @@ Result<CalibratedLinks> parse_nccl_tests(std::string_view text, const std::strin
 
 Result<CalibratedLinks> load_nccl_tests(const std::string& path,
                                         std::optional<CollectiveKind> fallback) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail<CalibratedLinks>(path, "", "cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return fail<CalibratedLinks>(path, "", "cannot read the file");
-  return parse_nccl_tests(text.str(), path, fallback);
+  Diagnostics d;
+  std::string text;
+  if (!read_input_file(path, text, d)) return Result<CalibratedLinks>(std::move(d));
+  return parse_nccl_tests(text, path, fallback);
 }
 
 }  // namespace zerosim

@@ -181,11 +181,7 @@ class EventLoop {
     consider(op.prev_call);
     if (op.kind == OpKind::Sync) consider(latest_op_);
     out_.blocked_ns[i] = now - compute_free_;
-    if (blocker == kNone) return;
-    const Stream st = p_.ops[blocker].stream;
-    if (st == Stream::Reduce || st == Stream::Gather) out_.blocked_by[i] = Blocker::Comm;
-    if (st == Stream::H2D || st == Stream::D2H || st == Stream::Host)
-      out_.blocked_by[i] = Blocker::Offload;
+    out_.blocker[i] = blocker;
   }
 
   void finish(std::uint32_t i, SimTime now) {
@@ -250,7 +246,7 @@ Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p) {
   const std::size_t n = p.ops.size();
   out.ops.resize(n);
   out.blocked_ns.assign(n, 0);
-  out.blocked_by.assign(n, Blocker::None);
+  out.blocker.assign(n, kNone);
   EventLoop loop(s, p, out);
   Diagnostics d = loop.run();
   if (d.has_errors()) return d;

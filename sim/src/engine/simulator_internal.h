@@ -57,31 +57,29 @@ struct Program {
 /// the models cannot give (every one is reported).
 Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const CostModel& cost);
 
-/// Why the compute stream was idle before an op: nothing, a communication stream, an offload
-/// stream.
-enum class Blocker : std::uint8_t { None, Comm, Offload };
-
 /// What the event loop measured.
 struct LoopOutput {
   std::vector<OpTiming> ops;
-  std::vector<SimTime> blocked_ns;  ///< per op on the compute stream: idle time before it
-  std::vector<Blocker> blocked_by;  ///< what it waited for
-  MemoryLedger ledger;              ///< one buffer per schedule buffer (same index)
+  std::vector<SimTime> blocked_ns;     ///< per op on the compute stream: idle time before it
+  std::vector<std::uint32_t> blocker;  ///< the op it waited for last (kNone: none)
+  MemoryLedger ledger;                 ///< one buffer per schedule buffer (same index)
 };
 
 /// Runs the event loop, then fills the ledger with every Alloc/Free in program order
 /// (record_memory in simulator.cc says why). Errors: a deadlock, time overflow, ledger misuse.
 Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p);
 
-/// The summary's time and traffic parts (steps, exposed communication, bytes per collective kind)
-/// and the steady-state window start (the last step's start).
-Summary make_summary(const Program& p, const LoopOutput& loop, std::uint32_t steps);
-/// Adds peaks per role and the earliest OOM.
-void add_memory_summary(const Schedule& s, const std::vector<RoleMemory>& memory, Summary& out);
-
-/// Builds the trace: spans and comm records of every op, memory counters of the chosen roles.
+/// The trace of a simulation: a span per op (Alloc/Free excepted; in start order) and a comm record
+/// per collective, from the loop's times. Ranks come from traced_ranks.
 Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
-                 const std::vector<RoleMemory>& memory, const TraceMeta& meta,
-                 std::uint32_t max_roles);
+                 const TraceMeta& meta);
+/// Feeds the same spans (without names) and comm records to `b`, without building a Trace.
+void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, SummaryBuilder& b);
+/// Feeds one rank per role (role order): its representative with the ledger's peaks and OOM.
+void add_roles(const Schedule& s, const std::vector<RoleMemory>& memory, SummaryBuilder& b);
+/// The written trace's ranks: role 0, the peak role, then the lowest other roles, up to max_roles,
+/// ascending by rank, with their memory curves and OOM (no RankPeaks: the curves carry them).
+std::vector<TraceRank> traced_ranks(const Schedule& s, const LoopOutput& loop,
+                                    const std::vector<RoleMemory>& memory, std::uint32_t max_roles);
 
 }  // namespace zerosim::sim

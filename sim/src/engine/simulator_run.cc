@@ -33,6 +33,7 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
   m.gpus_per_node = s.meta.gpus_per_node;
   m.steps = s.meta.steps;
   m.grad_accum = s.meta.grad_accum;
+  m.timed_steps = s.meta.steps;
   m.device_capacity = capacity;
   const LinkParams links = o.links ? *o.links : links_for_gpu(gpu);
   m.notes = {
@@ -79,7 +80,8 @@ std::size_t SimulationResult::footprint_bytes() const {
 
 Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
                                   const EngineOptions& options) {
-  auto graph = lower_schedule(schedule);
+  // The engine reads no tensor layout; build_schedule and the schedule reader replanned it.
+  auto graph = lower_schedule(schedule, "schedule", LayoutCheck::References);
   if (!graph.ok()) return graph.diagnostics();
   return simulate(schedule, graph.value(), gpu, options);
 }
@@ -95,18 +97,24 @@ Result<SimulationResult> simulate(const Schedule& schedule, const ScheduleGraph&
   auto loop = sim::run_event_loop(schedule, program.value());
   if (!loop.ok()) return loop.diagnostics();
   const Bytes capacity = options.device_capacity ? *options.device_capacity : gpu.memory_bytes;
-  // Steady state: the last simulated step (with two or more steps the optimizer states created by
-  // the first one exist, as in the planner's steady-state report).
-  out.summary = sim::make_summary(program.value(), loop.value(), schedule.meta.steps);
-  out.memory = loop->ledger.analyze(capacity, out.summary.steady_from_ns);
+  // The summary is summarize() of the simulation's trace, fed record by record (SummaryBuilder) so
+  // that a simulation without a trace builds none. Its steps come first: the steady state (the
+  // ledger's second window) starts with the last simulated step (with two or more steps the
+  // optimizer states created by the first one exist, as in the planner's steady-state report).
+  const TraceMeta meta = make_meta(schedule, gpu, options, cost.value(), capacity);
+  SummaryBuilder summary(meta);
+  sim::add_ops(schedule, program.value(), loop.value(), summary);
+  out.memory = loop->ledger.analyze(capacity, summary.steady_from_ns());
   for (RoleMemory& m : out.memory)  // the ledger's buffers are unnamed (make_ledger says why)
     if (m.oom && m.oom->buffer < schedule.buffers.size())
       m.oom->buffer_name = schedule.buffers[m.oom->buffer].name;
-  sim::add_memory_summary(schedule, out.memory, out.summary);
-  out.summary.meta = make_meta(schedule, gpu, options, cost.value(), capacity);
-  if (options.record_trace)
-    out.trace = sim::make_trace(schedule, program.value(), loop.value(), out.memory,
-                                out.summary.meta, options.max_trace_roles);
+  sim::add_roles(schedule, out.memory, summary);
+  out.summary = summary.finish();
+  if (options.record_trace) {
+    out.trace = sim::make_trace(schedule, program.value(), loop.value(), meta);
+    out.trace.ranks =
+        sim::traced_ranks(schedule, loop.value(), out.memory, options.max_trace_roles);
+  }
   out.ops = std::move(loop->ops);
   out.ledger = std::move(loop->ledger);
   return out;

@@ -34,6 +34,11 @@ void write_tail(std::ostream& out, const Schedule& s, const Op& o, std::uint32_t
 
 }  // namespace
 
+void write_collective_line(std::ostream& out, const Schedule& s, std::uint32_t rank, const Op& op) {
+  out << "{\"rank\":" << rank;
+  write_tail(out, s, op, rank);
+}
+
 Result<std::uint64_t> write_collective_log(const Schedule& s, std::ostream& out,
                                            const CollectiveLogOptions& options) {
   std::vector<std::uint32_t> ranks = options.ranks;

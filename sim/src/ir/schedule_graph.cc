@@ -30,7 +30,8 @@ std::string index_problem(const char* what, std::uint64_t value, std::uint64_t c
 
 class Lowering {
  public:
-  Lowering(const Schedule& s, const std::string& source) : s_(s), src_(source) {}
+  Lowering(const Schedule& s, const std::string& source, LayoutCheck layout)
+      : s_(s), src_(source), layout_(layout) {}
 
   Result<ScheduleGraph> run();
 
@@ -62,6 +63,7 @@ class Lowering {
 
   const Schedule& s_;
   const std::string& src_;
+  LayoutCheck layout_;
   Diagnostics d_;
   ScheduleGraph g_;
   std::vector<std::uint32_t> live_since_;  // per buffer: op of its live Alloc, or kNone
@@ -81,27 +83,27 @@ void Lowering::check_roles() {
   bool ranges_ok = true;
   for (std::size_t r = 0; r < s_.roles.size(); ++r) {
     const RankRole& role = s_.roles[r];
-    const std::string ptr = "/roles/" + str(r);
+    const auto ptr = [r] { return "/roles/" + str(r); };  // built on the error path only
     if (role.slots.size() != n_slots)
-      error(ptr + "/slots", "expected " + str(n_slots) +
-                                " slot values (one per meta slot_names entry), got " +
-                                str(role.slots.size()));
-    if (role.ranks.empty()) error(ptr + "/ranks", "expected at least one rank range, got none");
+      error(ptr() + "/slots", "expected " + str(n_slots) +
+                                  " slot values (one per meta slot_names entry), got " +
+                                  str(role.slots.size()));
+    if (role.ranks.empty()) error(ptr() + "/ranks", "expected at least one rank range, got none");
     for (std::size_t i = 0; i < role.ranks.size(); ++i) {
       const auto& [first, last] = role.ranks[i];
       if (first > last) {
-        error(ptr + "/ranks/" + str(i),
+        error(ptr() + "/ranks/" + str(i),
               "expected first <= last, got [" + str(first) + ", " + str(last) + "]");
         ranges_ok = false;
       } else if (i > 0 && role.ranks[i - 1].second >= first) {
-        error(ptr + "/ranks/" + str(i), "expected ranges sorted and disjoint");
+        error(ptr() + "/ranks/" + str(i), "expected ranges sorted and disjoint");
         ranges_ok = false;
       }
     }
     if (!role.ranks.empty() && role.representative != role.ranks.front().first)
-      error(ptr + "/representative", "expected the role's first rank " +
-                                         str(role.ranks.front().first) + ", got " +
-                                         str(role.representative));
+      error(ptr() + "/representative", "expected the role's first rank " +
+                                           str(role.ranks.front().first) + ", got " +
+                                           str(role.representative));
   }
   if (ranges_ok && s_.meta.world != 0) check_role_cover();
   if (!d_.has_errors()) {  // the timing role: every role has one value per slot now
@@ -220,16 +222,16 @@ void Lowering::check_tensors() {
   const Layout& l = s_.layout;
   for (std::size_t t = 0; t < s_.tensors.size(); ++t) {
     const TensorInfo& ti = s_.tensors[t];
-    const std::string ptr = "/tensors/" + str(t);
+    const auto ptr = [t] { return "/tensors/" + str(t); };  // built on the error path only
     if (ti.grad != kNone && ti.grad >= s_.buffers.size())
-      error(ptr + "/grad",
+      error(ptr() + "/grad",
             index_problem("buffer", ti.grad, s_.buffers.size(), "the schedule has no buffers"));
     if (ti.group != kNone && ti.group >= l.groups.size())
-      error(ptr + "/group",
+      error(ptr() + "/group",
             index_problem("param group", ti.group, l.groups.size(), "the layout has no groups"));
     if (ti.sub_group != kNone && ti.sub_group >= l.sub_groups.size())
-      error(ptr + "/sub_group", index_problem("sub-group", ti.sub_group, l.sub_groups.size(),
-                                              "the layout has no sub-groups"));
+      error(ptr() + "/sub_group", index_problem("sub-group", ti.sub_group, l.sub_groups.size(),
+                                                "the layout has no sub-groups"));
   }
   for (std::size_t g = 0; g < l.groups.size(); ++g)
     for (std::size_t k = 0; k < l.groups[g].params.size(); ++k)
@@ -600,7 +602,7 @@ Result<ScheduleGraph> Lowering::run() {
   check_comms();
   const std::size_t before_layout = d_.items().size();
   check_tensors();
-  if (!s_.tensors.empty() && !d_.has_errors()) check_layout();
+  if (layout_ == LayoutCheck::Replan && !s_.tensors.empty() && !d_.has_errors()) check_layout();
   layout_ok_ = d_.items().size() == before_layout;
   if (g_.max_slots.size() == s_.meta.slot_names.size()) check_lists();
   check_flush_plans();
@@ -696,8 +698,9 @@ std::size_t ScheduleGraph::footprint_bytes() const {
   return n;
 }
 
-Result<ScheduleGraph> lower_schedule(const Schedule& s, const std::string& source) {
-  return Lowering(s, source).run();
+Result<ScheduleGraph> lower_schedule(const Schedule& s, const std::string& source,
+                                     LayoutCheck layout) {
+  return Lowering(s, source, layout).run();
 }
 
 }  // namespace zerosim

@@ -34,10 +34,10 @@ struct Names {
 const Names& names() {
   static const Names n = {
       enum_names<Stream>(kStreamCount, stream_name),
-      enum_names<OpKind>(static_cast<std::size_t>(OpKind::Marker) + 1, op_kind_name),
-      enum_names<Phase>(static_cast<std::size_t>(Phase::PostStep) + 1, phase_name),
-      enum_names<BufferCategory>(static_cast<std::size_t>(BufferCategory::Temp) + 1, category_name),
-      enum_names<MemoryPool>(static_cast<std::size_t>(MemoryPool::Pinned) + 1, memory_pool_name),
+      enum_names<OpKind>(kOpKindCount, op_kind_name),
+      enum_names<Phase>(kPhaseCount, phase_name),
+      enum_names<BufferCategory>(kCategoryCount, category_name),
+      enum_names<MemoryPool>(kMemoryPoolCount, memory_pool_name),
       enum_names<DType>(kDTypeCount, dtype_name),
       enum_names<CollectiveKind>(kCollectiveKindCount, collective_name),
       {std::string(reduce_op_name(ReduceOp::Sum)), std::string(reduce_op_name(ReduceOp::Max))},

@@ -42,16 +42,7 @@ const PartitionPlan* resolve_plan(const ModelDesc& model, const PartitionPlan& p
     rb.note("world size " + std::to_string(world) + " exceeds the partitioner's limit; no layout");
     return nullptr;
   }
-  PartitionOptions o;
-  o.stage = stage;
-  o.world = static_cast<std::uint32_t>(world);
-  // BF16_Optimizer has no round robin (§2.1).
-  o.round_robin =
-      ds.zero.round_robin_gradients && ds.optimizer_path() == OptimizerPath::ZeroStage1And2;
-  o.sub_group_size = ds.zero.sub_group_size;
-  o.param_persistence_threshold = ds.zero.param_persistence_threshold;
-  o.model_persistence_threshold = ds.zero.model_persistence_threshold;
-  auto r = plan_partition(model, o);
+  auto r = plan_partition(model, partition_options(ds, static_cast<std::uint32_t>(world)));
   if (!r.ok()) {
     rb.note("could not partition the model for stage " + std::to_string(stage) + ": " +
             r.diagnostics().to_string());

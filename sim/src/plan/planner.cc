@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "zerosim/partition_plan.h"
 
@@ -61,20 +62,15 @@ class Evaluator {
  public:
   explicit Evaluator(const PlanRequest& r) : req_(r) {}
 
-  /// The partition plan for a stage family at `gpus` GPUs (cached); nullptr, with the errors in
-  /// `diags`, when partitioning failed.
-  const PartitionPlan* plan_for(int stage, std::uint64_t gpus, Diagnostics& diags) {
-    int family = stage == 3 ? 3 : 1;
-    auto key = std::make_pair(gpus, family);
+  /// The partition plan of a stage's config `ds` at `gpus` GPUs (cached); nullptr, with the
+  /// errors in `diags`, when partitioning failed. Stages 0, 1 and 2 share the flat layout (stage 0
+  /// reads only its sizes), so it is planned as stage 1, once per round-robin setting.
+  const PartitionPlan* plan_for(const DsConfig& ds, std::uint64_t gpus, Diagnostics& diags) {
+    PartitionOptions o = partition_options(ds, static_cast<std::uint32_t>(gpus));
+    if (o.stage != 3) o.stage = 1;
+    auto key = std::make_tuple(gpus, o.stage, o.round_robin);
     auto it = plans_.find(key);
     if (it != plans_.end()) return &it->second;
-    PartitionOptions o;
-    o.stage = family;
-    o.world = static_cast<std::uint32_t>(gpus);
-    o.round_robin = req_.base.zero.round_robin_gradients;
-    o.sub_group_size = req_.base.zero.sub_group_size;
-    o.param_persistence_threshold = req_.base.zero.param_persistence_threshold;
-    o.model_persistence_threshold = req_.base.zero.model_persistence_threshold;
     auto p = plan_partition(req_.model, o);
     if (!p.ok()) {
       diags.append(p.diagnostics());
@@ -112,7 +108,7 @@ class Evaluator {
 
  private:
   const PlanRequest& req_;
-  std::map<std::pair<std::uint64_t, int>, PartitionPlan> plans_;
+  std::map<std::tuple<std::uint64_t, int, bool>, PartitionPlan> plans_;
 };
 
 bool matches(const DsConfig& base, const Variant& v) {
@@ -227,7 +223,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     row.offload = v.offload;
     DsConfig ds = variant_config(request.base, v.stage, v.offload);
     row.optimizer = optimizer_name(ds.optimizer_path());
-    const PartitionPlan* plan = ev.plan_for(v.stage, world, diags);
+    const PartitionPlan* plan = ev.plan_for(ds, world, diags);
     if (!plan) return Result<PlanResult>(diags);
     row.memory = ev.memory(ds, *plan, world, request.training.micro_batch);
     row.fits = ev.fits(row.memory);
@@ -238,7 +234,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     row.ds_estimate = estimator_for(request, v);
     row.matches_ds_config = request.ds_config_given && matches(request.base, v);
     for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2) {
-      const PartitionPlan* pg = ev.plan_for(v.stage, g, diags);
+      const PartitionPlan* pg = ev.plan_for(ds, g, diags);
       if (!pg) return Result<PlanResult>(diags);
       MemoryReport m = ev.memory(ds, *pg, g, request.training.micro_batch);
       bool fit = ev.fits(m);

@@ -120,6 +120,20 @@ std::string overflow_steps_problem(const std::vector<std::uint32_t>& overflow_st
   return {};
 }
 
+ScheduleInput schedule_input(const Scenario& s, const PartitionPlan& plan) {
+  ScheduleInput in;
+  in.model = &s.model;
+  in.plan = &plan;
+  in.ds = &s.ds;
+  in.cluster = s.cluster;
+  in.training = s.training;
+  in.steps = s.steps;
+  in.overflow_steps = s.overflow_steps;
+  in.mode = s.mode;
+  in.version = s.version;
+  return in;
+}
+
 Result<Schedule> build_schedule(const ScheduleInput& in) {
   Diagnostics d = check_input(in);
   if (d.has_errors()) return d;

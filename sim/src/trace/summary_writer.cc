@@ -67,11 +67,13 @@ void write_memory(const Summary& s, const TraceMeta& m, std::ostream& out) {
   const std::uint32_t rank = s.peaks.empty() ? 0 : s.peaks[s.peak_role].rank;
   const Bytes steady = s.peaks.empty() ? 0 : s.peaks[s.steady_peak_role].steady.bytes;
   const std::uint32_t steady_rank = s.peaks.empty() ? 0 : s.peaks[s.steady_peak_role].rank;
+  const std::uint32_t role = s.peaks.empty() ? 0 : s.peaks[s.peak_role].role;
+  const std::uint32_t steady_role = s.peaks.empty() ? 0 : s.peaks[s.steady_peak_role].role;
   out << "  \"memory\": {\"device_capacity\": " << m.device_capacity << ", \"peak_bytes\": " << peak
-      << ", \"peak_rank\": " << rank << ", \"peak_role\": " << s.peak_role
+      << ", \"peak_rank\": " << rank << ", \"peak_role\": " << role
       << ", \"steady_from_ns\": " << s.steady_from_ns << ", \"steady_peak_bytes\": " << steady
-      << ", \"steady_peak_rank\": " << steady_rank
-      << ", \"steady_peak_role\": " << s.steady_peak_role << ",\n    \"roles\": [";
+      << ", \"steady_peak_rank\": " << steady_rank << ", \"steady_peak_role\": " << steady_role
+      << ",\n    \"roles\": [";
   for (std::size_t i = 0; i < s.peaks.size(); ++i) {
     const RolePeakSummary& p = s.peaks[i];
     out << (i ? ",\n      " : "\n      ") << "{\"role\": " << p.role << ", \"rank\": " << p.rank

@@ -1,8 +1,13 @@
-// Reader of the zerosim trace JSON (trace.h). Layers as style.md §4.4: syntax (line and column of a
-// truncated or malformed file), header (format and version; a wrong one stops reading), schema
-// (types, enum names, unknown keys), then references and order: span ranks must be traced ranks,
-// span/comm cross-references must agree, memory rows must be in time order and add up. Every
+// Reader of the zerosim trace JSON (trace.h), versions 1 and 2. Layers as style.md §4.4: syntax
+// (line and column of a truncated or malformed file), header (format and version; a wrong one stops
+// reading), schema (types, enum names, unknown keys; a version-1 file may not use version-2 keys),
+// then references and order: span, comm and counter ranks must be traced ranks, span/comm
+// cross-references must agree, memory rows and counter samples must be in time order. Every
 // problem is a one-line Diagnostic "file: /spans/12/comm: expected a comm index 0..3, got 9".
+//
+// The text is streamed (json::parse_streaming): spans, comm records, memory rows and counter
+// samples are read one element at a time as the parser meets them and never form a DOM, so time
+// and memory are linear and the memory is mostly the Trace itself (bench/trace_read_bench.cc).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -10,27 +15,15 @@
 #include <vector>
 
 #include "base/json_reader.h"
+#include "trace/trace_reader_items.h"
 #include "zerosim/trace.h"
 
 namespace zerosim {
 namespace {
 
 using json::JsonReader;
+using trace_read::ItemContext;
 constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
-constexpr std::int64_t kI64 = std::numeric_limits<std::int64_t>::max();
-
-template <class E, class F>
-std::vector<std::string> enum_names(std::size_t count, F&& name) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < count; ++i) out.emplace_back(name(static_cast<E>(i)));
-  return out;
-}
-
-template <class E>
-void read_enum(JsonReader& r, std::string_view key, const std::vector<std::string>& names, E& out) {
-  auto s = r.get_enum(key, names);
-  if (s) out = static_cast<E>(std::find(names.begin(), names.end(), *s) - names.begin());
-}
 
 template <class T>
 void read_uint(JsonReader& r, std::string_view key, T& out, std::uint64_t hi = kU32,
@@ -39,34 +32,66 @@ void read_uint(JsonReader& r, std::string_view key, T& out, std::uint64_t hi = k
   if (auto v = r.get_uint(key, 0, hi)) out = static_cast<T>(*v);
 }
 
-void read_time(JsonReader& r, std::string_view key, SimTime& out) {
-  if (!r.has(key)) r.error("expected a \"" + std::string(key) + "\" key, got none");
-  if (auto v = r.get_int(key, 0, kI64)) out = *v;
-}
-
 void read_string(JsonReader& r, std::string_view key, std::string& out) {
   if (auto v = r.get_string(key)) out = *v;
 }
 
-bool check_header(JsonReader& root) {
+// The version (1 or 2), or 0 after reporting a wrong format or version.
+int check_header(JsonReader& root) {
   const auto fail_key = [&](const char* key, const std::string& want) {
     root.error("expected \"" + std::string(key) + "\": " + want + ", got no \"" + key + "\" key");
   };
-  if (!root.has("format")) return fail_key("format", quote(kTraceFormat)), false;
+  if (!root.has("format")) return fail_key("format", quote(kTraceFormat)), 0;
   auto f = root.child("format");
   if (!f->value().is_string() || f->value().get<std::string>() != kTraceFormat)
-    return f->error("expected " + quote(kTraceFormat) + ", got " + json::describe(f->value())),
-           false;
-  if (!root.has("version")) return fail_key("version", std::to_string(kTraceVersion)), false;
+    return f->error("expected " + quote(kTraceFormat) + ", got " + json::describe(f->value())), 0;
+  const std::string want = "1 or " + std::to_string(kTraceVersion);
+  if (!root.has("version")) return fail_key("version", want), 0;
   auto v = root.child("version");
-  if (!v->value().is_number_integer() || v->value().get<std::int64_t>() != kTraceVersion)
-    return v->error("expected version " + std::to_string(kTraceVersion) + ", got " +
-                    json::describe(v->value())),
-           false;
-  return true;
+  if (!v->value().is_number_integer() || v->value().get<std::int64_t>() < 1 ||
+      v->value().get<std::int64_t>() > kTraceVersion)
+    return v->error("expected version " + want + ", got " + json::describe(v->value())), 0;
+  return static_cast<int>(v->value().get<std::int64_t>());
 }
 
-TraceMeta read_meta(JsonReader& root) {
+bool valid_digest(const std::string& d) {
+  const std::string head = "fnv1a64:";
+  if (d.size() != head.size() + 16 || d.compare(0, head.size(), head) != 0) return false;
+  return std::all_of(d.begin() + static_cast<std::ptrdiff_t>(head.size()), d.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+void read_meta_v2(JsonReader& r, TraceMeta& m, int version) {
+  const std::vector<std::string> v2 = {"schedule_digest", "clock",        "host",
+                                       "driver_version",  "cuda_version", "nccl_version",
+                                       "warmup_steps",    "timed_steps"};
+  if (version < 2) {
+    for (const std::string& k : v2)
+      if (r.has(k)) r.error("expected no version-2 key in a version-1 trace, got " + quote(k), k);
+    m.clock = "simulated";
+    m.timed_steps = m.steps;
+    return;
+  }
+  if (auto d = r.get_string("schedule_digest")) {
+    if (!d->empty() && !valid_digest(*d))
+      r.error("expected \"fnv1a64:\" and 16 lowercase hex digits, got " + quote(*d),
+              "schedule_digest");
+    else
+      m.schedule_digest = *d;
+  }
+  if (auto c = r.get_enum("clock",
+                          std::vector<std::string>(std::begin(kClockNames), std::end(kClockNames))))
+    m.clock = *c;
+  read_string(r, "host", m.host);
+  read_string(r, "driver_version", m.driver_version);
+  read_string(r, "cuda_version", m.cuda_version);
+  read_string(r, "nccl_version", m.nccl_version);
+  read_uint(r, "warmup_steps", m.warmup_steps);
+  m.timed_steps = m.steps;
+  if (auto v = r.get_uint("timed_steps", 1, kU32)) m.timed_steps = static_cast<std::uint32_t>(*v);
+}
+
+TraceMeta read_meta(JsonReader& root, int version) {
   TraceMeta m;
   auto r = root.child("meta");
   if (!r) return root.error("expected a \"meta\" object, got none"), m;
@@ -89,9 +114,30 @@ TraceMeta read_meta(JsonReader& root) {
     if (auto items = notes->elements())
       for (auto& n : *items)
         if (auto s = n.as_string()) m.notes.push_back(*s);
-  r->reject_unknown({"backend", "zerosim_version", "deepspeed_version", "mode", "model",
-                     "optimizer", "gpu", "stage", "world", "nodes", "gpus_per_node", "steps",
-                     "grad_accum", "device_capacity", "notes"});
+  read_meta_v2(*r, m, version);
+  r->reject_unknown({"backend",
+                     "zerosim_version",
+                     "deepspeed_version",
+                     "mode",
+                     "model",
+                     "optimizer",
+                     "gpu",
+                     "stage",
+                     "world",
+                     "nodes",
+                     "gpus_per_node",
+                     "steps",
+                     "grad_accum",
+                     "device_capacity",
+                     "notes",
+                     "schedule_digest",
+                     "clock",
+                     "host",
+                     "driver_version",
+                     "cuda_version",
+                     "nccl_version",
+                     "warmup_steps",
+                     "timed_steps"});
   return m;
 }
 
@@ -102,39 +148,89 @@ void check_columns(JsonReader& root) {
   if (!c) return;  // optional: the columns are fixed by the version
   if (!c->value().is_array() || c->value().get<std::vector<nlohmann::json>>() !=
                                     std::vector<nlohmann::json>(want.begin(), want.end()))
-    c->error("expected the version-1 columns [\"t_ns\", \"total\", \"param16\", ...], got " +
+    c->error("expected the columns [\"t_ns\", \"total\", \"param16\", ...], got " +
              json::describe(c->value()));
 }
 
-void read_sample(JsonReader& row, MemorySample& s, SimTime prev_t) {
-  const auto& v = row.value();
-  if (!v.is_array() || v.size() != 2 + kCategoryCount)
-    return row.error("expected an array of " + std::to_string(2 + kCategoryCount) +
-                     " integers, got " + json::describe(v));
-  for (const auto& x : v)
-    if (!x.is_number_unsigned() && !(x.is_number_integer() && x.get<std::int64_t>() >= 0))
-      return row.error("expected integers >= 0, got " + json::describe(x));
-  s.t = static_cast<SimTime>(std::min<std::uint64_t>(v[0].get<std::uint64_t>(), kI64));
-  s.total = v[1].get<std::uint64_t>();
-  Bytes sum = 0;
-  for (std::size_t k = 0; k < kCategoryCount; ++k) {
-    s.by_category[k] = v[2 + k].get<std::uint64_t>();
-    sum += s.by_category[k];
+// What the streamed elements became, filled while the text is parsed.
+struct Streamed {
+  std::vector<std::vector<MemorySample>> memory;            // by index in "ranks"
+  std::vector<std::vector<CounterSample>> counter_samples;  // by index in "counters"
+  Diagnostics diags;  // kept apart: a wrong header or a syntax error discards them
+  ItemContext ctx;
+};
+
+// "/ranks/12/memory" -> 12 (prefix "/ranks/", suffix "/memory"); npos when it does not match.
+std::size_t index_between(const std::string& p, std::string_view prefix, std::string_view suffix) {
+  if (p.size() <= prefix.size() + suffix.size() || p.compare(0, prefix.size(), prefix) != 0 ||
+      p.compare(p.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return std::string::npos;
+  std::size_t v = 0;
+  for (std::size_t i = prefix.size(); i < p.size() - suffix.size(); ++i) {
+    if (p[i] < '0' || p[i] > '9') return std::string::npos;
+    v = v * 10 + static_cast<std::size_t>(p[i] - '0');
   }
-  if (s.t < prev_t)
-    row.error("expected memory samples in time order, got t = " + std::to_string(s.t) +
-              " ns after " + std::to_string(prev_t) + " ns");
-  if (sum != s.total)
-    row.error("expected the categories to add up to the total " + std::to_string(s.total) +
-              ", got " + std::to_string(sum));
+  return v;
 }
 
-void read_ranks(JsonReader& root, Trace& t) {
+template <class T>
+std::vector<T>& slot(std::vector<std::vector<T>>& v, std::size_t i) {
+  if (v.size() <= i) v.resize(i + 1);
+  return v[i];
+}
+
+void on_element(const std::string& source, const std::string& array, std::size_t i,
+                nlohmann::json& value, Trace& t, Streamed& st) {
+  const auto item = [&] {
+    return JsonReader(value, source, array + "/" + std::to_string(i), st.diags);
+  };
+  if (array == "/spans") {
+    Span& s = t.spans.emplace_back();
+    if (!trace_read::read_span_fast(value, s, st.ctx)) {
+      s = Span{};
+      JsonReader r = item();
+      if (!r.expect_object()) return t.spans.pop_back();
+      trace_read::read_span(r, s, st.ctx);
+    }
+    if (t.spans.size() > 1 && s.start_ns < t.spans[t.spans.size() - 2].start_ns)
+      item().error("expected spans in start-time order, got " + std::to_string(s.start_ns) +
+                       " ns after " + std::to_string(t.spans[t.spans.size() - 2].start_ns) + " ns",
+                   "start_ns");
+  } else if (array == "/comms") {
+    CommRecord& c = t.comms.emplace_back();
+    if (trace_read::read_comm_fast(value, c, st.ctx)) return;
+    c = CommRecord{};
+    JsonReader r = item();
+    if (!r.expect_object()) return t.comms.pop_back();
+    trace_read::read_comm(r, c, st.ctx);
+  } else if (const std::size_t r = index_between(array, "/ranks/", "/memory");
+             r != std::string::npos) {
+    std::vector<MemorySample>& m = slot(st.memory, r);
+    const SimTime prev = m.empty() ? 0 : m.back().t;
+    JsonReader row = item();
+    trace_read::read_sample(row, m.emplace_back(), prev);
+  } else if (const std::size_t c = index_between(array, "/counters/", "/samples");
+             c != std::string::npos) {
+    std::vector<CounterSample>& m = slot(st.counter_samples, c);
+    const SimTime prev = m.empty() ? 0 : m.back().t;
+    JsonReader row = item();
+    trace_read::read_counter_sample(row, m.emplace_back(), prev);
+  }
+}
+
+bool streamed_array(const std::string& p) {
+  return p == "/spans" || p == "/comms" ||
+         index_between(p, "/ranks/", "/memory") != std::string::npos ||
+         index_between(p, "/counters/", "/samples") != std::string::npos;
+}
+
+void read_ranks(JsonReader& root, Trace& t, Streamed& st, int version) {
   auto r = root.child("ranks");
   if (!r) return root.error("expected a \"ranks\" array, got none");
   auto items = r->elements();
   if (!items) return;
-  for (auto& item : *items) {
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    JsonReader& item = (*items)[i];
     if (!item.expect_object()) continue;
     TraceRank tr;
     read_uint(item, "rank", tr.rank, kU32, true);
@@ -144,98 +240,54 @@ void read_ranks(JsonReader& root, Trace& t) {
       item.error("expected ranks in ascending order without repeats, got " +
                      std::to_string(tr.rank) + " after " + std::to_string(t.ranks.back().rank),
                  "rank");
-    if (auto mem = item.child("memory"))
-      if (auto rows = mem->elements())
-        for (auto& row : *rows) {
-          MemorySample s;
-          read_sample(row, s, tr.memory.empty() ? 0 : tr.memory.back().t);
-          tr.memory.push_back(s);
-        }
-    item.reject_unknown({"rank", "role", "rank_count", "memory"});
+    if (auto mem = item.child("memory")) {
+      if (mem->elements() && i < st.memory.size()) tr.memory = std::move(st.memory[i]);
+    }
+    for (const char* k : {"peaks", "oom"})
+      if (version < 2 && item.has(k))
+        item.error("expected no version-2 key in a version-1 trace, got " + quote(k), k);
+    if (auto p = item.child("peaks"); p && version >= 2)
+      trace_read::read_peaks(*p, tr.peaks.emplace());
+    if (auto o = item.child("oom"); o && version >= 2) trace_read::read_oom(*o, tr.oom.emplace());
+    item.reject_unknown({"rank", "role", "rank_count", "memory", "peaks", "oom"});
     t.ranks.push_back(std::move(tr));
   }
 }
 
-void read_span(JsonReader& item, Span& s) {
-  static const auto streams = enum_names<Stream>(kStreamCount, stream_name);
-  read_uint(item, "op", s.op, kU32, true);
-  read_uint(item, "rank", s.rank);
-  if (!item.has("stream")) item.error("expected a \"stream\" key, got none");
-  read_enum(item, "stream", streams, s.stream);
-  read_string(item, "name", s.name);
-  read_string(item, "cat", s.category);
-  read_time(item, "start_ns", s.start_ns);
-  read_time(item, "dur_ns", s.dur_ns);
-  read_uint(item, "step", s.step);
-  read_uint(item, "micro_step", s.micro_step);
-  read_uint(item, "layer", s.layer);
-  read_uint(item, "bucket", s.bucket);
-  read_uint(item, "comm", s.comm);
-  read_uint(item, "bytes", s.bytes, UINT64_MAX);
-  read_uint(item, "numel", s.numel, UINT64_MAX);
-  if (auto f = item.get_number("flops", 0, std::numeric_limits<double>::max())) s.flops = *f;
-  item.reject_unknown({"op", "rank", "stream", "name", "cat", "start_ns", "dur_ns", "step",
-                       "micro_step", "layer", "bucket", "comm", "bytes", "numel", "flops"});
+bool valid_counter_name(const std::string& n) {
+  return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+  });
 }
 
-void read_spans(JsonReader& root, Trace& t) {
-  auto r = root.child("spans");
-  if (!r) return root.error("expected a \"spans\" array, got none");
+void read_counters(JsonReader& root, Trace& t, Streamed& st, int version) {
+  auto r = root.child("counters");
+  if (!r) return;  // optional
+  if (version < 2)
+    return root.error("expected no version-2 key in a version-1 trace, got \"counters\"",
+                      "counters");
   auto items = r->elements();
   if (!items) return;
-  t.spans.reserve(items->size());
-  for (auto& item : *items) {
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    JsonReader& item = (*items)[i];
     if (!item.expect_object()) continue;
-    Span s;
-    read_span(item, s);
-    if (!t.spans.empty() && s.start_ns < t.spans.back().start_ns)
-      item.error("expected spans in start-time order, got " + std::to_string(s.start_ns) +
-                     " ns after " + std::to_string(t.spans.back().start_ns) + " ns",
-                 "start_ns");
-    t.spans.push_back(std::move(s));
-  }
-}
-
-void read_comm(JsonReader& item, CommRecord& c) {
-  static const auto kinds = enum_names<CollectiveKind>(kCollectiveKindCount, collective_name);
-  static const auto phases =
-      enum_names<Phase>(static_cast<std::size_t>(Phase::PostStep) + 1, phase_name);
-  static const auto dtypes = enum_names<DType>(kDTypeCount, dtype_name);
-  read_uint(item, "op", c.op, kU32, true);
-  read_uint(item, "rank", c.rank);
-  if (!item.has("kind")) item.error("expected a \"kind\" key, got none");
-  read_enum(item, "kind", kinds, c.kind);
-  read_enum(item, "phase", phases, c.phase);
-  read_uint(item, "step", c.step);
-  read_uint(item, "bucket", c.bucket);
-  read_uint(item, "numel", c.numel, UINT64_MAX);
-  read_uint(item, "out_numel", c.out_numel, UINT64_MAX);
-  read_enum(item, "dtype", dtypes, c.dtype);
-  if (auto g = item.get_uint("group_size", 1, kU32)) c.group_size = static_cast<std::uint32_t>(*g);
-  read_uint(item, "bytes", c.bytes, UINT64_MAX);
-  read_uint(item, "bytes_sent", c.bytes_sent, UINT64_MAX);
-  read_uint(item, "bytes_received", c.bytes_received, UINT64_MAX);
-  read_time(item, "start_ns", c.start_ns);
-  read_time(item, "dur_ns", c.dur_ns);
-  const double big = std::numeric_limits<double>::max();
-  if (auto v = item.get_number("algbw_gbps", 0, big)) c.algbw_gbps = *v;
-  if (auto v = item.get_number("busbw_gbps", 0, big)) c.busbw_gbps = *v;
-  read_string(item, "algorithm", c.algorithm);
-  item.reject_unknown({"op", "rank", "kind", "phase", "step", "bucket", "numel", "out_numel",
-                       "dtype", "group_size", "bytes", "bytes_sent", "bytes_received", "start_ns",
-                       "dur_ns", "algbw_gbps", "busbw_gbps", "algorithm"});
-}
-
-void read_comms(JsonReader& root, Trace& t) {
-  auto r = root.child("comms");
-  if (!r) return root.error("expected a \"comms\" array, got none");
-  auto items = r->elements();
-  if (!items) return;
-  for (auto& item : *items) {
-    if (!item.expect_object()) continue;
-    CommRecord c;
-    read_comm(item, c);
-    t.comms.push_back(std::move(c));
+    TraceCounter c;
+    read_uint(item, "rank", c.rank, kU32, true);
+    if (!item.has("name")) item.error("expected a \"name\" key, got none");
+    if (auto n = item.get_string("name")) {
+      if (!valid_counter_name(*n))
+        item.error("expected a name of [a-z0-9_.], got " + quote(*n), "name");
+      c.name = *n;
+    }
+    for (const TraceCounter& o : t.counters)
+      if (o.rank == c.rank && o.name == c.name && !c.name.empty())
+        item.error("expected one counter " + quote(c.name) + " per rank, got a second one", "name");
+    if (!item.has("samples")) item.error("expected a \"samples\" array, got none");
+    if (auto s = item.child("samples"))
+      if (s->elements() && i < st.counter_samples.size())
+        c.samples = std::move(st.counter_samples[i]);
+    item.reject_unknown({"rank", "name", "samples"});
+    t.counters.push_back(std::move(c));
   }
 }
 
@@ -246,8 +298,8 @@ bool traced(const Trace& t, std::uint32_t rank) {
   return it != t.ranks.end() && it->rank == rank;
 }
 
-// Cross-references: span and comm ranks are traced ranks; a span's comm names a record of the same
-// op, rank and times.
+// Cross-references: span, comm and counter ranks are traced ranks; a span's comm names a record of
+// the same op, rank and times; a comm's root is a rank of the world.
 void check_references(Diagnostics& d, const std::string& src, const Trace& t) {
   const auto list = [&] {
     std::string s;
@@ -273,27 +325,57 @@ void check_references(Diagnostics& d, const std::string& src, const Trace& t) {
                   std::to_string(s.op) + " of the same rank, got op " + std::to_string(c.op));
     }
   }
-  for (std::size_t i = 0; i < t.comms.size(); ++i)
-    if (!traced(t, t.comms[i].rank))
+  for (std::size_t i = 0; i < t.comms.size(); ++i) {
+    const CommRecord& c = t.comms[i];
+    if (!traced(t, c.rank))
       d.error(src, "/comms/" + std::to_string(i) + "/rank",
-              "expected a traced rank (" + list() + "), got " + std::to_string(t.comms[i].rank));
+              "expected a traced rank (" + list() + "), got " + std::to_string(c.rank));
+    if (c.root != kNone && c.root >= t.meta.world)
+      d.error(src, "/comms/" + std::to_string(i) + "/root",
+              "expected a rank 0.." + std::to_string(t.meta.world - 1) + " (meta/world " +
+                  std::to_string(t.meta.world) + "), got " + std::to_string(c.root));
+  }
+  for (std::size_t i = 0; i < t.counters.size(); ++i)
+    if (!traced(t, t.counters[i].rank))
+      d.error(src, "/counters/" + std::to_string(i) + "/rank",
+              "expected a traced rank (" + list() + "), got " + std::to_string(t.counters[i].rank));
 }
 
 }  // namespace
 
 Result<Trace> read_trace_json(const std::string& text, const std::string& source) {
   Diagnostics d;
-  auto j = json::parse(text, source, d);
+  Trace t;
+  Streamed st;
+  auto j = json::parse_streaming(text, source, d, streamed_array,
+                                 [&](const std::string& array, std::size_t i, nlohmann::json& v) {
+                                   on_element(source, array, i, v, t, st);
+                                 });
   if (!j) return d;
   JsonReader root(*j, source, "", d);
-  if (!root.expect_object() || !check_header(root)) return d;
-  Trace t;
-  t.meta = read_meta(root);
+  if (!root.expect_object()) return d;
+  const int version = check_header(root);
+  if (version == 0) return d;
+  d.append(st.diags);
+  if (version < 2 && !st.ctx.v2_pointer.empty()) {
+    const std::string& p = st.ctx.v2_pointer;
+    d.error(
+        source, p,
+        "expected no version-2 key in a version-1 trace, got " + quote(p.substr(p.rfind('/') + 1)));
+  }
+  t.meta = read_meta(root, version);
   check_columns(root);
-  read_ranks(root, t);
-  read_comms(root, t);
-  read_spans(root, t);
-  root.reject_unknown({"format", "version", "meta", "memory_columns", "ranks", "spans", "comms"});
+  read_ranks(root, t, st, version);
+  read_counters(root, t, st, version);
+  for (const char* k : {"spans", "comms"}) {
+    auto a = root.child(k);
+    if (!a)
+      root.error("expected a \"" + std::string(k) + "\" array, got none");
+    else if (!a->value().is_array())
+      a->error("expected an array, got " + json::describe(a->value()));
+  }
+  root.reject_unknown(
+      {"format", "version", "meta", "memory_columns", "ranks", "spans", "comms", "counters"});
   if (!d.has_errors()) check_references(d, source, t);
   if (d.has_errors()) return d;
   return Result<Trace>(std::move(t), std::move(d));

@@ -1,7 +1,10 @@
 // Writer of the zerosim trace JSON (trace.h). Keys come in a fixed order, optional keys only when
 // they differ from their defaults, and every rank, span, comm record and memory row sits on its own
 // line, so equal traces give byte-identical files that diff well. Memory rows are arrays whose
-// columns are named once in "memory_columns".
+// columns are named once in "memory_columns". Version 2 adds run metadata (clock, versions, the
+// schedule's digest, warm-up and timed steps) on the meta's second line, a rank's peaks and OOM,
+// span phase/issue/wait keys and comm micro_step/reduce_op/root (when not default), and the named
+// counters after the comm records.
 #include <ostream>
 #include <string>
 
@@ -22,15 +25,41 @@ void write_meta(const TraceMeta& m, std::ostream& out) {
       << ", \"gpu\": " << str(m.gpu) << ", \"stage\": " << m.stage << ", \"world\": " << m.world
       << ", \"nodes\": " << m.nodes << ", \"gpus_per_node\": " << m.gpus_per_node
       << ", \"steps\": " << m.steps << ", \"grad_accum\": " << m.grad_accum
-      << ", \"device_capacity\": " << m.device_capacity << ",\n    \"notes\": [";
+      << ", \"device_capacity\": " << m.device_capacity
+      << ",\n    \"schedule_digest\": " << str(m.schedule_digest) << ", \"clock\": " << str(m.clock)
+      << ", \"host\": " << str(m.host) << ", \"driver_version\": " << str(m.driver_version)
+      << ", \"cuda_version\": " << str(m.cuda_version)
+      << ", \"nccl_version\": " << str(m.nccl_version) << ", \"warmup_steps\": " << m.warmup_steps
+      << ", \"timed_steps\": " << m.timed_steps << ",\n    \"notes\": [";
   for (std::size_t i = 0; i < m.notes.size(); ++i)
     out << (i ? ",\n      " : "\n      ") << str(m.notes[i]);
   out << (m.notes.empty() ? "]}" : "\n    ]}");
 }
 
+void write_peak(const MemoryPeak& p, std::ostream& out) {
+  out << "{\"bytes\": " << p.bytes << ", \"t_ns\": " << p.t << ", \"by_category\": [";
+  for (std::size_t k = 0; k < kCategoryCount; ++k) out << (k ? ", " : "") << p.by_category[k];
+  out << "]}";
+}
+
 void write_rank(const TraceRank& r, std::ostream& out) {
   out << "    {\"rank\": " << r.rank << ", \"role\": " << r.role
-      << ", \"rank_count\": " << r.rank_count << ", \"memory\": [";
+      << ", \"rank_count\": " << r.rank_count;
+  if (r.peaks) {
+    out << ",\n     \"peaks\": {\"device\": ";
+    write_peak(r.peaks->device, out);
+    out << ", \"steady\": ";
+    write_peak(r.peaks->steady, out);
+    out << ", \"host_bytes\": " << r.peaks->host_bytes << "}";
+  }
+  if (r.oom) {
+    const OomEvent& o = *r.oom;
+    out << ",\n     \"oom\": {\"t_ns\": " << o.t << ", \"role\": " << o.role
+        << ", \"buffer\": " << str(o.buffer_name)
+        << ", \"category\": " << str(category_name(o.category)) << ", \"bytes\": " << o.bytes
+        << ", \"live_bytes\": " << o.live_bytes << ", \"capacity\": " << o.capacity << "}";
+  }
+  out << ", \"memory\": [";
   for (std::size_t i = 0; i < r.memory.size(); ++i) {
     const MemorySample& s = r.memory[i];
     out << (i ? ",\n      [" : "\n      [") << s.t << ", " << s.total;
@@ -54,6 +83,10 @@ void write_span(const Span& s, std::ostream& out) {
   if (s.bytes != 0) out << ", \"bytes\": " << s.bytes;
   if (s.numel != 0) out << ", \"numel\": " << s.numel;
   if (s.flops != 0) out << ", \"flops\": " << num(s.flops);
+  if (s.phase != Phase::Forward) out << ", \"phase\": " << str(phase_name(s.phase));
+  if (s.issue_ns != kNoTime) out << ", \"issue_ns\": " << s.issue_ns;
+  if (s.wait_ns != 0) out << ", \"wait_ns\": " << s.wait_ns;
+  if (s.wait_stream) out << ", \"wait_stream\": " << str(stream_name(*s.wait_stream));
   out << "}";
 }
 
@@ -68,8 +101,11 @@ void write_comm(const CommRecord& c, std::ostream& out) {
       << ", \"bytes\": " << c.bytes << ", \"bytes_sent\": " << c.bytes_sent
       << ", \"bytes_received\": " << c.bytes_received << ", \"start_ns\": " << c.start_ns
       << ", \"dur_ns\": " << c.dur_ns << ", \"algbw_gbps\": " << num(c.algbw_gbps)
-      << ", \"busbw_gbps\": " << num(c.busbw_gbps) << ", \"algorithm\": " << str(c.algorithm)
-      << "}";
+      << ", \"busbw_gbps\": " << num(c.busbw_gbps) << ", \"algorithm\": " << str(c.algorithm);
+  if (c.micro_step != 0) out << ", \"micro_step\": " << c.micro_step;
+  if (c.reduce_op != ReduceOp::None) out << ", \"reduce_op\": " << str(reduce_op_name(c.reduce_op));
+  if (c.root != kNone) out << ", \"root\": " << c.root;
+  out << "}";
 }
 
 }  // namespace
@@ -104,7 +140,16 @@ void write_trace_json(const Trace& t, std::ostream& out) {
     out << (i ? ",\n    " : "\n    ");
     write_comm(t.comms[i], out);
   }
-  out << (t.comms.empty() ? "]\n}\n" : "\n  ]\n}\n");
+  out << (t.comms.empty() ? "],\n" : "\n  ],\n") << "  \"counters\": [";
+  for (std::size_t i = 0; i < t.counters.size(); ++i) {
+    const TraceCounter& c = t.counters[i];
+    out << (i ? ",\n    " : "\n    ") << "{\"rank\": " << c.rank << ", \"name\": " << str(c.name)
+        << ", \"samples\": [";
+    for (std::size_t k = 0; k < c.samples.size(); ++k)
+      out << (k ? ", [" : "[") << c.samples[k].t << ", " << c.samples[k].value << "]";
+    out << "]}";
+  }
+  out << (t.counters.empty() ? "]\n}\n" : "\n  ]\n}\n");
 }
 
 }  // namespace zerosim

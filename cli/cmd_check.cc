@@ -1,0 +1,138 @@
+// `zerosim check`: compares a predicted with a measured run (trace_compare.h). Either side may be
+// a zerosim trace or a collective log (JSON lines); with a log on either side only the collective
+// sequences are compared. Exit codes: 0 agree within tolerance, 1 invalid input (unreadable file,
+// traces of different schedules), 2 drift beyond tolerance.
+#include <algorithm>
+
+#include "args.h"
+#include "commands.h"
+#include "zerosim/input_file.h"
+#include "zerosim/trace.h"
+#include "zerosim/trace_compare.h"
+
+namespace zerosim::cli {
+
+namespace {
+std::vector<FlagSpec> check_flags() {
+  return {
+      {"--predicted", "FILE",
+       "the prediction: a zerosim trace (simulate --trace) or a collective "
+       "log (schedule --collectives-out)"},
+      {"--measured", "FILE",
+       "the measurement: a zerosim trace (validate --output) or a collective "
+       "log (validate --collectives-out, or one recorded from DeepSpeed)"},
+      {"--memory-tolerance", "X", "relative peak-memory difference allowed; default 0 (bytes)"},
+      {"--bytes-tolerance", "Y", "relative traffic (nccl-tests S) difference allowed; default 0"},
+      {"--time-tolerance", "Z", "relative time difference allowed; default: time not judged"},
+      {"--format", "FMT", "table|json; default table"},
+  };
+}
+constexpr const char* kSummary =
+    "Compares a predicted with a measured run: the collective sequence of every rank (the first\n"
+    "difference with context), peak memory per rank and category, bytes per collective kind, and\n"
+    "time with --time-tolerance. Exit 0: within tolerance; 1: invalid input or files of different\n"
+    "schedules; 2: drift beyond tolerance.";
+
+struct Side {
+  std::string path;
+  bool is_trace = false;
+  Trace trace;
+  std::vector<LoggedCollective> log;
+};
+
+// A zerosim trace names its format ("zerosim-trace"), which no collective log line contains;
+// anything else is read as a collective log.
+Result<Side> load(const std::string& path) {
+  Side side;
+  side.path = path;
+  Diagnostics d;
+  std::string text;
+  if (!read_input_file(path, text, d)) return d;
+  if (text.find("\"zerosim-trace\"") != std::string::npos) {
+    auto t = read_trace_json(text, path);
+    if (!t.ok()) return t.diagnostics();
+    side.is_trace = true;
+    side.trace = std::move(t.value());
+    return side;
+  }
+  auto log = read_collective_log(text, path);
+  if (!log.ok()) return log.diagnostics();
+  side.log = std::move(log.value());
+  return side;
+}
+
+std::uint32_t world_of(const Side& s) {
+  if (s.is_trace) return s.trace.meta.world;
+  std::uint32_t w = 0;
+  for (const LoggedCollective& c : s.log)
+    if (c.rank != kAllRanks) w = std::max(w, c.rank + 1);
+  return w;
+}
+
+}  // namespace
+
+std::string check_help() { return format_help("check", kSummary, check_flags()); }
+
+int run_check(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
+  const auto specs = check_flags();
+  auto args = parse_args(argv, specs, "check");
+  if (!args.ok()) {
+    report(args.diagnostics(), err);
+    return kExitInvalidInput;
+  }
+  if (args->help) {
+    out << check_help();
+    return kExitOk;
+  }
+  Diagnostics d;
+  for (const char* f : {"--predicted", "--measured"})
+    if (!args->has(f)) d.error("zerosim check", f, "expected a file, got none");
+  Tolerances tol;
+  const auto tolerance = [&](const char* flag, double& out_value) {
+    if (auto v = args->get(flag)) {
+      auto x = parse_number(flag, *v, 0, 1e6);
+      d.append(x.diagnostics());
+      if (x.ok()) out_value = x.value();
+    }
+  };
+  tolerance("--memory-tolerance", tol.memory);
+  tolerance("--bytes-tolerance", tol.bytes);
+  if (args->has("--time-tolerance")) {
+    double t = 0;
+    tolerance("--time-tolerance", t);
+    tol.time = t;
+  }
+  auto fmt = parse_choice("--format", args->get("--format").value_or("table"), {"table", "json"});
+  d.append(fmt.diagnostics());
+  if (report(d, err)) return kExitInvalidInput;
+  auto p = load(*args->get("--predicted"));
+  auto m = load(*args->get("--measured"));
+  bool bad = report(p.diagnostics(), err);
+  bad = report(m.diagnostics(), err) || bad;
+  if (bad) return kExitInvalidInput;
+
+  Comparison c;
+  if (p->is_trace && m->is_trace) {
+    auto r = compare_traces(p->trace, p->path, m->trace, m->path, tol);
+    if (report(r.diagnostics(), err)) return kExitInvalidInput;
+    c = std::move(r.value());
+  } else {
+    const std::uint32_t pw = world_of(p.value()), mw = world_of(m.value());
+    if (p->is_trace && mw > pw) {
+      err << m->path << ": expected ranks below the prediction's world size " << pw << ", got rank "
+          << mw - 1 << ": not the same schedule\n";
+      return kExitInvalidInput;
+    }
+    const auto pl = p->is_trace ? collectives_of(p->trace) : p->log;
+    const auto ml = m->is_trace ? collectives_of(m->trace) : m->log;
+    c.sequence = compare_sequences(pl, ml, std::max(pw, mw));
+    c.notes.push_back("a collective log carries no memory or time: only the sequences compared");
+  }
+  if (fmt.value() == "json")
+    write_comparison_json(c, out);
+  else
+    write_comparison_table(c, out);
+  return c.passed() ? kExitOk : kExitInfeasible;
+}
+
+}  // namespace zerosim::cli

@@ -1,0 +1,177 @@
+// execute_rank and TrackingAllocator (executor.h): the walk every backend shares.
+#include "zerosim/executor.h"
+
+#include <string>
+#include <vector>
+
+namespace zerosim::exec {
+
+std::string where(const Schedule& s, std::uint32_t rank, std::uint32_t op) {
+  std::string w = "rank " + std::to_string(rank) + ", op " + std::to_string(op);
+  if (op < s.ops.size()) {
+    const Op& o = s.ops[op];
+    w += " (" + quote(o.label.empty() ? std::string(op_kind_name(o.kind)) : o.label) + ")";
+  }
+  return w;
+}
+
+Status TrackingAllocator::allocate(std::uint32_t buffer, Bytes bytes, MemoryPool pool,
+                                   BufferCategory category) {
+  if (buffer >= buffers_.size()) buffers_.resize(std::size_t{buffer} + 1);
+  Live& b = buffers_[buffer];
+  if (b.live)
+    return Diagnostic{Severity::Error,
+                      "tracking allocator",
+                      "",
+                      "expected buffer #" + std::to_string(buffer) +
+                          " to be free before its allocation, got it live",
+                      {}};
+  if (pool == MemoryPool::Device) {
+    if (limit_ != 0 && bytes > limit_ - std::min(limit_, c_.device_current))
+      return Diagnostic{Severity::Error, "tracking allocator", "",
+                        "does not fit: " + std::to_string(bytes) + " bytes requested, " +
+                            std::to_string(limit_ - std::min(limit_, c_.device_current)) +
+                            " bytes free of the " + std::to_string(limit_) + "-byte limit",
+                        "raise --host-memory-limit or run with --no-data"};
+    c_.device_current += bytes;
+    live_[static_cast<std::size_t>(category)] += bytes;
+    if (c_.device_current > c_.device_peak) {  // strictly above: the first time the peak is reached
+      c_.device_peak = c_.device_current;
+      c_.device_peak_by_category = live_;
+    }
+  } else {
+    c_.host_current += bytes;
+    c_.host_peak = std::max(c_.host_peak, c_.host_current);
+  }
+  b = {bytes, pool, category, true};
+  return std::nullopt;
+}
+
+Status TrackingAllocator::release(std::uint32_t buffer) {
+  if (buffer >= buffers_.size() || !buffers_[buffer].live)
+    return Diagnostic{Severity::Error,
+                      "tracking allocator",
+                      "",
+                      "expected buffer #" + std::to_string(buffer) +
+                          " to be live before its release, got it free",
+                      {}};
+  Live& b = buffers_[buffer];
+  if (b.pool == MemoryPool::Device) {
+    c_.device_current -= b.bytes;
+    live_[static_cast<std::size_t>(b.category)] -= b.bytes;
+  } else {
+    c_.host_current -= b.bytes;
+  }
+  b.live = false;
+  return std::nullopt;
+}
+
+namespace {
+
+bool is_work(OpKind k) {
+  switch (k) {
+    case OpKind::Forward:
+    case OpKind::Backward:
+    case OpKind::Recompute:
+    case OpKind::CopyToBucket:
+    case OpKind::Copy:
+    case OpKind::OptimizerStep:
+    case OpKind::WriteBack:
+    case OpKind::HostToDevice:
+    case OpKind::DeviceToHost:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Adds the rank and op to a Device's diagnostic (the Device knows neither label nor rank).
+Diagnostic located(Diagnostic d, const RankView& v, std::uint32_t op) {
+  d.message = where(*v.schedule, v.rank, op) + ": " + d.message;
+  if (d.pointer.empty()) d.pointer = "/ops/" + std::to_string(op);
+  return d;
+}
+
+}  // namespace
+
+Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocator& allocator) {
+  const Schedule& s = *v.schedule;
+  const ScheduleGraph& g = *v.graph;
+  RankRun run;
+  run.rank = v.rank;
+  // Ops another stream waits on get an event when they finish.
+  std::vector<bool> recorded(g.op_count, false);
+  for (std::uint32_t i = 0; i < g.op_count; ++i)
+    for (std::uint32_t dep : g.deps_of(i))
+      if (s.ops[dep].stream != s.ops[i].stream) recorded[dep] = true;
+  const auto fail = [&](Diagnostic d, std::uint32_t op) -> Result<RankRun> {
+    Diagnostics out;
+    out.add(located(std::move(d), v, op));
+    return Result<RankRun>(std::move(out));
+  };
+  for (std::uint32_t i = 0; i < g.op_count; ++i) {
+    const Op& op = s.ops[i];
+    for (std::uint32_t dep : g.deps_of(i))
+      if (s.ops[dep].stream != op.stream)
+        if (Status e = device.wait(op.stream, dep)) return fail(*e, i);
+    Status st;
+    switch (op.kind) {
+      case OpKind::Alloc: {
+        const Buffer& b = s.buffers[op.buffer];
+        const Bytes bytes = s.buffer_numel(op.buffer, v.role) * dtype_size(b.dtype);
+        st = allocator.allocate(op.buffer, bytes, b.pool, b.category);
+        if (!st) st = device.allocate(op.buffer, bytes, b.pool, b.category);
+        break;
+      }
+      case OpKind::Free:
+        st = allocator.release(op.buffer);
+        if (!st) st = device.release(op.buffer);
+        break;
+      case OpKind::Sync:
+        st = device.synchronize();
+        break;
+      case OpKind::Collective: {
+        CollectiveCall c;
+        c.op = i;
+        c.kind = op.collective;
+        c.numel = op.numel;
+        c.out_numel = op.out_numel;
+        c.dtype = op.dtype;
+        c.reduce_op = op.reduce_op;
+        const CommGroup& group = s.comms[op.comm];
+        c.root = op.root == kNone ? -1 : static_cast<std::int32_t>(op.root);
+        c.communicator = communicator_of(op);
+        c.group_size = group.size;
+        c.rank_in_group = group.index_of(v.rank);
+        c.group_first = group.rank_at(v.rank, 0);
+        c.group_stride = group.stride;
+        st = device.collective(op.stream, c);
+        ++run.collectives;
+        break;
+      }
+      default:
+        if (is_work(op.kind)) {
+          WorkCall w;
+          w.op = i;
+          w.kind = op.kind;
+          w.elements = s.op_elements(op, v.role);
+          w.dtype = op.dtype;
+          w.flops = op.flops;
+          w.layer = op.layer;
+          w.param = op.param;
+          w.buffer = op.buffer;
+          st = device.work(op.stream, w);
+        }
+        break;  // GradReady and Marker: nothing to run
+    }
+    if (st) return fail(*st, i);
+    if (recorded[i])
+      if (Status e = device.record(op.stream, i)) return fail(*e, i);
+    ++run.ops_issued;
+  }
+  if (Status e = device.synchronize()) return fail(*e, g.op_count == 0 ? 0 : g.op_count - 1);
+  run.memory = allocator.counters();
+  return run;
+}
+
+}  // namespace zerosim::exec

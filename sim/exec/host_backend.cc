@@ -1,0 +1,286 @@
+// run_host (host_backend.h): one thread per rank, each executing its view of the schedule on a
+// count-only HostDevice; then the measured trace and collective log.
+#include "zerosim/host_backend.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <ostream>
+#include <thread>
+
+#include "host_world.h"
+#include "ring_plan.h"
+#include "zerosim/collective_model.h"
+#include "zerosim/schedule_io.h"
+
+namespace zerosim::exec {
+namespace {
+
+Diagnostic host_error(std::string message) {
+  return Diagnostic{Severity::Error, "host backend", "", std::move(message), {}};
+}
+
+struct OpSpan {
+  std::uint32_t op = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+};
+
+// Count-only device: ops run on the rank's thread in program order (which satisfies every
+// dependency, Sync gate and communicator order of the graph), collectives meet their group.
+class CountingDevice final : public Device {
+ public:
+  CountingDevice(HostWorld& world, const Schedule& s, const HostOptions& o, std::uint32_t rank,
+                 bool spans, HostRankResult& out)
+      : world_(world), s_(s), o_(o), rank_(rank), spans_(spans), out_(out) {}
+
+  Status allocate(std::uint32_t, Bytes, MemoryPool, BufferCategory) override { return {}; }
+  Status release(std::uint32_t) override { return {}; }
+  Status work(Stream, const WorkCall& call) override {
+    const std::int64_t t0 = world_.now_ns();
+    if (Status f = fault(call.op)) return f;
+    if (spans_) spans_out.push_back({call.op, t0, world_.now_ns()});
+    return {};
+  }
+  Status collective(Stream, const CollectiveCall& call) override {
+    const std::int64_t t0 = world_.now_ns();
+    if (Status f = fault(call.op)) return f;
+    if (Status e = world_.arrive(rank_, call, where(s_, rank_, call.op))) return e;
+    const RingBytes b =
+        ring_bytes(call.kind, call.numel, call.out_numel, dtype_size(call.dtype), call.group_size,
+                   call.rank_in_group, call.root < 0 ? 0 : static_cast<std::uint32_t>(call.root));
+    out_.collectives.push_back({call.op, b.sent, b.received});
+    out_.sent_by_kind[static_cast<std::size_t>(call.kind)] += b.sent;
+    out_.received_by_kind[static_cast<std::size_t>(call.kind)] += b.received;
+    const std::int64_t t1 = world_.now_ns();
+    if (spans_) spans_out.push_back({call.op, t0, t1});
+    times.push_back({call.op, t0, t1});
+    return {};
+  }
+  Status record(Stream, std::uint32_t) override { return {}; }
+  Status wait(Stream, std::uint32_t) override { return {}; }
+  Status synchronize() override { return world_.aborted() ? host_error("stopped") : Status{}; }
+
+  std::vector<OpSpan> spans_out;  ///< compute, data and collective ops (traced ranks only)
+  std::vector<OpSpan> times;      ///< collectives, every rank
+
+ private:
+  Status fault(std::uint32_t op) {
+    if (rank_ == o_.fail_rank && op == o_.fail_op)
+      return host_error("injected failure (HostOptions::fail_rank/fail_op)");
+    if (rank_ == o_.stall_rank && op == o_.stall_op) {
+      // Stops answering: the other ranks' stall timeout must end the run.
+      while (!world_.aborted()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return host_error("stopped while stalled (HostOptions::stall_rank/stall_op)");
+    }
+    return {};
+  }
+  HostWorld& world_;
+  const Schedule& s_;
+  const HostOptions& o_;
+  std::uint32_t rank_;
+  bool spans_;
+  HostRankResult& out_;
+};
+
+// What a rank's thread leaves behind for the trace.
+struct RankState {
+  std::vector<MemorySample> curve;
+  std::vector<OpSpan> spans, times;
+};
+
+std::uint32_t group_size_of(const Schedule& s, const Op& op) { return s.comms[op.comm].size; }
+
+std::vector<std::uint32_t> traced_ranks(const Schedule& s, const HostOptions& o) {
+  std::vector<std::uint32_t> r = o.trace_ranks;
+  if (r.empty())
+    for (const RankRole& role : s.roles) r.push_back(role.representative);
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+Trace make_measured_trace(const Schedule& s, const HostRun& run,
+                          const std::vector<RankState>& states,
+                          const std::vector<std::uint32_t>& traced) {
+  Trace t;
+  t.meta.backend = "host";
+  t.meta.deepspeed_version = std::string(deepspeed_version_name(s.meta.deepspeed_version));
+  t.meta.mode = s.meta.mode;
+  t.meta.model = s.meta.model;
+  t.meta.optimizer = s.meta.optimizer;
+  t.meta.gpu = "host";
+  t.meta.stage = s.meta.stage;
+  t.meta.world = s.meta.world;
+  t.meta.nodes = s.meta.nodes;
+  t.meta.gpus_per_node = s.meta.gpus_per_node;
+  t.meta.steps = s.meta.steps;
+  t.meta.grad_accum = s.meta.grad_accum;
+  t.meta.clock = "host_steady";
+  t.meta.warmup_steps = 0;
+  t.meta.timed_steps = s.meta.steps;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) t.meta.host = host;
+  t.meta.notes = {
+      "host backend, count-only: every op issued, every Alloc/Free tracked, every collective a "
+      "rendezvous of its ranks; nothing backed by memory, compute ops not run",
+      "times are the host's steady clock, not GPU time",
+      "bytes sent/received per rank: the ring algorithm's chunk plan for each executed call"};
+  for (const HostRankResult& r : run.ranks) {
+    TraceRank tr;
+    tr.rank = r.rank;
+    tr.role = r.role;
+    tr.memory = states[r.rank].curve;
+    t.ranks.push_back(std::move(tr));
+  }
+  for (const HostRankResult& r : run.ranks) {
+    const std::vector<OpSpan>& times = states[r.rank].times;
+    for (std::size_t k = 0; k < r.collectives.size(); ++k) {
+      const ExecutedCollective& c = r.collectives[k];
+      const Op& op = s.ops[c.op];
+      CommRecord cr;
+      cr.op = c.op;
+      cr.rank = r.rank;
+      cr.kind = op.collective;
+      cr.phase = op.phase;
+      cr.step = op.step;
+      cr.bucket = op.bucket;
+      cr.numel = op.numel;
+      cr.out_numel = op.out_numel;
+      cr.dtype = op.dtype;
+      const std::uint32_t group = group_size_of(s, op);
+      cr.group_size = group;
+      // nccl-tests' S with NCCL's count, as the simulator's records (cost_model.cc).
+      const Elements count =
+          op.collective == CollectiveKind::ReduceScatter ? op.out_numel : op.numel;
+      cr.bytes = collective_algbw_bytes(op.collective, count, op.dtype, group).value_or(0);
+      cr.bytes_sent = c.bytes_sent;
+      cr.bytes_received = c.bytes_received;
+      cr.start_ns = times[k].start_ns;
+      cr.dur_ns = times[k].end_ns - times[k].start_ns;
+      cr.algorithm = group <= 1 ? "none" : "ring";
+      if (op.root != kNone) cr.root = s.comms[op.comm].rank_at(r.rank, op.root);
+      cr.micro_step = op.micro_step;
+      cr.reduce_op = op.reduce_op;
+      t.comms.push_back(std::move(cr));
+    }
+  }
+  // Comm record index per (rank, op) for the spans.
+  for (std::uint32_t rank : traced) {
+    std::size_t comm = 0;
+    while (comm < t.comms.size() && t.comms[comm].rank != rank) ++comm;
+    for (const OpSpan& sp : states[rank].spans) {
+      const Op& op = s.ops[sp.op];
+      Span span;
+      span.rank = rank;
+      span.stream = op.stream;
+      span.op = sp.op;
+      span.name = op.label.empty() ? std::string(op_kind_name(op.kind)) : op.label;
+      span.category = std::string(op_kind_name(op.kind));
+      span.start_ns = sp.start_ns;
+      span.dur_ns = sp.end_ns - sp.start_ns;
+      span.step = op.step;
+      span.micro_step = op.micro_step;
+      span.layer = op.layer;
+      span.bucket = op.bucket;
+      if (op.kind == OpKind::Collective && comm < t.comms.size() && t.comms[comm].op == sp.op)
+        span.comm = static_cast<std::uint32_t>(comm++);
+      span.numel = op.kind == OpKind::Collective ? op.numel : s.op_elements(op, s.role_of(rank));
+      span.flops = op.flops;
+      t.spans.push_back(std::move(span));
+    }
+  }
+  std::stable_sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.op < b.op;
+  });
+  return t;
+}
+
+}  // namespace
+
+Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOptions& o) {
+  if (o.data)
+    return fail<HostRun>("--data", "",
+                         "expected count-only mode (--no-data): data mode needs every op's source "
+                         "and destination regions (schedule IR v2 operands), which this schedule "
+                         "does not carry yet");
+  const std::uint32_t world = s.meta.world;
+  HostWorld hw(o.stall_timeout);
+  HostRun run;
+  run.ranks.resize(world);
+  std::vector<RankState> states(world);
+  const std::vector<std::uint32_t> traced = traced_ranks(s, o);
+  std::vector<std::thread> threads;
+  threads.reserve(world);
+  const auto t0 = HostWorld::Clock::now();
+  for (std::uint32_t r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      HostRankResult& out = run.ranks[r];
+      out.rank = r;
+      out.role = s.role_of(r);
+      const bool spans = std::binary_search(traced.begin(), traced.end(), r);
+      CountingDevice dev(hw, s, o, r, spans, out);
+      TrackingAllocator alloc(o.memory_limit);
+      // The device curve: a sample after every Alloc/Free of a device buffer.
+      struct CurveDevice final : Device {
+        Device& inner;
+        TrackingAllocator& a;
+        HostWorld& w;
+        std::vector<MemorySample>& curve;
+        CurveDevice(Device& d, TrackingAllocator& al, HostWorld& hw2, std::vector<MemorySample>& c)
+            : inner(d), a(al), w(hw2), curve(c) {}
+        void sample() {
+          MemorySample m;
+          m.t = w.now_ns();
+          m.total = a.counters().device_current;
+          m.by_category = a.device_by_category();
+          if (!curve.empty()) m.t = std::max(m.t, curve.back().t);
+          curve.push_back(m);
+        }
+        Status allocate(std::uint32_t b, Bytes n, MemoryPool p, BufferCategory c) override {
+          Status st = inner.allocate(b, n, p, c);
+          if (!st && p == MemoryPool::Device) sample();
+          return st;
+        }
+        Status release(std::uint32_t b) override {
+          const Bytes before = a.counters().device_current;
+          Status st = inner.release(b);
+          if (!st && a.counters().device_current != before) sample();
+          return st;
+        }
+        Status work(Stream st, const WorkCall& c) override { return inner.work(st, c); }
+        Status collective(Stream st, const CollectiveCall& c) override {
+          return inner.collective(st, c);
+        }
+        Status record(Stream st, std::uint32_t op) override { return inner.record(st, op); }
+        Status wait(Stream st, std::uint32_t op) override { return inner.wait(st, op); }
+        Status synchronize() override { return inner.synchronize(); }
+      } curve_dev(dev, alloc, hw, states[r].curve);
+      auto res = execute_rank({&s, &g, r, out.role}, curve_dev, alloc);
+      if (!res.ok()) {
+        hw.abort(res.diagnostics().items().front());
+        return;
+      }
+      out.memory = res.value().memory;
+      states[r].spans = std::move(dev.spans_out);
+      states[r].times = std::move(dev.times);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  run.wall_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(HostWorld::Clock::now() - t0).count();
+  if (auto f = hw.first_failure()) {
+    Diagnostics d;
+    d.add(*f);
+    return Result<HostRun>(std::move(d));
+  }
+  run.trace = make_measured_trace(s, run, states, traced);
+  return run;
+}
+
+void write_measured_collective_log(const Schedule& s, const HostRun& run, std::ostream& out) {
+  for (const HostRankResult& r : run.ranks)
+    for (const ExecutedCollective& c : r.collectives)
+      write_collective_line(out, s, r.rank, s.ops[c.op]);
+}
+
+}  // namespace zerosim::exec

@@ -1,0 +1,293 @@
+// HostRing (host_ring.h).
+#include "host_ring.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "numerics.h"
+
+namespace zerosim::exec {
+namespace {
+
+Diagnostic ring_error(std::string message) {
+  return Diagnostic{Severity::Error, "host ring", "", std::move(message), {}};
+}
+
+template <class T, class Op>
+void combine(T* d, const T* s, Elements n, Op op) {
+  for (Elements i = 0; i < n; ++i) d[i] = op(d[i], s[i]);
+}
+
+template <class T>
+T max_nan(T a, T b) {  // NaN propagates, as torch.max does
+  if (std::isnan(a)) return a;
+  if (std::isnan(b)) return b;
+  return a < b ? b : a;
+}
+
+// 16-bit floats: widen, combine in float32, round back (per element, per step).
+template <float (*Widen)(std::uint16_t), std::uint16_t (*Narrow)(float)>
+void combine16(std::uint16_t* d, const std::uint16_t* s, Elements n, ReduceOp op) {
+  for (Elements i = 0; i < n; ++i) {
+    const float a = Widen(d[i]), b = Widen(s[i]);
+    d[i] = Narrow(op == ReduceOp::Max ? max_nan(a, b) : a + b);
+  }
+}
+
+}  // namespace
+
+void reduce_into(void* dst, const void* src, Elements n, DType dtype, ReduceOp op) {
+  const bool mx = op == ReduceOp::Max;
+  switch (dtype) {
+    case DType::Float32:
+      if (mx)
+        combine(static_cast<float*>(dst), static_cast<const float*>(src), n, max_nan<float>);
+      else
+        combine(static_cast<float*>(dst), static_cast<const float*>(src), n,
+                [](float a, float b) { return a + b; });
+      break;
+    case DType::Float64:
+      if (mx)
+        combine(static_cast<double*>(dst), static_cast<const double*>(src), n, max_nan<double>);
+      else
+        combine(static_cast<double*>(dst), static_cast<const double*>(src), n,
+                [](double a, double b) { return a + b; });
+      break;
+    case DType::Float16:
+      combine16<fp16_to_float, float_to_fp16>(static_cast<std::uint16_t*>(dst),
+                                              static_cast<const std::uint16_t*>(src), n, op);
+      break;
+    case DType::BFloat16:
+      combine16<bf16_to_float, float_to_bf16>(static_cast<std::uint16_t*>(dst),
+                                              static_cast<const std::uint16_t*>(src), n, op);
+      break;
+    case DType::UInt8:
+      combine(static_cast<std::uint8_t*>(dst), static_cast<const std::uint8_t*>(src), n,
+              [mx](std::uint8_t a, std::uint8_t b) {
+                return static_cast<std::uint8_t>(mx ? std::max(a, b) : a + b);
+              });
+      break;
+    case DType::Int64:
+      combine(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(src), n,
+              [mx](std::int64_t a, std::int64_t b) {
+                // Wrapping sum, as two's-complement hardware adds (no UB).
+                return mx ? std::max(a, b)
+                          : static_cast<std::int64_t>(static_cast<std::uint64_t>(a) +
+                                                      static_cast<std::uint64_t>(b));
+              });
+      break;
+  }
+}
+
+HostRing::HostRing(std::uint32_t n, std::size_t chunk_bytes, std::size_t slots,
+                   std::chrono::milliseconds timeout)
+    : n_(n),
+      chunk_(std::max<std::size_t>(chunk_bytes, 64)),
+      slots_(std::max<std::size_t>(slots, 2)),
+      timeout_(timeout),
+      counted_(n) {
+  for (std::uint32_t i = 0; i < n; ++i) {
+    auto c = std::make_unique<Channel>();
+    c->storage.resize(chunk_ * slots_);
+    c->sizes.resize(slots_);
+    channels_.push_back(std::move(c));
+  }
+}
+
+void HostRing::abort() {
+  aborted_.store(true);
+  for (auto& c : channels_) {
+    std::lock_guard<std::mutex> lock(c->m);
+    c->cv.notify_all();
+  }
+}
+
+Status HostRing::send(std::uint32_t r, const unsigned char* p, std::size_t bytes,
+                      std::size_t piece) {
+  Channel& c = *channels_[r];
+  const std::size_t off = piece * chunk_;
+  const std::size_t len = std::min(chunk_, bytes - off);
+  std::unique_lock<std::mutex> lock(c.m);
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (c.head - c.tail == slots_) {
+    if (aborted_) return ring_error("aborted");
+    if (c.cv.wait_until(lock, deadline) == std::cv_status::timeout)
+      return ring_error("stalled: rank " + std::to_string((r + 1) % n_) +
+                        " did not take data from rank " + std::to_string(r) + " within " +
+                        std::to_string(timeout_.count()) + " ms");
+  }
+  const std::size_t slot = c.head % slots_;
+  lock.unlock();  // the slot is the sender's until head moves: copy without the lock
+  std::memcpy(c.storage.data() + slot * chunk_, p + off, len);
+  lock.lock();
+  c.sizes[slot] = len;
+  ++c.head;
+  c.cv.notify_all();
+  counted_[r].sent += len;
+  return std::nullopt;
+}
+
+template <class F>
+Status HostRing::recv(std::uint32_t r, std::size_t piece, F&& consume) {
+  const std::uint32_t left = (r + n_ - 1) % n_;
+  Channel& c = *channels_[left];
+  std::unique_lock<std::mutex> lock(c.m);
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (c.head == c.tail) {
+    if (aborted_) return ring_error("aborted");
+    if (c.cv.wait_until(lock, deadline) == std::cv_status::timeout)
+      return ring_error("stalled: rank " + std::to_string(r) + " received nothing from rank " +
+                        std::to_string(left) + " within " + std::to_string(timeout_.count()) +
+                        " ms");
+  }
+  const std::size_t slot = c.tail % slots_;
+  const std::size_t len = c.sizes[slot];
+  lock.unlock();  // the slot is the receiver's until tail moves
+  consume(c.storage.data() + slot * chunk_, len, piece * chunk_);
+  lock.lock();
+  ++c.tail;
+  c.cv.notify_all();
+  counted_[r].received += len;
+  return std::nullopt;
+}
+
+template <class F>
+Status HostRing::exchange(std::uint32_t r, const unsigned char* sp, std::size_t sb, std::size_t rb,
+                          F&& consume) {
+  const std::size_t sends = (sb + chunk_ - 1) / chunk_, recvs = (rb + chunk_ - 1) / chunk_;
+  for (std::size_t i = 0; i < std::max(sends, recvs); ++i) {
+    if (i < sends)
+      if (Status e = send(r, sp, sb, i)) return e;
+    if (i < recvs)
+      if (Status e = recv(r, i, consume)) return e;
+  }
+  return std::nullopt;
+}
+
+Status HostRing::all_reduce(std::uint32_t r, void* data, Elements count, DType dtype, ReduceOp op) {
+  if (n_ <= 1 || count == 0) return std::nullopt;
+  auto* base = static_cast<unsigned char*>(data);
+  const Bytes e = dtype_size(dtype);
+  std::vector<Elements> start(n_ + 1, 0);
+  for (std::uint32_t i = 0; i < n_; ++i) start[i + 1] = start[i] + ring_chunk(count, n_, i);
+  const auto mod = [this](std::int64_t v) {
+    return static_cast<std::uint32_t>(((v % n_) + n_) % n_);
+  };
+  for (std::uint32_t k = 0; k + 1 < n_; ++k) {  // reduce-scatter
+    const std::uint32_t s = mod(std::int64_t{r} - k), d = mod(std::int64_t{r} - k - 1);
+    unsigned char* dst = base + start[d] * e;
+    if (Status st = exchange(r, base + start[s] * e, (start[s + 1] - start[s]) * e,
+                             (start[d + 1] - start[d]) * e,
+                             [&](const unsigned char* p, std::size_t len, std::size_t off) {
+                               reduce_into(dst + off, p, len / e, dtype, op);
+                             }))
+      return st;
+  }
+  for (std::uint32_t k = 0; k + 1 < n_; ++k) {  // all-gather of the reduced chunks
+    const std::uint32_t s = mod(std::int64_t{r} + 1 - k), d = mod(std::int64_t{r} - k);
+    unsigned char* dst = base + start[d] * e;
+    if (Status st = exchange(r, base + start[s] * e, (start[s + 1] - start[s]) * e,
+                             (start[d + 1] - start[d]) * e,
+                             [&](const unsigned char* p, std::size_t len, std::size_t off) {
+                               std::memcpy(dst + off, p, len);
+                             }))
+      return st;
+  }
+  return std::nullopt;
+}
+
+Status HostRing::reduce_scatter(std::uint32_t r, const void* in, void* out, Elements out_count,
+                                DType dtype, ReduceOp op) {
+  const Bytes e = dtype_size(dtype), block = out_count * e;
+  if (n_ <= 1 || out_count == 0) {
+    if (n_ == 1 && block) std::memcpy(out, in, block);
+    return std::nullopt;
+  }
+  std::vector<unsigned char> work(static_cast<const unsigned char*>(in),
+                                  static_cast<const unsigned char*>(in) + block * n_);
+  const auto mod = [this](std::int64_t v) {
+    return static_cast<std::uint32_t>(((v % n_) + n_) % n_);
+  };
+  for (std::uint32_t k = 0; k + 1 < n_; ++k) {
+    const std::uint32_t s = mod(std::int64_t{r} - k - 1), d = mod(std::int64_t{r} - k - 2);
+    unsigned char* dst = work.data() + d * block;
+    if (Status st = exchange(r, work.data() + s * block, block, block,
+                             [&](const unsigned char* p, std::size_t len, std::size_t off) {
+                               reduce_into(dst + off, p, len / e, dtype, op);
+                             }))
+      return st;
+  }
+  std::memcpy(out, work.data() + r * block, block);
+  return std::nullopt;
+}
+
+Status HostRing::all_gather(std::uint32_t r, const void* in, void* out, Elements count,
+                            DType dtype) {
+  const Bytes block = count * dtype_size(dtype);
+  auto* base = static_cast<unsigned char*>(out);
+  if (block) std::memcpy(base + r * block, in, block);
+  if (n_ <= 1 || count == 0) return std::nullopt;
+  const auto mod = [this](std::int64_t v) {
+    return static_cast<std::uint32_t>(((v % n_) + n_) % n_);
+  };
+  for (std::uint32_t k = 0; k + 1 < n_; ++k) {
+    const std::uint32_t s = mod(std::int64_t{r} - k), d = mod(std::int64_t{r} - k - 1);
+    unsigned char* dst = base + d * block;
+    if (Status st = exchange(r, base + s * block, block, block,
+                             [&](const unsigned char* p, std::size_t len, std::size_t off) {
+                               std::memcpy(dst + off, p, len);
+                             }))
+      return st;
+  }
+  return std::nullopt;
+}
+
+Status HostRing::broadcast(std::uint32_t r, void* data, Elements count, DType dtype,
+                           std::uint32_t root) {
+  if (n_ <= 1 || count == 0) return std::nullopt;
+  auto* base = static_cast<unsigned char*>(data);
+  const std::size_t bytes = count * dtype_size(dtype), pieces = (bytes + chunk_ - 1) / chunk_;
+  const bool last = (r + 1) % n_ == root;  // the chain ends at the root's left neighbour
+  for (std::size_t i = 0; i < pieces; ++i) {
+    if (r != root) {
+      Status st = recv(r, i, [&](const unsigned char* p, std::size_t len, std::size_t off) {
+        std::memcpy(base + off, p, len);
+      });
+      if (st) return st;
+    }
+    if (!last)
+      if (Status st = send(r, base, bytes, i)) return st;
+  }
+  return std::nullopt;
+}
+
+Status HostRing::reduce(std::uint32_t r, const void* in, void* out, Elements count, DType dtype,
+                        ReduceOp op, std::uint32_t root) {
+  const Bytes e = dtype_size(dtype);
+  const std::size_t bytes = count * e;
+  if (count == 0) return std::nullopt;
+  // The partial sum this rank forwards (the root's is the result).
+  std::vector<unsigned char> partial(static_cast<const unsigned char*>(in),
+                                     static_cast<const unsigned char*>(in) + bytes);
+  if (n_ > 1) {
+    const bool first = r == (root + 1) % n_;  // the chain starts at the root's right neighbour
+    const std::size_t pieces = (bytes + chunk_ - 1) / chunk_;
+    for (std::size_t i = 0; i < pieces; ++i) {
+      if (!first) {
+        Status st = recv(r, i, [&](const unsigned char* p, std::size_t len, std::size_t off) {
+          reduce_into(partial.data() + off, p, len / e, dtype, op);
+        });
+        if (st) return st;
+      }
+      if (r != root)
+        if (Status st = send(r, partial.data(), bytes, i)) return st;
+    }
+  }
+  if (r == root && out) std::memcpy(out, partial.data(), bytes);
+  return std::nullopt;
+}
+
+}  // namespace zerosim::exec

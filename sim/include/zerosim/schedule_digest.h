@@ -1,0 +1,15 @@
+// The identity of a schedule: a digest of its schedule JSON, carried by every trace made from it
+// (TraceMeta::schedule_digest) so that `zerosim check` compares only runs of the same schedule.
+#pragma once
+
+#include <string>
+
+#include "zerosim/schedule.h"
+
+namespace zerosim {
+
+/// "fnv1a64:" and 16 lowercase hex digits: FNV-1a (64-bit) of write_schedule_json's text, streamed
+/// (no copy of the text is kept). Equal schedules give equal digests; O(schedule size).
+std::string schedule_digest(const Schedule& s);
+
+}  // namespace zerosim

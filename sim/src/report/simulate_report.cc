@@ -1,0 +1,89 @@
+// `zerosim simulate`'s report (simulate_report.h): the text table, or the summary JSON.
+#include "zerosim/simulate_report.h"
+
+#include <cstdio>
+#include <string>
+
+#include "zerosim/schedule_builder.h"
+
+namespace zerosim {
+namespace {
+
+std::string ms(SimTime ns) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f ms", static_cast<double>(ns) / 1e6);
+  return b;
+}
+
+void write_table(const Summary& s, const Schedule& sched, std::ostream& out) {
+  const auto& m = s.meta;
+  out << "zerosim simulate: " << m.model << ", stage " << m.stage << " (" << m.optimizer << "), "
+      << m.world << " x " << m.gpu << " (" << m.nodes << " node" << (m.nodes == 1 ? "" : "s")
+      << " x " << m.gpus_per_node << "), " << m.steps << " step" << (m.steps == 1 ? "" : "s")
+      << " x " << m.grad_accum << " micro-step" << (m.grad_accum == 1 ? "" : "s") << "; DeepSpeed "
+      << m.deepspeed_version << ", " << m.mode << " mode\n\n";
+  out << "time (simulated):\n";
+  out << "  init (flatten, broadcast)  " << ms(s.init_ns) << "\n";
+  for (const auto& st : s.steps)
+    out << "  step " << st.step << "  " << ms(st.end_ns - st.start_ns) << "  (compute "
+        << ms(st.compute_ns) << ", exposed communication " << ms(st.exposed_comm_ns)
+        << ", exposed offload " << ms(st.exposed_offload_ns) << ")\n";
+  out << "\ntraffic per rank over the run (ring algorithms, nccl-tests conventions):\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-24s %8s %16s %16s %12s\n", "collective", "calls",
+                "sent (GiB)", "received (GiB)", "time");
+  out << line;
+  for (const auto& c : s.comm) {
+    std::snprintf(line, sizeof line, "  %-24s %8llu %16.3f %16.3f %12s\n",
+                  std::string(collective_name(c.kind)).c_str(),
+                  static_cast<unsigned long long>(c.calls),
+                  static_cast<double>(c.bytes_sent) / kGiB,
+                  static_cast<double>(c.bytes_received) / kGiB, ms(c.time_ns).c_str());
+    out << line;
+  }
+  out << "\npeak device memory per rank role (whole run; steady state = the last step):\n";
+  std::size_t shown = 0;
+  for (const auto& p : s.peaks) {
+    if (shown == 8 && p.role != s.peak_role) continue;
+    ++shown;
+    out << "  role " << p.role << " (rank " << p.rank << ", " << p.rank_count << " rank"
+        << (p.rank_count == 1 ? "" : "s") << "): peak " << format_gib(p.device.bytes) << ", steady "
+        << format_gib(p.steady.bytes) << ":";
+    for (std::size_t c = 0; c < p.steady.by_category.size(); ++c)
+      if (p.steady.by_category[c])
+        out << " " << category_name(static_cast<BufferCategory>(c)) << " "
+            << format_gib(p.steady.by_category[c]);
+    out << (p.role == s.peak_role ? "  <- largest" : "") << "\n";
+  }
+  if (s.peaks.size() > shown)
+    out << "  ... " << s.peaks.size() - shown << " more roles (see --summary)\n";
+  if (s.oom)
+    out << "\nOUT OF MEMORY at " << ms(s.oom->t) << " on rank " << s.oom_rank << " (" << s.oom_ranks
+        << " ranks): allocating " << s.oom->buffer_name << " (" << format_gib(s.oom->bytes)
+        << ") with " << format_gib(s.oom->live_bytes) << " live of " << format_gib(s.oom->capacity)
+        << "\n";
+  // The whole-model buffer exists only when the model is not built under zero.Init
+  // (schedule_builder.h), so an OOM allocating it is an OOM at initialization without zero.Init.
+  if (s.oom && s.oom->buffer_name == kStage3WholeModelBuffer)
+    out << "hint: the OOM is at initialization: without zero.Init every GPU holds the whole model "
+           "before "
+           "partitioning. If the model is built under deepspeed.zero.Init (HF Trainer does so for "
+           "stage 3), "
+           "pass --zero-init or set \"training\": {\"zero_init\": true}\n";
+  out << "\n"
+      << sched.ops.size() << " ops simulated; memory is what the schedule allocates (model states, "
+      << "buffers, activations); `zerosim plan` adds CUDA context, NCCL buffers and "
+         "fragmentation\n";
+  for (const auto& n : m.notes) out << "note: " << n << "\n";
+}
+}  // namespace
+
+void write_simulate_report(const Summary& summary, const Schedule& schedule, OutputFormat format,
+                           std::ostream& out) {
+  if (format == OutputFormat::Json)
+    write_summary_json(summary, out);
+  else
+    write_table(summary, schedule, out);
+}
+
+}  // namespace zerosim

@@ -1,0 +1,242 @@
+// summarize() (trace.h): the summary of a trace from the trace alone, so that a measured trace is
+// summarised exactly like a predicted one. One pass over the spans per timeline (the kAllRanks
+// timing, or each measured rank), one over the comm records, one over each rank's memory curve.
+// The simulator builds its summary through this function too (simulator_summary.cc), so the rules
+// below are the only definition of the summary's numbers.
+#include <algorithm>
+#include <array>
+#include <map>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "zerosim/trace.h"
+
+namespace zerosim {
+namespace {
+
+// Category names, looked up once (a span's category is compared for every span).
+struct Categories {
+  std::string_view forward = op_kind_name(OpKind::Forward);
+  std::string_view backward = op_kind_name(OpKind::Backward);
+  std::string_view recompute = op_kind_name(OpKind::Recompute);
+  std::string_view collective = op_kind_name(OpKind::Collective);
+};
+const Categories& categories() {
+  static const Categories c;
+  return c;
+}
+
+bool is_compute(std::string_view category) {
+  const Categories& c = categories();
+  return category == c.forward || category == c.backward || category == c.recompute;
+}
+
+bool is_comm_stream(Stream s) { return s == Stream::Reduce || s == Stream::Gather; }
+bool is_offload_stream(Stream s) {
+  return s == Stream::H2D || s == Stream::D2H || s == Stream::Host;
+}
+
+// Time numbers of one timeline (all ranks at once, or one measured rank).
+struct Timeline {
+  SimTime init_ns = 0;
+  SimTime total_ns = 0;
+  std::vector<SimTime> end;  // per step, -1: no span
+  std::vector<StepSummary> steps;
+};
+
+void add_span(const Span& s, Timeline& tl) {
+  const SimTime end = s.start_ns + s.dur_ns;
+  tl.total_ns = std::max(tl.total_ns, end);
+  if (s.phase == Phase::Init) {
+    tl.init_ns = std::max(tl.init_ns, end);
+    return;
+  }
+  if (s.step >= tl.steps.size()) return;
+  StepSummary& st = tl.steps[s.step];
+  tl.end[s.step] = std::max(tl.end[s.step], end);
+  if (is_compute(s.category)) st.compute_ns += s.dur_ns;
+  if (s.stream == Stream::Compute && s.category == categories().collective)
+    st.exposed_comm_ns += s.dur_ns;
+  if (s.wait_ns > 0 && s.wait_stream) {
+    if (is_comm_stream(*s.wait_stream)) st.exposed_comm_ns += s.wait_ns;
+    if (is_offload_stream(*s.wait_stream)) st.exposed_offload_ns += s.wait_ns;
+  }
+}
+
+// Steps start where the previous one ended (step 0: at the end of the init phase).
+void close_steps(Timeline& tl) {
+  SimTime prev = tl.init_ns;
+  for (std::size_t k = 0; k < tl.steps.size(); ++k) {
+    tl.steps[k].start_ns = prev;
+    tl.steps[k].end_ns = std::max(prev, tl.end[k]);
+    prev = tl.steps[k].end_ns;
+  }
+}
+
+// The first sample reaching the largest total among samples [first, end).
+MemoryPeak curve_peak(const std::vector<MemorySample>& m, std::size_t first) {
+  MemoryPeak p;
+  bool any = false;
+  for (std::size_t i = first; i < m.size(); ++i)
+    if (!any || m[i].total > p.bytes) {
+      any = true;
+      p.bytes = m[i].total;
+      p.t = m[i].t;
+      p.event = i;
+      p.by_category = m[i].by_category;
+    }
+  return p;
+}
+
+// Peaks of one rank from its curve: whole run, and the steady window (the state at steady_from,
+// i.e. the last sample at or before it, and every later sample).
+RankPeaks peaks_from_curve(const std::vector<TraceCounter>& counters, const TraceRank& r,
+                           SimTime steady_from) {
+  RankPeaks p;
+  p.device = curve_peak(r.memory, 0);
+  const auto after = std::upper_bound(r.memory.begin(), r.memory.end(), steady_from,
+                                      [](SimTime v, const MemorySample& s) { return v < s.t; });
+  const auto first = static_cast<std::size_t>(after - r.memory.begin());
+  p.steady = curve_peak(r.memory, first == 0 ? 0 : first - 1);
+  for (const TraceCounter& c : counters)
+    if (c.rank == r.rank && c.name == kHostBytesCounter)
+      for (const CounterSample& s : c.samples)
+        p.host_bytes =
+            std::max(p.host_bytes, static_cast<Bytes>(std::max<std::int64_t>(0, s.value)));
+  return p;
+}
+
+}  // namespace
+
+struct SummaryBuilder::State {
+  Summary out;
+  std::map<std::uint32_t, Timeline> lines;  // by rank; kAllRanks for the shared timing
+  using ByKind = std::array<CommKindSummary, kCollectiveKindCount>;
+  std::map<std::uint32_t, ByKind> comm;            // by rank
+  std::map<std::uint32_t, RolePeakSummary> roles;  // a role's peak is its largest rank's
+  bool time_closed = false;
+  std::uint32_t last_rank = 0;  // the timeline of the previous span (most traces have one)
+  Timeline* last = nullptr;
+};
+
+SummaryBuilder::SummaryBuilder(const TraceMeta& meta) : state_(std::make_unique<State>()) {
+  state_->out.meta = meta;
+}
+SummaryBuilder::~SummaryBuilder() = default;
+
+void SummaryBuilder::add(const Span& s) {
+  State& st = *state_;
+  if (st.last == nullptr || st.last_rank != s.rank) {
+    auto [it, fresh] = st.lines.try_emplace(s.rank);
+    if (fresh) {
+      it->second.end.assign(st.out.meta.steps, -1);
+      it->second.steps.resize(st.out.meta.steps);
+    }
+    st.last_rank = s.rank;
+    st.last = &it->second;
+  }
+  add_span(s, *st.last);
+}
+
+void SummaryBuilder::add(const CommRecord& c) {
+  CommKindSummary& k = state_->comm[c.rank][static_cast<std::size_t>(c.kind)];
+  k.calls += 1;
+  k.bytes += c.bytes;
+  k.bytes_sent += c.bytes_sent;
+  k.bytes_received += c.bytes_received;
+  k.time_ns += c.dur_ns;
+}
+
+// Each time number is the largest over the timelines (the critical rank of a measured run).
+SimTime SummaryBuilder::steady_from_ns() {
+  Summary& out = state_->out;
+  if (state_->time_closed) return out.steady_from_ns;
+  state_->time_closed = true;
+  const std::uint32_t steps = out.meta.steps;
+  out.steps.resize(steps);
+  for (std::uint32_t k = 0; k < steps; ++k) out.steps[k].step = k;
+  for (auto& [rank, tl] : state_->lines) {
+    close_steps(tl);
+    out.init_ns = std::max(out.init_ns, tl.init_ns);
+    out.total_ns = std::max(out.total_ns, tl.total_ns);
+    for (std::uint32_t k = 0; k < steps; ++k) {
+      StepSummary& st = out.steps[k];
+      const StepSummary& mine = tl.steps[k];
+      st.start_ns = std::max(st.start_ns, mine.start_ns);
+      st.end_ns = std::max(st.end_ns, mine.end_ns);
+      st.compute_ns = std::max(st.compute_ns, mine.compute_ns);
+      st.exposed_comm_ns = std::max(st.exposed_comm_ns, mine.exposed_comm_ns);
+      st.exposed_offload_ns = std::max(st.exposed_offload_ns, mine.exposed_offload_ns);
+    }
+  }
+  for (const StepSummary& st : out.steps) {
+    out.compute_ns += st.compute_ns;
+    out.exposed_comm_ns += st.exposed_comm_ns;
+    out.exposed_offload_ns += st.exposed_offload_ns;
+  }
+  out.steady_from_ns = out.steps.empty() ? out.init_ns : out.steps.back().start_ns;
+  return out.steady_from_ns;
+}
+
+void SummaryBuilder::add(const TraceRank& r, const std::vector<TraceCounter>& counters) {
+  Summary& out = state_->out;
+  const RankPeaks p = r.peaks ? *r.peaks : peaks_from_curve(counters, r, steady_from_ns());
+  auto [it, fresh] = state_->roles.try_emplace(r.role);
+  RolePeakSummary& s = it->second;
+  if (fresh) {
+    s.role = r.role;
+    s.rank = r.rank;
+    s.rank_count = 0;
+  }
+  s.rank_count += r.rank_count;
+  if (fresh || p.device.bytes > s.device.bytes) {
+    s.device = p.device;
+    s.rank = r.rank;
+  }
+  if (fresh || p.steady.bytes > s.steady.bytes) s.steady = p.steady;
+  s.host_peak = std::max(s.host_peak, p.host_bytes);
+  if (!r.oom) return;
+  out.oom_ranks += r.rank_count;
+  if (!out.oom || r.oom->t < out.oom->t || (r.oom->t == out.oom->t && r.role < out.oom->role)) {
+    out.oom = r.oom;
+    out.oom_rank = r.rank;
+  }
+}
+
+// Traffic per kind and rank: each number is the largest over ranks. Peaks in role order.
+Summary SummaryBuilder::finish() {
+  steady_from_ns();
+  Summary& out = state_->out;
+  State::ByKind all{};
+  for (const auto& [rank, kinds] : state_->comm)
+    for (std::size_t k = 0; k < kCollectiveKindCount; ++k) {
+      all[k].calls = std::max(all[k].calls, kinds[k].calls);
+      all[k].bytes = std::max(all[k].bytes, kinds[k].bytes);
+      all[k].bytes_sent = std::max(all[k].bytes_sent, kinds[k].bytes_sent);
+      all[k].bytes_received = std::max(all[k].bytes_received, kinds[k].bytes_received);
+      all[k].time_ns = std::max(all[k].time_ns, kinds[k].time_ns);
+    }
+  for (std::size_t k = 0; k < kCollectiveKindCount; ++k) {
+    if (all[k].calls == 0) continue;
+    all[k].kind = kAllCollectiveKinds[k];
+    out.comm.push_back(all[k]);
+  }
+  for (auto& [role, s] : state_->roles) {
+    const auto i = static_cast<std::uint32_t>(out.peaks.size());
+    out.peaks.push_back(s);
+    if (s.device.bytes > out.peaks[out.peak_role].device.bytes) out.peak_role = i;
+    if (s.steady.bytes > out.peaks[out.steady_peak_role].steady.bytes) out.steady_peak_role = i;
+  }
+  return std::move(out);
+}
+
+Summary summarize(const Trace& t) {
+  SummaryBuilder b(t.meta);
+  for (const Span& s : t.spans) b.add(s);
+  for (const CommRecord& c : t.comms) b.add(c);
+  for (const TraceRank& r : t.ranks) b.add(r, t.counters);
+  return b.finish();
+}
+
+}  // namespace zerosim

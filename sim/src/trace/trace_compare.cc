@@ -1,0 +1,328 @@
+// compare_traces, compare_sequences and the comparison reporters (trace_compare.h).
+#include "zerosim/trace_compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace zerosim {
+namespace {
+
+std::string str(std::uint64_t v) { return std::to_string(v); }
+
+// Fields both sides carry must agree; a field one side lacks is not compared.
+std::string first_difference(const LoggedCollective& p, const LoggedCollective& m) {
+  if (p.kind != m.kind)
+    return "op: predicted " + std::string(collective_name(p.kind)) + ", measured " +
+           std::string(collective_name(m.kind));
+  if (p.numel != m.numel) return "numel: predicted " + str(p.numel) + ", measured " + str(m.numel);
+  if (p.out_numel != m.out_numel)
+    return "out_numel: predicted " + str(p.out_numel) + ", measured " + str(m.out_numel);
+  if (p.dtype != m.dtype)
+    return "dtype: predicted " + std::string(dtype_name(p.dtype)) + ", measured " +
+           std::string(dtype_name(m.dtype));
+  if (p.group_size != m.group_size)
+    return "group_size: predicted " + str(p.group_size) + ", measured " + str(m.group_size);
+  if (p.phase != m.phase)
+    return "phase: predicted " + std::string(phase_name(p.phase)) + ", measured " +
+           std::string(phase_name(m.phase));
+  if (p.step != m.step) return "step: predicted " + str(p.step) + ", measured " + str(m.step);
+  if (p.micro_step && m.micro_step && *p.micro_step != *m.micro_step)
+    return "micro_step: predicted " + str(*p.micro_step) + ", measured " + str(*m.micro_step);
+  if (p.reduce_op && m.reduce_op && *p.reduce_op != *m.reduce_op)
+    return "reduce_op: predicted " + std::string(reduce_op_name(*p.reduce_op)) + ", measured " +
+           std::string(reduce_op_name(*m.reduce_op));
+  if (p.root && m.root && *p.root != *m.root)
+    return "root: predicted " + std::to_string(*p.root) + ", measured " + std::to_string(*m.root);
+  if (p.bucket && m.bucket && *p.bucket != *m.bucket)
+    return "bucket: predicted " + str(*p.bucket) + ", measured " + str(*m.bucket);
+  return {};
+}
+
+// Per rank, the collectives in order; a kAllRanks entry goes to every rank.
+std::vector<std::vector<const LoggedCollective*>> by_rank(const std::vector<LoggedCollective>& v,
+                                                          std::uint32_t world) {
+  std::vector<std::vector<const LoggedCollective*>> out(world);
+  for (const LoggedCollective& c : v) {
+    if (c.rank == kAllRanks) {
+      for (auto& r : out) r.push_back(&c);
+    } else if (c.rank < world) {
+      out[c.rank].push_back(&c);
+    }
+  }
+  return out;
+}
+
+bool within(double predicted, double measured, double tolerance) {
+  return std::fabs(measured - predicted) <= tolerance * predicted;
+}
+
+// A rank's device peak and its breakdown: the producer's own statistics when the trace carries
+// them (the simulator's ledger for every role), else the first sample of the curve that reaches it.
+MemorySample peak_of(const TraceRank& r) {
+  MemorySample best;
+  if (r.peaks) {
+    best.t = r.peaks->device.t;
+    best.total = r.peaks->device.bytes;
+    best.by_category = r.peaks->device.by_category;
+    return best;
+  }
+  for (const MemorySample& s : r.memory)
+    if (s.total > best.total) best = s;
+  return best;
+}
+
+SimTime span_of(const Trace& t) {
+  SimTime end = 0;
+  for (const Span& s : t.spans) end = std::max(end, s.start_ns + s.dur_ns);
+  for (const CommRecord& c : t.comms) end = std::max(end, c.start_ns + c.dur_ns);
+  return end;
+}
+
+std::string gib(Bytes b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f GiB", static_cast<double>(b) / kGiB);
+  return buf;
+}
+
+}  // namespace
+
+std::string describe(const LoggedCollective& c) {
+  std::string s = (c.rank == kAllRanks ? std::string("every rank") : "rank " + str(c.rank)) +
+                  " step " + str(c.step);
+  if (c.micro_step) s += "." + str(*c.micro_step);
+  s += " " + std::string(phase_name(c.phase)) + " " + std::string(collective_name(c.kind)) + " " +
+       str(c.numel) + "->" + str(c.out_numel) + " " + std::string(dtype_name(c.dtype)) + " group " +
+       str(c.group_size);
+  if (c.reduce_op && *c.reduce_op != ReduceOp::None)
+    s += " " + std::string(reduce_op_name(*c.reduce_op));
+  if (c.root) s += " root " + std::to_string(*c.root);
+  if (c.bucket) s += " bucket " + str(*c.bucket);
+  return s;
+}
+
+SequenceCheck compare_sequences(const std::vector<LoggedCollective>& predicted,
+                                const std::vector<LoggedCollective>& measured,
+                                std::uint32_t world) {
+  SequenceCheck out;
+  const auto p = by_rank(predicted, world), m = by_rank(measured, world);
+  for (std::uint32_t r = 0; r < world; ++r) {
+    if (m[r].empty() && p[r].empty()) continue;
+    ++out.ranks;
+    out.collectives += m[r].size();
+    const std::size_t n = std::min(p[r].size(), m[r].size());
+    std::size_t i = 0;
+    std::string diff;
+    for (; i < n; ++i)
+      if (!(diff = first_difference(*p[r][i], *m[r][i])).empty()) break;
+    if (diff.empty() && p[r].size() == m[r].size()) continue;
+    if (diff.empty())
+      diff = "length: predicted " + str(p[r].size()) + " collectives, measured " + str(m[r].size());
+    out.equal = false;
+    out.rank = r;
+    out.index = i;
+    out.difference = diff;
+    const std::size_t from = i >= 2 ? i - 2 : 0;
+    for (std::size_t k = from; k <= i + 1; ++k) {
+      if (k < p[r].size())
+        out.context.push_back("  predicted #" + str(k) + ": " + describe(*p[r][k]));
+      if (k < m[r].size())
+        out.context.push_back("  measured  #" + str(k) + ": " + describe(*m[r][k]));
+    }
+    return out;
+  }
+  return out;
+}
+
+Result<Comparison> compare_traces(const Trace& predicted, const std::string& psrc,
+                                  const Trace& measured, const std::string& msrc,
+                                  const Tolerances& tol) {
+  Diagnostics d;
+  const auto refuse = [&](const std::string& field, const std::string& p, const std::string& m) {
+    if (p != m)
+      d.error(msrc, "/meta/" + field,
+              "expected the schedule of " + psrc + " (" + field + " " + p + "), got " + field +
+                  " " + m + ": traces of different schedules are not compared");
+  };
+  refuse("model", predicted.meta.model, measured.meta.model);
+  refuse("world", str(predicted.meta.world), str(measured.meta.world));
+  refuse("stage", str(static_cast<std::uint64_t>(predicted.meta.stage)),
+         str(static_cast<std::uint64_t>(measured.meta.stage)));
+  refuse("deepspeed_version", predicted.meta.deepspeed_version, measured.meta.deepspeed_version);
+  refuse("mode", predicted.meta.mode, measured.meta.mode);
+  refuse("steps", str(predicted.meta.steps), str(measured.meta.steps));
+  refuse("grad_accum", str(predicted.meta.grad_accum), str(measured.meta.grad_accum));
+  if (!predicted.meta.schedule_digest.empty() && !measured.meta.schedule_digest.empty())
+    refuse("schedule_digest", predicted.meta.schedule_digest, measured.meta.schedule_digest);
+  if (d.has_errors()) return d;
+  Comparison c;
+  const std::uint32_t world = predicted.meta.world;
+  c.sequence = compare_sequences(collectives_of(predicted), collectives_of(measured), world);
+
+  // Memory: each measured rank against the predicted rank of its role.
+  std::map<std::uint32_t, const TraceRank*> predicted_role;
+  for (const TraceRank& r : predicted.ranks) predicted_role.emplace(r.role, &r);
+  std::uint64_t uncompared = 0;
+  for (const TraceRank& r : measured.ranks) {
+    auto it = predicted_role.find(r.role);
+    if (it == predicted_role.end()) {
+      ++uncompared;
+      continue;
+    }
+    const MemorySample pp = peak_of(*it->second), mp = peak_of(r);
+    MemoryCheck mc;
+    mc.rank = r.rank;
+    mc.role = r.role;
+    mc.predicted = pp.total;
+    mc.measured = mp.total;
+    mc.predicted_by_category = pp.by_category;
+    mc.measured_by_category = mp.by_category;
+    mc.within = within(static_cast<double>(pp.total), static_cast<double>(mp.total), tol.memory);
+    for (std::size_t k = 0; k < kCategoryCount; ++k)
+      mc.within = mc.within && within(static_cast<double>(pp.by_category[k]),
+                                      static_cast<double>(mp.by_category[k]), tol.memory);
+    c.memory.push_back(mc);
+  }
+  if (uncompared > 0)
+    c.notes.push_back(str(uncompared) +
+                      " measured ranks have a role whose memory the prediction does not carry "
+                      "(simulate --trace keeps a few roles): not compared");
+
+  // Bytes per kind over every rank.
+  std::array<BytesCheck, kCollectiveKindCount> b{};
+  for (std::size_t k = 0; k < kCollectiveKindCount; ++k) b[k].kind = static_cast<CollectiveKind>(k);
+  for (const CommRecord& r : predicted.comms) {
+    const std::uint64_t ranks = r.rank == kAllRanks ? world : 1;
+    BytesCheck& x = b[static_cast<std::size_t>(r.kind)];
+    x.predicted_calls += ranks;
+    x.predicted_s += r.bytes * ranks;
+    x.predicted_sent += r.bytes_sent * ranks;
+  }
+  for (const CommRecord& r : measured.comms) {
+    const std::uint64_t ranks = r.rank == kAllRanks ? world : 1;
+    BytesCheck& x = b[static_cast<std::size_t>(r.kind)];
+    x.measured_calls += ranks;
+    x.measured_s += r.bytes * ranks;
+    x.measured_sent += r.bytes_sent * ranks;
+  }
+  for (BytesCheck& x : b) {
+    if (x.predicted_calls == 0 && x.measured_calls == 0) continue;
+    // Judged: the calls and nccl-tests' S. Bytes sent are shown, not judged: the prediction is
+    // the ring's per-rank average rounded up per call (the busiest rank for reduce/broadcast),
+    // the measurement each rank's own count (zerosim validate checks those per rank).
+    x.within =
+        x.predicted_calls == x.measured_calls &&
+        within(static_cast<double>(x.predicted_s), static_cast<double>(x.measured_s), tol.bytes);
+    c.bytes.push_back(x);
+  }
+
+  c.predicted_ns = span_of(predicted);
+  c.measured_ns = span_of(measured);
+  if (tol.time)
+    c.time_within =
+        within(static_cast<double>(c.predicted_ns), static_cast<double>(c.measured_ns), *tol.time);
+  else
+    c.notes.push_back("time reported, not judged (give --time-tolerance to judge it)");
+  if (measured.meta.backend == "host")
+    c.notes.push_back("the measured times are the host's steady clock, not GPU time");
+  return c;
+}
+
+bool Comparison::passed() const {
+  bool ok = sequence.equal && time_within.value_or(true);
+  for (const MemoryCheck& m : memory) ok = ok && m.within;
+  for (const BytesCheck& b : bytes) ok = ok && b.within;
+  return ok;
+}
+
+void write_comparison_table(const Comparison& c, std::ostream& out) {
+  out << "collective sequence: " << (c.sequence.equal ? "identical" : "DIFFERS") << " ("
+      << c.sequence.ranks << " ranks, " << c.sequence.collectives << " measured collectives)\n";
+  if (!c.sequence.equal) {
+    out << "  first difference: rank " << c.sequence.rank << ", collective #" << c.sequence.index
+        << ": " << c.sequence.difference << "\n";
+    for (const std::string& l : c.sequence.context) out << l << "\n";
+  }
+  out << "\npeak device memory per rank (predicted = the rank's role):\n";
+  std::size_t shown = 0;
+  for (const MemoryCheck& m : c.memory) {
+    if (shown == 8 && m.within) continue;
+    ++shown;
+    out << "  rank " << m.rank << " (role " << m.role << "): predicted " << gib(m.predicted)
+        << ", measured " << gib(m.measured) << ", delta "
+        << static_cast<long long>(m.measured) - static_cast<long long>(m.predicted) << " bytes"
+        << (m.within ? "" : "  DRIFT") << "\n";
+    if (!m.within)
+      for (std::size_t k = 0; k < kCategoryCount; ++k)
+        if (m.predicted_by_category[k] != m.measured_by_category[k])
+          out << "    " << category_name(static_cast<BufferCategory>(k)) << ": predicted "
+              << m.predicted_by_category[k] << ", measured " << m.measured_by_category[k]
+              << " bytes\n";
+  }
+  if (c.memory.size() > shown)
+    out << "  ... " << c.memory.size() - shown << " more ranks within tolerance\n";
+  out << "\nbytes per collective kind (every rank's calls):\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-24s %10s %10s %18s %18s %18s %18s\n", "collective", "calls",
+                "(meas.)", "S predicted", "S measured", "sent predicted", "sent measured");
+  out << line;
+  for (const BytesCheck& b : c.bytes) {
+    std::snprintf(line, sizeof line, "  %-24s %10llu %10llu %18llu %18llu %18llu %18llu%s\n",
+                  std::string(collective_name(b.kind)).c_str(),
+                  static_cast<unsigned long long>(b.predicted_calls),
+                  static_cast<unsigned long long>(b.measured_calls),
+                  static_cast<unsigned long long>(b.predicted_s),
+                  static_cast<unsigned long long>(b.measured_s),
+                  static_cast<unsigned long long>(b.predicted_sent),
+                  static_cast<unsigned long long>(b.measured_sent), b.within ? "" : "  DRIFT");
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "\ntime: predicted %.3f ms, measured %.3f ms%s\n",
+                static_cast<double>(c.predicted_ns) / 1e6, static_cast<double>(c.measured_ns) / 1e6,
+                c.time_within ? (*c.time_within ? "" : "  DRIFT") : "");
+  out << line;
+  for (const std::string& n : c.notes) out << "note: " << n << "\n";
+  out << "\nverdict: " << (c.passed() ? "PASS" : "FAIL") << "\n";
+}
+
+void write_comparison_json(const Comparison& c, std::ostream& out) {
+  out << "{\"format\": \"zerosim-check\", \"version\": 1, \"passed\": "
+      << (c.passed() ? "true" : "false")
+      << ",\n \"sequence\": {\"equal\": " << (c.sequence.equal ? "true" : "false")
+      << ", \"ranks\": " << c.sequence.ranks << ", \"collectives\": " << c.sequence.collectives;
+  if (!c.sequence.equal) {
+    out << ", \"rank\": " << c.sequence.rank << ", \"index\": " << c.sequence.index
+        << ", \"difference\": \"";
+    for (char ch : c.sequence.difference) {  // identifiers and numbers only; escape defensively
+      if (ch == '"' || ch == '\\') out << '\\';
+      out << ch;
+    }
+    out << "\"";
+  }
+  out << "},\n \"memory\": [";
+  for (std::size_t i = 0; i < c.memory.size(); ++i) {
+    const MemoryCheck& m = c.memory[i];
+    out << (i ? ",\n  " : "\n  ") << "{\"rank\": " << m.rank << ", \"role\": " << m.role
+        << ", \"predicted_bytes\": " << m.predicted << ", \"measured_bytes\": " << m.measured
+        << ", \"within\": " << (m.within ? "true" : "false") << "}";
+  }
+  out << "],\n \"bytes\": [";
+  for (std::size_t i = 0; i < c.bytes.size(); ++i) {
+    const BytesCheck& b = c.bytes[i];
+    out << (i ? ",\n  " : "\n  ") << "{\"kind\": \"" << collective_name(b.kind)
+        << "\", \"predicted_calls\": " << b.predicted_calls
+        << ", \"measured_calls\": " << b.measured_calls << ", \"predicted_s\": " << b.predicted_s
+        << ", \"measured_s\": " << b.measured_s << ", \"predicted_sent\": " << b.predicted_sent
+        << ", \"measured_sent\": " << b.measured_sent
+        << ", \"within\": " << (b.within ? "true" : "false") << "}";
+  }
+  out << "],\n \"predicted_ns\": " << c.predicted_ns << ", \"measured_ns\": " << c.measured_ns
+      << ", \"time_within\": " << (c.time_within ? (*c.time_within ? "true" : "false") : "null")
+      << "}\n";
+}
+
+}  // namespace zerosim

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# ctest bad_input.corpus: runs every case of ./manifest and compares the exit code and the whole
+# stderr exactly. Any difference fails, and so does an internal error (exit 3) or a hang (20 s).
+# Usage: run.sh <zerosim> [--print]   (--print: show each case's actual stderr, to write a case)
+#
+# manifest: one case per block, blocks separated by blank lines, '#' lines are comments:
+#   == NAME
+#   [VAR=value ...] <zerosim arguments>      (split on spaces)
+#   exit N
+#   <the expected stderr, line by line, up to the blank line>
+# {dir} stands for this folder and {tmp} for a scratch folder that holds the generated inputs
+# below (a directory, a FIFO, NUL bytes, binary garbage, deep nesting): what git cannot hold or
+# would rather not.
+set -uo pipefail
+zerosim="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+print="${2:-}"
+dir="$(cd "$(dirname "$0")" && pwd)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+mkdir "$tmp/dir"
+mkfifo "$tmp/fifo"
+printf '{"train_micro_batch_size_per_gpu": 1}\n\0{"garbage": \0\0\0' >"$tmp/nul.json"
+printf '{"train_micro_batch_size_per_gpu": 1, "zero_o\0ptimization": {}}\n' >"$tmp/nul_key.json"
+printf '\x89PNG\r\n\x1a\n\rIHDR\x1b[2J\x1b[31m\xff\xfe\xc2\x9b' >"$tmp/garbage.bin"
+deep() { head -c "$1" /dev/zero | tr '\0' '['; head -c "$1" /dev/zero | tr '\0' ']'; }
+{ printf '{"train_micro_batch_size_per_gpu": 1, "x": '; deep 300; printf '}\n'; } >"$tmp/ds_deep.json"
+{
+  printf '{"format": "zerosim-scenario", "version": 1, "name": "deep", "model": {"zoo": "gpt2-small"},\n'
+  printf ' "deepspeed": {"train_micro_batch_size_per_gpu": 1, "x": '
+  deep 100000
+  printf '}, "cluster": {"gpu": "A100-80GB", "nodes": 1, "gpus_per_node": 2}}\n'
+} >"$tmp/scenario_deep.json"
+cp "$dir/../../scenarios/tiny_zero2_4gpu.json" "$dir/../../scenarios/tiny_params.json" "$tmp/"
+printf '{"an existing file": "that a failed run must leave as it is"}\n' >"$tmp/existing.jsonl"
+cp "$tmp/existing.jsonl" "$tmp/existing.orig"
+
+subst() { local s="${1//\{dir\}/$dir}"; printf '%s' "${s//\{tmp\}/$tmp}"; }
+
+cases=0 failed=0
+run_case() {
+  [[ -z "$name" ]] && return
+  cases=$((cases + 1))
+  local -a words envs=() args=()
+  read -ra words <<<"$(subst "$cmd")"
+  local w
+  for w in "${words[@]}"; do
+    if [[ ${#args[@]} -eq 0 && "$w" =~ ^[A-Z_]+= ]]; then envs+=("$w"); else args+=("$w"); fi
+  done
+  (cd "$tmp" && timeout 20 env "${envs[@]}" "$zerosim" "${args[@]}" >/dev/null 2>"$tmp/err")
+  local rc=$?
+  local want_err
+  want_err="$(subst "$expected")"
+  if [[ -n "$print" ]]; then
+    printf '== %s (exit %s)\n' "$name" "$rc"
+    cat "$tmp/err"
+  fi
+  if [[ $rc -eq 3 ]]; then
+    echo "FAIL $name: internal error (exit 3)"
+    failed=$((failed + 1))
+  elif [[ $rc -ne $want_rc || "$(cat "$tmp/err")" != "$want_err" ]]; then
+    echo "FAIL $name: exit $rc (expected $want_rc)"
+    diff <(printf '%s\n' "$want_err") "$tmp/err" | head -20
+    failed=$((failed + 1))
+  fi
+  name=""
+}
+
+name="" cmd="" want_rc="" expected="" state=""
+while IFS= read -r line || [[ -n "$line" ]]; do
+  if [[ "$line" == "#"* && "$state" != "err" ]]; then continue; fi
+  if [[ "$line" == "== "* ]]; then
+    run_case
+    name="${line#== }" state="cmd" expected=""
+  elif [[ -z "$line" ]]; then
+    run_case
+    state=""
+  elif [[ "$state" == "cmd" ]]; then
+    cmd="$line" state="exit"
+  elif [[ "$state" == "exit" ]]; then
+    want_rc="${line#exit }" state="err"
+  elif [[ "$state" == "err" ]]; then
+    expected+="${expected:+$'\n'}$line"
+  fi
+done <"$dir/manifest"
+run_case
+# Failed runs leave their inputs and existing outputs as they were, and no temporary files.
+for f in existing.jsonl:$tmp/existing.orig tiny_zero2_4gpu.json:$dir/../../scenarios/tiny_zero2_4gpu.json; do
+  if ! cmp -s "$tmp/${f%%:*}" "${f#*:}"; then
+    echo "FAIL: ${f%%:*} was changed"
+    failed=$((failed + 1))
+  fi
+done
+leftovers=$(find "$tmp" -name '*.tmp.*')
+if [[ -n "$leftovers" ]]; then
+  echo "FAIL: temporary files left: $leftovers"
+  failed=$((failed + 1))
+fi
+echo "bad_input: $cases cases, $failed failed"
+[[ $cases -ge 30 && $failed -eq 0 ]]

@@ -1,0 +1,177 @@
+// `zerosim validate` and `zerosim check` end to end: a count-only host run agrees with the
+// prediction; a measured file tampered with (one collective's size, one category's bytes) makes
+// `check` fail, so the check provably can fail; files of different schedules are refused; every
+// new flag fed garbage gives one line and exit 1.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_testlib.h"
+
+namespace {
+
+using namespace zerosim::clitest;  // NOLINT: test-local helpers
+
+std::string tmp(const std::string& name) {
+  return ::testing::TempDir() + "zerosim_validate_" + std::to_string(getpid()) + "_" + name;
+}
+std::string scenario(const std::string& name) {
+  return std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/" + name;
+}
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// Measured and predicted files of the toy scenario (4 ranks in 4 roles, several flushes).
+struct Files {
+  std::string measured = tmp("m.json"), measured_log = tmp("m.jsonl");
+  std::string predicted = tmp("p.json"), predicted_log = tmp("p.jsonl");
+  Files() {
+    const std::string s = scenario("tiny_zero2_4gpu.json");
+    CliRun v = run_cli("validate --scenario " + s + " --no-data --output " + measured +
+                       " --collectives-out " + measured_log);
+    EXPECT_EQ(v.exit_code, 0) << v.err << v.out;
+    EXPECT_NE(v.out.find("verdict: PASS"), std::string::npos) << v.out;
+    EXPECT_EQ(run_cli("simulate --scenario " + s + " --trace " + predicted).exit_code, 0);
+    EXPECT_EQ(run_cli("schedule --scenario " + s + " --collectives-out " + predicted_log).exit_code,
+              0);
+  }
+  ~Files() {
+    for (const auto& f : {measured, measured_log, predicted, predicted_log}) std::remove(f.c_str());
+  }
+};
+
+TEST(ValidateCli, HostRunAgreesWithThePredictionAndCheckSaysSo) {
+  Files f;
+  CliRun traces = run_cli("check --predicted " + f.predicted + " --measured " + f.measured);
+  EXPECT_EQ(traces.exit_code, 0) << traces.out << traces.err;
+  EXPECT_NE(traces.out.find("collective sequence: identical (4 ranks, 92 measured collectives)"),
+            std::string::npos)
+      << traces.out;
+  EXPECT_NE(traces.out.find("verdict: PASS"), std::string::npos);
+  CliRun logs = run_cli("check --predicted " + f.predicted_log + " --measured " + f.measured_log +
+                        " --format json");
+  EXPECT_EQ(logs.exit_code, 0) << logs.out << logs.err;
+  auto j = nlohmann::json::parse(logs.out);
+  EXPECT_EQ(j["format"], "zerosim-check");
+  EXPECT_TRUE(j["passed"].get<bool>());
+  // A prediction trace against a measured log: the sequences alone.
+  EXPECT_EQ(run_cli("check --predicted " + f.predicted + " --measured " + f.measured_log).exit_code,
+            0);
+  // The measured log is byte-identical to the predicted one.
+  EXPECT_EQ(read_all(f.measured_log), read_all(f.predicted_log));
+}
+
+TEST(ValidateCli, CheckFailsOnATamperedCollective) {
+  Files f;
+  std::string log = read_all(f.measured_log);
+  const std::string line3 = "\"numel\":64000,\"out_numel\":64000";
+  const auto at = log.find(line3);
+  ASSERT_NE(at, std::string::npos);
+  log.replace(at, line3.size(), "\"numel\":64001,\"out_numel\":64001");
+  write(f.measured_log, log);
+  CliRun r = run_cli("check --predicted " + f.predicted_log + " --measured " + f.measured_log);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("collective sequence: DIFFERS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("first difference: rank 0, collective #0: numel: predicted 64000, "
+                       "measured 64001"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("verdict: FAIL"), std::string::npos);
+}
+
+TEST(ValidateCli, CheckFailsOnTamperedMemoryAndTraffic) {
+  Files f;
+  auto t = nlohmann::json::parse(read_all(f.measured));
+  for (auto& row : t["ranks"][1]["memory"])  // 2 more param16 bytes on rank 1, all run long
+    if (row[2].get<std::uint64_t>() > 0) {
+      row[1] = row[1].get<std::uint64_t>() + 2;
+      row[2] = row[2].get<std::uint64_t>() + 2;
+    }
+  write(f.measured, t.dump());
+  CliRun r = run_cli("check --predicted " + f.predicted + " --measured " + f.measured);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("rank 1 (role 1):"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("delta 2 bytes  DRIFT"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("param16: predicted"), std::string::npos) << r.out;
+  // Within a tolerance the same drift passes.
+  EXPECT_EQ(run_cli("check --predicted " + f.predicted + " --measured " + f.measured +
+                    " --memory-tolerance 0.01")
+                .exit_code,
+            0);
+  // One collective's bytes (S) on one rank.
+  t = nlohmann::json::parse(read_all(f.measured));
+  t["comms"][5]["bytes"] = t["comms"][5]["bytes"].get<std::uint64_t>() + 1;
+  write(f.measured, t.dump());
+  r = run_cli("check --predicted " + f.predicted + " --measured " + f.measured +
+              " --memory-tolerance 0.01");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("DRIFT"), std::string::npos) << r.out;
+}
+
+TEST(ValidateCli, FilesOfDifferentSchedulesAreRefused) {
+  Files f;
+  const std::string other = tmp("other.json");
+  ASSERT_EQ(
+      run_cli("simulate --scenario " + scenario("gpt2-xl_zero2_8xa100.json") + " --trace " + other)
+          .exit_code,
+      0);
+  CliRun r = run_cli("check --predicted " + other + " --measured " + f.measured);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("traces of different schedules are not compared"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.out.empty());
+  std::remove(other.c_str());
+  // Same model and sizes, another schedule: the digests differ.
+  auto t = nlohmann::json::parse(read_all(f.measured));
+  ASSERT_EQ(t["meta"]["schedule_digest"].get<std::string>().rfind("fnv1a64:", 0), 0u);
+  t["meta"]["schedule_digest"] = "fnv1a64:0000000000000000";
+  write(f.measured, t.dump());
+  r = run_cli("check --predicted " + f.predicted + " --measured " + f.measured);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("/meta/schedule_digest"), std::string::npos) << r.err;
+}
+
+TEST(ValidateCli, BadInputIsOneLine) {
+  const std::string s = " --scenario " + scenario("tiny_zero2_4gpu.json");
+  expect_one_line_error("validate" + s + " --no-data --backend cuda", "--backend");
+  expect_one_line_error("validate" + s + " --no-data --host-memory-limit lots",
+                        "--host-memory-limit");
+  expect_one_line_error("validate" + s + " --no-data --stall-timeout 0", "--stall-timeout");
+  expect_one_line_error("validate" + s, "expected --no-data (count-only mode)");
+  expect_one_line_error("check --predicted x.json", "--measured: expected a file, got none");
+  expect_one_line_error("check --predicted a --measured b --memory-tolerance -1",
+                        "--memory-tolerance");
+  expect_one_line_error(
+      "check --predicted /nonexistent/p.json --measured /nonexistent/m.json "
+      "--bytes-tolerance x",
+      "--bytes-tolerance");
+  const std::string bad = tmp("bad.jsonl");
+  write(bad,
+        "{\"rank\":0,\"step\":0,\"phase\":\"backward\",\"op\":\"all_reduce\",\"numel\":8,"
+        "\"out_numel\":8,\"dtype\":\"float17\",\"group_size\":2}\n");
+  const std::string good = tmp("good.jsonl");
+  ASSERT_EQ(run_cli("schedule" + s + " --collectives-out " + good).exit_code, 0);
+  expect_one_line_error("check --predicted " + good + " --measured " + bad, "float17");
+  std::remove(good.c_str());
+  write(bad, "{\"format\": \"zerosim-trace\", \"version\": 99, \"meta\": {}}");
+  CliRun r = run_cli("check --predicted " + bad + " --measured " + bad);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("version"), std::string::npos) << r.err;
+  write(bad, "{\"format\": \"zerosim-trace\", \"version\": 1, \"meta\": {");  // truncated
+  r = run_cli("check --predicted " + bad + " --measured " + bad);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::remove(bad.c_str());
+}
+
+TEST(ValidateCli, AFailedRunIsReportedAndWritesNothing) {
+  const std::string out = tmp("never.json");
+  CliRun r = run_cli("validate --scenario " + scenario("tiny_zero2_4gpu.json") +
+                     " --no-data --host-memory-limit 1000 --output " + out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("does not fit: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the run failed; nothing was compared"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(out).good());
+}
+
+}  // namespace
