@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,6 +70,8 @@ class Lowering {
   std::vector<std::uint32_t> live_since_;  // per buffer: op of its live Alloc, or kNone
   bool comms_ok_ = true;                   // communicator problems are reported once, at /comms
   bool layout_ok_ = true;  // layout-derived operands are checked only against a sound layout
+  // (flush plan, slot) pairs already checked: the micro-steps repeating a flush cost nothing more.
+  std::set<std::pair<std::uint32_t, std::uint32_t>> flush_checked_;
 };
 
 void Lowering::check_meta() {
@@ -417,6 +420,7 @@ void Lowering::check_flush_region(const Op& op, const std::string& ptr, const Re
                    std::string(op_kind_name(op.kind)) + " op");
     return;
   }
+  if (op.slot != kNone && !flush_checked_.emplace(r.flush_grads, op.slot).second) return;
   for (std::size_t role = 0; role < s_.roles.size(); ++role) {
     const std::uint32_t rank = s_.roles[role].representative;
     Elements total = 0;
