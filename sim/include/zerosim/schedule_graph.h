@@ -67,11 +67,13 @@ std::uint32_t communicator_of(const Op& op);
 /// within meta); communicators (comms[0] the data-parallel world, each one's groups tiling
 /// first..world-1); collectives (a known communicator, a reduce op exactly for the reducing kinds,
 /// a root index in the group exactly for reduce and broadcast); lifetimes (no double Alloc, no
-/// Free of a dead buffer, only persistent buffers live at the end); and, with
-/// LayoutCheck::Replan, the tensor table's layout against plan_partition of the table (what a file
-/// must pass: an executor computes owner slices from it). Replanning costs a partition plan, so
-/// the simulator, which reads no layout, lowers schedules that build_schedule or the reader have
-/// already checked with LayoutCheck::References (indices only).
+/// Free of a dead buffer, only persistent buffers live at the end); and, with LayoutCheck::Replan
+/// (what build_schedule and a file must pass: executors read these), the operands — every region,
+/// list, flush plan and optimizer update against its buffers for every role — and the tensor
+/// table's layout against plan_partition of the table. Those sweeps cost a partition plan and
+/// O(roles x operands), so the simulator, which reads neither, lowers schedules that
+/// build_schedule or the reader have already checked with LayoutCheck::References (structure and
+/// ordering only).
 enum class LayoutCheck : std::uint8_t { Replan, References };
 Result<ScheduleGraph> lower_schedule(const Schedule& s, const std::string& source = "schedule",
                                      LayoutCheck layout = LayoutCheck::Replan);

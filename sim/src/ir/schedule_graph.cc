@@ -608,8 +608,11 @@ Result<ScheduleGraph> Lowering::run() {
   check_tensors();
   if (layout_ == LayoutCheck::Replan && !s_.tensors.empty() && !d_.has_errors()) check_layout();
   layout_ok_ = d_.items().size() == before_layout;
-  if (g_.max_slots.size() == s_.meta.slot_names.size()) check_lists();
-  check_flush_plans();
+  // Operands are what executors read; the simulator's lowering (LayoutCheck::References) skips
+  // their per-role sweeps, which cost O(roles x operands) — build_schedule and the reader run them.
+  const bool operands = layout_ == LayoutCheck::Replan;
+  if (operands && g_.max_slots.size() == s_.meta.slot_names.size()) check_lists();
+  if (operands) check_flush_plans();
   const auto n = static_cast<std::uint32_t>(s_.ops.size());
   const std::size_t n_buffers = s_.buffers.size(), n_slots = s_.meta.slot_names.size();
   g_.op_count = n;
@@ -623,7 +626,7 @@ Result<ScheduleGraph> Lowering::run() {
   std::uint32_t last_sync = kNone;
   bool op_errors = false;
   // Regions are sized per role: only once every role has its slot values.
-  const bool regions_checked = g_.max_slots.size() == n_slots && !s_.roles.empty();
+  const bool regions_checked = operands && g_.max_slots.size() == n_slots && !s_.roles.empty();
   std::vector<bool> update_checked(s_.updates.size(), false);
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s_.ops[i];
