@@ -51,6 +51,15 @@ bool read_file(const std::string& path, std::string& out, Diagnostics& diags);
 /// "an object" / "an array" for containers.
 std::string describe(const nlohmann::json& v);
 
+/// The spelling of every value first..count-1 of an enum whose values are 0..count-1, from its
+/// name function (stream_name, dtype_name, ...): the `allowed` list of JsonReader::get_enum.
+template <class E, class F>
+std::vector<std::string> enum_names(std::size_t count, F&& name, std::size_t first = 0) {
+  std::vector<std::string> out;
+  for (std::size_t i = first; i < count; ++i) out.emplace_back(name(static_cast<E>(i)));
+  return out;
+}
+
 /// Escapes a key for use as a JSON Pointer token (RFC 6901: "~" -> "~0", "/" -> "~1").
 std::string pointer_token(std::string_view key);
 

@@ -18,13 +18,7 @@ namespace {
 using json::JsonReader;
 constexpr std::uint32_t kU32Max = std::numeric_limits<std::uint32_t>::max();
 
-// The spelling of every value of an enum whose values are 0..count-1, from its name function.
-template <class E, class F>
-std::vector<std::string> enum_names(std::size_t count, F&& name) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < count; ++i) out.emplace_back(name(static_cast<E>(i)));
-  return out;
-}
+using json::enum_names;
 
 // Every accepted spelling, per enum, in enum order (index = value). ReduceOp::None is the omitted
 // default, so a written reduce_op is "sum" or "max" (index + 1 = value).

@@ -10,13 +10,7 @@
 namespace zerosim {
 namespace {
 
-// Every spelling of an enum whose values are 0..count-1.
-template <class E, class F>
-std::vector<std::string> names_of(std::size_t count, F&& name) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < count; ++i) out.emplace_back(name(static_cast<E>(i)));
-  return out;
-}
+using json::enum_names;
 
 template <class E>
 bool read_enum(json::JsonReader& r, const char* key, const std::vector<std::string>& names,
@@ -35,9 +29,9 @@ bool read_line(const std::string& line, const std::string& source, LoggedCollect
   if (!doc) return false;
   json::JsonReader r(*doc, source, "", d);
   if (!r.expect_object()) return false;
-  static const auto phases = names_of<Phase>(kPhaseCount, phase_name);
-  static const auto kinds = names_of<CollectiveKind>(kCollectiveKindCount, collective_name);
-  static const auto dtypes = names_of<DType>(kDTypeCount, dtype_name);
+  static const auto phases = enum_names<Phase>(kPhaseCount, phase_name);
+  static const auto kinds = enum_names<CollectiveKind>(kCollectiveKindCount, collective_name);
+  static const auto dtypes = enum_names<DType>(kDTypeCount, dtype_name);
   static const std::vector<std::string> reduce_ops = {"sum", "max"};
   for (const char* k : {"rank", "step", "phase", "op", "numel", "out_numel", "dtype", "group_size"})
     if (!r.has(k)) r.error(std::string("expected key \"") + k + "\", got none");

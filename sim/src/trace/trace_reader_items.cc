@@ -17,12 +17,7 @@ using json::JsonReader;
 constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
 constexpr std::int64_t kI64 = std::numeric_limits<std::int64_t>::max();
 
-template <class E, class F>
-std::vector<std::string> enum_names(std::size_t count, F&& name, std::size_t first = 0) {
-  std::vector<std::string> out;
-  for (std::size_t i = first; i < count; ++i) out.emplace_back(name(static_cast<E>(i)));
-  return out;
-}
+using json::enum_names;
 
 template <class E>
 bool read_enum(JsonReader& r, std::string_view key, const std::vector<std::string>& names, E& out,
