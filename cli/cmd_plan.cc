@@ -109,6 +109,11 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     req.ds_config_given = true;  // a scenario always carries its DeepSpeed config
     req.training = sc->training;
     req.mode = sc->mode;
+    // The report says which scenario values a flag replaced (stderr says it too), so a saved
+    // table or JSON cannot be mistaken for the scenario as written.
+    for (const auto& n : sc.diagnostics().items())
+      if (n.severity == Severity::Note && n.source.rfind("--", 0) == 0)
+        req.base.notes.push_back(n.source + " " + n.message);
   } else {
     auto inputs = load_inputs(args.value());
     d.append(inputs.diagnostics());

@@ -77,6 +77,11 @@ TEST(CliScenario, AFlagOverridesOneValueAndSaysSo) {
       << r.err;
   EXPECT_NE(r.err.find("/deepspeed/bf16/enabled (was true, now false)"), std::string::npos)
       << r.err;
+  // The report itself says so too.
+  bool in_report = false;
+  for (const auto& n : micro["notes"])
+    in_report = in_report || n.get<std::string>().rfind("--micro-batch overrides ", 0) == 0;
+  EXPECT_TRUE(in_report) << micro["notes"].dump();
 }
 
 TEST(CliScenario, RunCommandsOverrideToo) {
@@ -119,6 +124,9 @@ TEST(CliScenario, GarbageOverridesAreOneLineErrors) {
   expect_one_line_error(p + " --hf-config /nonexistent/c.json", "/nonexistent/c.json");
   expect_one_line_error(p + " --param-list /nonexistent/p.json", "/nonexistent/p.json");
   expect_one_line_error(p + " --ds-config /nonexistent/ds.json", "/nonexistent/ds.json");
+  expect_one_line_error("plan --scenario /nonexistent/s.json",
+                        "/nonexistent/s.json: cannot read file");
+  expect_one_line_error(p + " -o", "--output: expected a value (FILE), got nothing");
   expect_one_line_error(s + " --stage 7", "--stage: expected an integer 0..3, got \"7\"");
   expect_one_line_error(s + " --world-size 0", "--world-size: expected an integer 1..16777216");
   expect_one_line_error(s + " --world-size 4 --gpus 4", "give --world-size or --gpus, not both");
