@@ -21,6 +21,9 @@
 # A plain ``` block with a "$ " line but no marker is an error: every transcript is either checked
 # or skipped with a reason.
 #
+# Besides, every relative link of the README must name a shipped file, and every buffer id that
+# `plan --verbose` prints must have its row in docs/deepspeed_behaviour.md.
+#
 # Each block runs in a fresh folder holding the fixture files of tests/docs/fixtures/ (the files
 # the examples name: p.json, ds.json, ...), links to the repository's scenarios/, models/ and
 # tests/, and build/cli/zerosim; `zerosim` alone is on PATH too.
@@ -218,6 +221,32 @@ while IFS= read -r raw || [[ -n "$raw" ]]; do
 done <"$readme"
 
 ((in_block)) && fail "$block_line" "code block never closed"
+
+# Every relative link of the README names a file the repository ships (it pointed at a spec file
+# outside the repository).
+lineno=0
+while IFS= read -r raw; do
+  lineno=$((lineno + 1))
+  rest="$raw"
+  while [[ "$rest" =~ \]\(([^\)#]+)(#[^\)]*)?\) ]]; do
+    target="${BASH_REMATCH[1]}"
+    rest="${rest#*"${BASH_REMATCH[0]}"}"
+    [[ "$target" == *://* ]] && continue
+    [[ -e "$(dirname "$readme")/$target" ]] || fail "$lineno" "link to $target, which the repository does not ship"
+  done
+done <"$readme"
+
+# Every buffer id `plan --verbose` prints (B1, T2, ...) has its row in the behaviour document the
+# README links (docs/deepspeed_behaviour.md).
+behaviour="$root/docs/deepspeed_behaviour.md"
+ids=$(for extra in "" "--grad-accum 4" "--precision fp16 --grad-accum 2" "--mode paper"; do
+  # shellcheck disable=SC2086
+  "$zs" plan --verbose --model gpt2-xl $extra 2>/dev/null | grep -oE '\((B|T)[0-9]+' | tr -d '('
+done | sort -u)
+[[ -n "$ids" ]] || fail 1 "plan --verbose printed no buffer ids"
+for id in $ids; do
+  grep -q "^| $id |" "$behaviour" || fail 1 "plan --verbose prints $id, which docs/deepspeed_behaviour.md does not explain"
+done
 if ((commands == 0)); then
   fail 1 "no command found: is this the README?"
 fi
