@@ -184,6 +184,28 @@ TEST(CliPrecision, FlagIsHonouredOrRefused) {
                         "which has no \"enabled\" and so stays off");
 }
 
+// --gradient-clipping next to a ds_config that decides otherwise was dropped without a word.
+TEST(CliClipping, FlagIsHonouredOrRefused) {
+  const std::string written =
+      write_temp("clip1.json", R"({"train_micro_batch_size_per_gpu": 1, "gradient_clipping": 1.0,
+                      "bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})");
+  expect_one_line_error("plan --model gpt2-small --gradient-clipping 0.5 --ds-config " + written,
+                        "--gradient-clipping: conflicts with " + written +
+                            " /gradient_clipping (got 0.5): the config says 1");
+  EXPECT_EQ(
+      run_cli("plan --model gpt2-small --gradient-clipping 1 --ds-config " + written).exit_code, 0);
+  const std::string absent = write_temp(
+      "clip_absent.json", R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+                            "zero_optimization": {"stage": 2}})");
+  expect_one_line_error("plan --model gpt2-small --gradient-clipping 0.5 --ds-config " + absent,
+                        "the key is absent, so DeepSpeed keeps its default 1");
+  const std::string autos = write_temp(
+      "clip_auto.json", R"({"train_micro_batch_size_per_gpu": 1, "gradient_clipping": "auto",
+                          "bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})");
+  EXPECT_EQ(
+      run_cli("plan --model gpt2-small --gradient-clipping 0.5 --ds-config " + autos).exit_code, 0);
+}
+
 // DeepSpeed's schema allows reduce_bucket_size 0 (zero/config.py:113, ge=0): every gradient is an
 // extra-large parameter reduced on its own (stage_1_and_2.py:1201, :1221). zerosim refused it.
 TEST(CliBuckets, ReduceBucketSizeZeroReducesEachGradientAlone) {
