@@ -11,8 +11,11 @@
 #include "zerosim/planner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <mutex>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "zerosim/partition_plan.h"
@@ -72,6 +75,7 @@ class Evaluator {
   /// errors in `diags`, when partitioning failed. Each stage is planned on its own: a schedule's
   /// layout names its stage.
   const PartitionPlan* plan_for(const DsConfig& ds, std::uint64_t gpus, Diagnostics& diags) {
+    const std::lock_guard<std::mutex> lock(mutex_);  // variants are evaluated in parallel
     PartitionOptions o = partition_options(ds, static_cast<std::uint32_t>(gpus));
     auto key = std::make_tuple(gpus, o.stage, o.round_robin);
     auto it = plans_.find(key);
@@ -130,6 +134,8 @@ class Evaluator {
 
  private:
   const PlanRequest& req_;
+  std::mutex mutex_;
+  // std::map: a plan handed out stays where it is while others are added.
   std::map<std::tuple<std::uint64_t, int, bool>, PartitionPlan> plans_;
 };
 
@@ -255,22 +261,31 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
   PlanResult out;
   out.request = request;
   Evaluator ev(out.request);
-  Diagnostics diags;
   // DeepSpeed accounting asks the simulator (one model of memory, traffic and time); paper
   // accounting is the ZeRO paper's closed form by definition.
   const bool simulated = request.mode == Accounting::DeepSpeed;
-  for (const auto& v : kVariants) {
+  // One variant: its row and its sweep cells; Diagnostics with an error when it failed. Variants
+  // are independent (pure functions of the request), so they run on parallel threads and are
+  // collected in table order: the output does not depend on the thread count.
+  struct Outcome {
     PlanRow row;
+    std::vector<SweepCell> sweep;
+    Diagnostics diags;
+    bool ok = false;
+  };
+  auto evaluate = [&](const Variant& v, Outcome& oc) {
+    Diagnostics& diags = oc.diags;
+    PlanRow& row = oc.row;
     row.stage = v.stage;
     row.offload = v.offload;
     DsConfig ds = variant_config(request.base, v.stage, v.offload);
     row.optimizer = optimizer_name(ds.optimizer_path());
     const PartitionPlan* plan = ev.plan_for(ds, world, diags);
-    if (!plan) return Result<PlanResult>(diags);
+    if (!plan) return;
     if (simulated) {
       const RowInput in = ev.row_input(ds, *plan, world, request.training.micro_batch);
       auto sim = simulate_row(in);
-      if (!sim.ok()) return Result<PlanResult>(sim.diagnostics());
+      if (!sim.ok()) return diags.append(sim.diagnostics());
       row.memory = sim->report;
       row.simulated = true;
       row.steady_total_bytes = sim->steady_total;
@@ -292,7 +307,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       in.mode = Accounting::Paper;
       in.training.zero_init = false;
       auto sim = simulate_row(in);
-      if (!sim.ok()) return Result<PlanResult>(sim.diagnostics());
+      if (!sim.ok()) return diags.append(sim.diagnostics());
       row.comm_bytes_per_step = sim->steady_bytes_sent;
       row.init_bytes_sent = sim->init_bytes_sent;
     }
@@ -302,7 +317,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     row.matches_ds_config = request.ds_config_given && matches(request.base, v);
     // Without zero.Init (stages 0-2 always) every GPU holds the whole 16-bit model at init,
     // whatever the GPU count: when that alone does not fit, no GPU count fits and the search
-    // needs no simulation (simulator_plan_test checks the floor against the simulated peak).
+    // needs no simulation (plan_simulate_test checks the floor against the simulated peak).
     const bool whole_model_at_init = !(ds.zero.stage == 3 && request.training.zero_init);
     const Bytes init_floor = simulated && whole_model_at_init
                                  ? request.model.num_parameters() * dtype_size(ds.lp_dtype())
@@ -312,13 +327,13 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2) {
       if (never_fits) {
         if (!request.full_sweep) break;
-        out.sweep.push_back({g, v.stage, v.offload,
-                             init_floor + overhead_bytes(init_floor, request.overheads), false, 0,
-                             true});
+        oc.sweep.push_back({g, v.stage, v.offload,
+                            init_floor + overhead_bytes(init_floor, request.overheads), false, 0,
+                            true});
         continue;
       }
       const PartitionPlan* pg = ev.plan_for(ds, g, diags);
-      if (!pg) return Result<PlanResult>(diags);
+      if (!pg) return;
       Bytes total = 0;
       bool fit = false;
       std::uint64_t mb = 0;
@@ -329,7 +344,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       } else if (simulated) {
         const RowInput in = ev.row_input(ds, *pg, g, request.training.micro_batch);
         auto sim = simulate_row(in);
-        if (!sim.ok()) return Result<PlanResult>(sim.diagnostics());
+        if (!sim.ok()) return diags.append(sim.diagnostics());
         total = sim->total;
         fit = total <= ev.capacity();
         if (fit && request.full_sweep)
@@ -341,10 +356,29 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
         if (fit && request.full_sweep) mb = ev.max_micro_batch(ds, *pg, g);
       }
       if (fit && !row.min_gpus) row.min_gpus = g;
-      if (request.full_sweep) out.sweep.push_back({g, v.stage, v.offload, total, fit, mb, false});
+      if (request.full_sweep) oc.sweep.push_back({g, v.stage, v.offload, total, fit, mb, false});
       if (!request.full_sweep && row.min_gpus) break;
     }
-    out.rows.push_back(std::move(row));
+    oc.ok = true;
+  };
+  constexpr std::size_t kVariantCount = std::size(kVariants);
+  std::vector<Outcome> outcomes(kVariantCount);
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < kVariantCount; i = next++) evaluate(kVariants[i], outcomes[i]);
+  };
+  const std::size_t threads =
+      std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, kVariantCount);
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  Diagnostics diags;
+  for (Outcome& oc : outcomes) {
+    diags.append(oc.diags);
+    if (!oc.ok || diags.has_errors()) return Result<PlanResult>(diags);
+    out.rows.push_back(std::move(oc.row));
+    for (const SweepCell& c : oc.sweep) out.sweep.push_back(c);
   }
   recommend(out);
   add_notes(out);
