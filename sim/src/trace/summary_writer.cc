@@ -1,5 +1,7 @@
 // Writer of the summary JSON (trace.h): the numbers a person or CI compares — time per optimizer
-// step, compute time, exposed communication, traffic per collective kind (per rank, ring formulas,
+// step, compute time, exposed communication, bytes each rank sends per step
+// (time.steps[].bytes_sent, the traffic plan reports for the steady step) and at init
+// (time.init_bytes_sent), traffic per collective kind over the run (per rank, ring formulas,
 // nccl-tests conventions), peak device memory per rank role with its breakdown, and the earliest
 // OOM. Fixed key order and integer times, so golden tests can compare files byte for byte.
 #include <ostream>
