@@ -117,7 +117,11 @@ void write_estimators(const PlanResult& p, std::ostream& out, const std::string&
     if (!r.ds_estimate) continue;
     out << prefix << "  stage " << r.stage << ", offload " << offload_label(r.offload) << ": GPU "
         << format_gib(r.ds_estimate->gpu) << ", CPU " << format_gib(r.ds_estimate->cpu)
-        << "  (zerosim model states: " << format_gib(r.memory.model_states()) << ")\n";
+        << "  (zerosim model states: " << format_gib(r.memory.model_states());
+    // A simulated row's items are those of its deciding peak, which may be init's whole model.
+    if (r.simulated && r.memory.peak_phase != "steady")
+      out << " at the " << r.memory.peak_phase << " peak";
+    out << ")\n";
   }
 }
 
