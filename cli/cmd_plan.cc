@@ -1,4 +1,4 @@
-// `zerosim plan`: capacity planning in milliseconds, no GPU.
+// `zerosim plan`: capacity planning without a GPU: every row simulated (row_simulation.h).
 #include <cstdint>
 #include <iomanip>
 #include <iostream>
@@ -29,6 +29,9 @@ std::vector<FlagSpec> plan_flags() {
   f.push_back({"--sweep", "", "also list every stage x offload x power-of-two GPU count"});
   f.push_back(
       {"--max-gpus", "N", "largest GPU count searched for 'min GPUs' and --sweep; default 4096"});
+  f.push_back({"--zero-init", "",
+               "stage 3 rows: the model is built under deepspeed.zero.Init (HF Trainer does this); "
+               "without it every GPU first holds the whole 16-bit model"});
   f.push_back({"--verbose", "", "itemised memory breakdown and ds_config keys not modelled"});
   return f;
 }
@@ -129,6 +132,14 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     req.mode = mode.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
   req.sweep_max_gpus = max_gpus;
   req.full_sweep = args->has("--sweep");
+  if (args->has("--zero-init")) {
+    if (req.mode != Accounting::DeepSpeed) {
+      err << "zerosim plan: --zero-init: expected --mode deepspeed (paper accounting has no init "
+             "phase), got --mode paper\n";
+      return kExitInvalidInput;
+    }
+    req.training.zero_init = true;
+  }
   if (!check_outputs(args.value(), specs, {"--output"}, err)) return kExitInvalidInput;
   if (used_default_model)
     err << "note: no model given; planning the default scenario " << req.model.name << " on "

@@ -15,8 +15,9 @@ std::vector<FlagSpec> run_flags() {
   for (auto& m : model_cluster_flags()) f.push_back(m);
   f.push_back({"--world-size", "N", "data-parallel ranks (same as --gpus)"});
   f.push_back({"--stage", "S", "ZeRO stage 0..3 when no --ds-config gives one"});
-  f.push_back(
-      {"--steps", "K", "optimizer steps to run, step 0 first; default 1 (or the scenario's)"});
+  f.push_back({"--steps", "K",
+               "optimizer steps to run, step 0 first; default 2: a warm-up step, then the steady "
+               "step reported (or the scenario's)"});
   f.push_back({"--deepspeed-version", "V", "DeepSpeed behaviour: edaa722 (default) or 0.14.4"});
   f.push_back({"--mode", "MODE", "deepspeed|paper schedule; default deepspeed"});
   f.push_back({"--zero-init", "",

@@ -47,6 +47,7 @@ run plan.verbose "$zs" plan --verbose
 run plan.verbose.json "$zs" plan --verbose --format json
 run plan.sweep "$zs" plan --model llama3.1-405b --gpus 1024 --sweep --max-gpus 4096 --format json
 run plan.ds_config "$zs" plan --ds-config scenarios/llama2-70b_zero3_ds_config.json --model llama2-70b --gpus 64
+run plan.ds_config_zero_init "$zs" plan --ds-config scenarios/llama2-70b_zero3_ds_config.json --model llama2-70b --gpus 64 --activation-checkpointing --zero-init
 run plan.paper "$zs" plan --model llama2-13b --mode paper --format csv
 run plan.param_list "$zs" plan --param-list scenarios/tiny_params.json --gpus 4 --gpu RTX-4090
 

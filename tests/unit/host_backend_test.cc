@@ -120,7 +120,7 @@ TEST(ScheduleDigest, EqualSchedulesEqualDigestsAndAnyChangeShows) {
   Schedule changed = a.schedule;
   changed.ops[changed.ops.size() / 2].label += " ";
   EXPECT_NE(schedule_digest(changed), d);
-  EXPECT_NE(schedule_digest(build("tiny_zero2_4gpu.json", 2).schedule), d);
+  EXPECT_NE(schedule_digest(build("tiny_zero2_4gpu.json", kDefaultSteps + 1).schedule), d);
 }
 
 TEST(RingPlan, ChunksTileTheBufferAndBytesAddUp) {

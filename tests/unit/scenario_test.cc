@@ -78,7 +78,7 @@ TEST(Scenario, EveryShippedScenarioLoadsWithItsStatedValues) {
     EXPECT_EQ(s.training.seq_len, e.seq_len);
     EXPECT_EQ(s.training.activation_checkpointing, e.checkpointing);
     EXPECT_TRUE(s.training.flash_attention);
-    EXPECT_EQ(s.steps, 1u);
+    EXPECT_EQ(s.steps, kDefaultSteps);  // the shipped scenarios leave steps to the default
     EXPECT_EQ(s.version, DeepSpeedVersion::Edaa722);
     EXPECT_EQ(s.mode, Accounting::DeepSpeed);
   }
@@ -150,11 +150,11 @@ TEST(Scenario, AutoValuesResolveFromClusterAndModel) {
   EXPECT_EQ(s.ds.train_batch_size, 2u * 2u * 16u);
   EXPECT_EQ(s.ds.zero.reduce_bucket_size, h * h);
   EXPECT_EQ(s.ds.zero.param_persistence_threshold, 10 * h);
-  // Defaults of an absent "training": seq_len = min(4096, context), no checkpointing, flash, 1
-  // step.
+  // Defaults of an absent "training": seq_len = min(4096, context), no checkpointing, flash,
+  // kDefaultSteps steps (a warm-up step, then the steady one).
   EXPECT_EQ(s.training.seq_len, std::min<std::uint64_t>(4096, s.model.arch->max_seq));
   EXPECT_FALSE(s.training.activation_checkpointing);
-  EXPECT_EQ(s.steps, 1u);
+  EXPECT_EQ(s.steps, kDefaultSteps);
 }
 
 // --- bad input: every error names the scenario file and the pointer

@@ -22,7 +22,8 @@ std::string scenario(const std::string& name) {
 }
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-// Measured and predicted files of the toy scenario (4 ranks in 4 roles, several flushes).
+// Measured and predicted files of the toy scenario (4 ranks in 4 roles, several flushes; the
+// default two steps: a warm-up step, then the steady one).
 struct Files {
   std::string measured = tmp("m.json"), measured_log = tmp("m.jsonl");
   std::string predicted = tmp("p.json"), predicted_log = tmp("p.jsonl");
@@ -45,7 +46,7 @@ TEST(ValidateCli, HostRunAgreesWithThePredictionAndCheckSaysSo) {
   Files f;
   CliRun traces = run_cli("check --predicted " + f.predicted + " --measured " + f.measured);
   EXPECT_EQ(traces.exit_code, 0) << traces.out << traces.err;
-  EXPECT_NE(traces.out.find("collective sequence: identical (4 ranks, 92 measured collectives)"),
+  EXPECT_NE(traces.out.find("collective sequence: identical (4 ranks, 124 measured collectives)"),
             std::string::npos)
       << traces.out;
   EXPECT_NE(traces.out.find("verdict: PASS"), std::string::npos);

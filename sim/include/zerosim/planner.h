@@ -40,10 +40,20 @@ struct PlanRow {
   std::string optimizer;  ///< wrapper DeepSpeed runs: "DeepSpeedZeroOptimizer", ...
   MemoryReport memory;
   bool fits = false;
-  std::int64_t headroom_bytes = 0;             ///< capacity - total (negative when it does not fit)
-  std::uint64_t max_micro_batch = 0;           ///< largest micro-batch that fits (0: none)
-  std::optional<std::uint64_t> min_gpus;       ///< smallest power-of-two GPU count that fits
-  Bytes comm_bytes_per_step = 0;               ///< bytes each GPU sends per optimizer step (ring)
+  std::int64_t headroom_bytes = 0;        ///< capacity - total (negative when it does not fit)
+  std::uint64_t max_micro_batch = 0;      ///< largest micro-batch that fits (0: none)
+  std::optional<std::uint64_t> min_gpus;  ///< smallest power-of-two GPU count that fits
+  /// Bytes each GPU sends in one steady optimizer step (ring formulas; the simulator's step
+  /// traffic in deepspeed accounting; init broadcasts excluded, see init_bytes_sent).
+  Bytes comm_bytes_per_step = 0;
+  /// Deepspeed accounting: the numbers below come from simulating the row (row_simulation.h);
+  /// memory is then the whole-run peak (init included) plus overheads, and memory.peak_phase says
+  /// which phase decides ("init", "first step" or "steady").
+  bool simulated = false;
+  Bytes steady_total_bytes = 0;  ///< steady-state peak plus overheads
+  SimTime first_step_ns = 0;     ///< the first step (stage 3 trace recording, lazy Adam states)
+  SimTime steady_step_ns = 0;    ///< the steady step's predicted time
+  Bytes init_bytes_sent = 0;     ///< bytes each GPU sends at init (parameter broadcasts)
   std::optional<EstimatorResult> ds_estimate;  ///< DeepSpeed's estimator for this stage/offload
   bool matches_ds_config = false;              ///< the row the user's ds_config selects
 };
@@ -56,6 +66,9 @@ struct SweepCell {
   Bytes total_bytes = 0;
   bool fits = false;
   std::uint64_t max_micro_batch = 0;
+  /// total_bytes is a floor, not simulated: the whole 16-bit model every GPU holds at init
+  /// without zero.Init (plus overheads) already exceeds the GPU, at any GPU count.
+  bool at_least = false;
 };
 
 struct PlanResult {

@@ -6,7 +6,7 @@
 //    "model": {"zoo": "llama2-7b"} | {"hf_config": "path"} | {"param_list": "path"} | {"params":
 //    13e9}, "deepspeed": {...inline ds_config...} | "deepspeed_config": "path", "cluster": {"gpu":
 //    "H100-SXM-80GB", "nodes": 1, "gpus_per_node": 8}, "training": {"seq_len": 4096,
-//    "activation_checkpointing": false, "attention": "flash", "steps": 1}, "deepspeed_version":
+//    "activation_checkpointing": false, "attention": "flash", "steps": 2}, "deepspeed_version":
 //    "edaa722", "mode": "deepspeed"}
 //
 // Paths are relative to the scenario file. The DeepSpeed config is read by load_ds_config_text /
@@ -28,6 +28,13 @@
 #include "zerosim/schedule.h"
 
 namespace zerosim {
+
+/// Steps simulated when neither the scenario nor --steps says: one warm-up step, then the steady
+/// step the reports use. The first step differs from training's steady state wherever the first
+/// optimizer step creates Adam's states lazily (every DeepSpeed path but stage 0's FP16_Optimizer,
+/// which runs a dummy step at init) and at stage 3, whose first iteration records the module trace
+/// without prefetching; no configuration zerosim models needs more than one.
+inline constexpr std::uint32_t kDefaultSteps = 2;
 
 inline constexpr const char* kScenarioFormat = "zerosim-scenario";
 inline constexpr int kScenarioVersion = 1;
@@ -51,7 +58,8 @@ struct Scenario {
   std::string ds_config_path;  ///< resolved "deepspeed_config" path; empty for an inline block
   Cluster cluster;
   TrainingSettings training;  ///< micro_batch = ds.micro_batch (train_micro_batch_size_per_gpu)
-  std::uint32_t steps = 1;    ///< training.steps: optimizer steps to simulate, >= 1
+  /// training.steps: optimizer steps to simulate, >= 1; default kDefaultSteps.
+  std::uint32_t steps = kDefaultSteps;
   std::vector<std::uint32_t> overflow_steps;  ///< training.overflow_steps: steps whose check fails
   DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
   Accounting mode = Accounting::DeepSpeed;

@@ -183,6 +183,9 @@ struct StepSummary {
   SimTime compute_ns = 0;       ///< forward + backward + recompute time
   SimTime exposed_comm_ns = 0;  ///< compute stream running collectives or waiting on comm streams
   SimTime exposed_offload_ns = 0;  ///< compute stream waiting on H2D/D2H/host work
+  /// Bytes each rank sends in this step's collectives (ring formulas, init excluded; the largest
+  /// over ranks): zerosim's one traffic definition, the same in plan, simulate and the README.
+  Bytes bytes_sent = 0;
 };
 
 /// Traffic of one collective kind over the whole run, per rank.
@@ -213,6 +216,7 @@ struct Summary {
   SimTime compute_ns = 0;       ///< Σ over steps
   SimTime exposed_comm_ns = 0;  ///< Σ over steps
   SimTime exposed_offload_ns = 0;
+  Bytes init_bytes_sent = 0;  ///< bytes each rank sends in the init phase (largest over ranks)
   std::vector<CommKindSummary> comm;   ///< kinds with at least one call, enum order
   std::vector<RolePeakSummary> peaks;  ///< every role, role order
   std::uint32_t peak_role = 0;  ///< index into peaks: the largest device peak (lowest on ties)

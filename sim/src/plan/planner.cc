@@ -1,17 +1,26 @@
-// make_plan: evaluates every stage/offload variant with the memory model, searches the largest
-// micro-batch and the smallest power-of-two GPU count, and picks a recommendation.
+// make_plan: evaluates every stage/offload variant, searches the largest micro-batch and the
+// smallest power-of-two GPU count, and picks a recommendation.
 //
-// Partition plans are cached per (world size, stage family) because every variant of a stage family
-// shares one layout; that keeps the full sweep of Llama-3.1-405B (8 variants x 13 GPU counts x a
-// micro-batch search) well inside the 50 ms budget measured by bench/plan_bench.cc.
+// Deepspeed accounting simulates every row (row_simulation.h: the schedule `zerosim simulate`
+// runs), so plan and simulate give one answer for memory, traffic and step time; the micro-batch
+// search replays the recorded ledger with resized activations instead of rebuilding, the row at the
+// requested GPU count is reused by the GPU-count search, and a variant whose init floor (the whole
+// 16-bit model without zero.Init) exceeds the GPU is not simulated at other counts. Paper
+// accounting keeps the paper's closed forms for memory and takes the traffic of the paper schedule.
+// bench/plan_bench.cc measures the Llama-3.1-405B full sweep (README "Benchmarks").
 #include "zerosim/planner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <mutex>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "zerosim/partition_plan.h"
+#include "zerosim/row_simulation.h"
+#include "zerosim/scenario.h"
 
 namespace zerosim {
 namespace {
@@ -63,11 +72,11 @@ class Evaluator {
   explicit Evaluator(const PlanRequest& r) : req_(r) {}
 
   /// The partition plan of a stage's config `ds` at `gpus` GPUs (cached); nullptr, with the
-  /// errors in `diags`, when partitioning failed. Stages 0, 1 and 2 share the flat layout (stage 0
-  /// reads only its sizes), so it is planned as stage 1, once per round-robin setting.
+  /// errors in `diags`, when partitioning failed. Each stage is planned on its own: a schedule's
+  /// layout names its stage.
   const PartitionPlan* plan_for(const DsConfig& ds, std::uint64_t gpus, Diagnostics& diags) {
+    const std::lock_guard<std::mutex> lock(mutex_);  // variants are evaluated in parallel
     PartitionOptions o = partition_options(ds, static_cast<std::uint32_t>(gpus));
-    if (o.stage != 3) o.stage = 1;
     auto key = std::make_tuple(gpus, o.stage, o.round_robin);
     auto it = plans_.find(key);
     if (it != plans_.end()) return &it->second;
@@ -89,6 +98,23 @@ class Evaluator {
 
   bool fits(const MemoryReport& m) const { return m.total() <= req_.cluster.gpu.memory_bytes; }
 
+  /// DeepSpeed accounting: the row as `zerosim simulate` runs it (row_simulation.h). zero.Init
+  /// applies to stage 3 only (DeepSpeed's zero.Init partitions at construction for stage 3).
+  RowInput row_input(const DsConfig& ds, const PartitionPlan& plan, std::uint64_t gpus,
+                     std::uint64_t micro_batch) const {
+    RowInput in;
+    in.model = &req_.model;
+    in.plan = &plan;
+    in.ds = &ds;
+    in.cluster = cluster_with(req_.cluster, gpus);
+    in.training = req_.training;
+    in.training.micro_batch = micro_batch;
+    in.training.zero_init = req_.training.zero_init && ds.zero.stage == 3;
+    in.overheads = req_.overheads;
+    return in;
+  }
+  Bytes capacity() const { return req_.cluster.gpu.memory_bytes; }
+
   /// Largest b in [1, kMaxMicroBatch] that fits (memory grows with b); 0 when b = 1 does not fit.
   std::uint64_t max_micro_batch(const DsConfig& ds, const PartitionPlan& plan,
                                 std::uint64_t gpus) const {
@@ -108,6 +134,8 @@ class Evaluator {
 
  private:
   const PlanRequest& req_;
+  std::mutex mutex_;
+  // std::map: a plan handed out stays where it is while others are added.
   std::map<std::tuple<std::uint64_t, int, bool>, PartitionPlan> plans_;
 };
 
@@ -185,6 +213,23 @@ void add_notes(PlanResult& out) {
         "use a zoo model or --hf-config for activation memory");
   if (req.mode == Accounting::DeepSpeed) {
     out.notes.push_back(
+        "every row is simulated: memory, traffic and step time are what `zerosim simulate` gives "
+        "for the same inputs (" +
+        std::to_string(kDefaultSteps) +
+        " steps: a warm-up step, then the steady step), plus the overhead layer no schedule "
+        "allocates");
+    const Bytes whole_model = req.model.num_parameters() * dtype_size(req.base.lp_dtype());
+    if (req.training.zero_init)
+      out.notes.push_back(
+          "stage 3 rows: the model is built under deepspeed.zero.Init (--zero-init), so each "
+          "parameter is partitioned as it is constructed; stages 0-2 have no zero.Init");
+    else
+      out.notes.push_back(
+          "stage 3 rows without --zero-init: every GPU first holds the whole 16-bit model (" +
+          format_gib(whole_model) +
+          ") before partitioning, as DeepSpeed does for a model built outside "
+          "deepspeed.zero.Init; pass --zero-init if it is (HF Trainer does so for stage 3)");
+    out.notes.push_back(
         "stage 1 keeps the full 16-bit gradient on every GPU (like plain data parallel); "
         "only stage 2 and 3 partition gradients");
     out.notes.push_back(
@@ -216,35 +261,124 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
   PlanResult out;
   out.request = request;
   Evaluator ev(out.request);
-  Diagnostics diags;
-  for (const auto& v : kVariants) {
+  // DeepSpeed accounting asks the simulator (one model of memory, traffic and time); paper
+  // accounting is the ZeRO paper's closed form by definition.
+  const bool simulated = request.mode == Accounting::DeepSpeed;
+  // One variant: its row and its sweep cells; Diagnostics with an error when it failed. Variants
+  // are independent (pure functions of the request), so they run on parallel threads and are
+  // collected in table order: the output does not depend on the thread count.
+  struct Outcome {
     PlanRow row;
+    std::vector<SweepCell> sweep;
+    Diagnostics diags;
+    bool ok = false;
+  };
+  auto evaluate = [&](const Variant& v, Outcome& oc) {
+    Diagnostics& diags = oc.diags;
+    PlanRow& row = oc.row;
     row.stage = v.stage;
     row.offload = v.offload;
     DsConfig ds = variant_config(request.base, v.stage, v.offload);
     row.optimizer = optimizer_name(ds.optimizer_path());
     const PartitionPlan* plan = ev.plan_for(ds, world, diags);
-    if (!plan) return Result<PlanResult>(diags);
-    row.memory = ev.memory(ds, *plan, world, request.training.micro_batch);
-    row.fits = ev.fits(row.memory);
+    if (!plan) return;
+    if (simulated) {
+      const RowInput in = ev.row_input(ds, *plan, world, request.training.micro_batch);
+      auto sim = simulate_row(in);
+      if (!sim.ok()) return diags.append(sim.diagnostics());
+      row.memory = sim->report;
+      row.simulated = true;
+      row.steady_total_bytes = sim->steady_total;
+      row.first_step_ns = sim->first_step_ns;
+      row.steady_step_ns = sim->steady_step_ns;
+      row.init_bytes_sent = sim->init_bytes_sent;
+      row.comm_bytes_per_step = sim->steady_bytes_sent;
+      row.fits = sim->total <= ev.capacity();
+      // Memory grows with the micro-batch: a row that does not fit at 1 needs no search.
+      const bool none_fits = !row.fits && request.training.micro_batch <= 1;
+      row.max_micro_batch =
+          none_fits ? 0 : max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxMicroBatch);
+    } else {
+      row.memory = ev.memory(ds, *plan, world, request.training.micro_batch);
+      row.fits = ev.fits(row.memory);
+      row.max_micro_batch = ev.max_micro_batch(ds, *plan, world);
+      // The traffic of the paper's schedule as `simulate --mode paper` runs it (one definition).
+      RowInput in = ev.row_input(ds, *plan, world, request.training.micro_batch);
+      in.mode = Accounting::Paper;
+      in.training.zero_init = false;
+      auto sim = simulate_row(in);
+      if (!sim.ok()) return diags.append(sim.diagnostics());
+      row.comm_bytes_per_step = sim->steady_bytes_sent;
+      row.init_bytes_sent = sim->init_bytes_sent;
+    }
     row.headroom_bytes = static_cast<std::int64_t>(request.cluster.gpu.memory_bytes) -
                          static_cast<std::int64_t>(row.memory.total());
-    row.max_micro_batch = ev.max_micro_batch(ds, *plan, world);
-    row.comm_bytes_per_step = comm_bytes_per_step(request.model, *plan, ds, world, request.mode);
     row.ds_estimate = estimator_for(request, v);
     row.matches_ds_config = request.ds_config_given && matches(request.base, v);
+    // Without zero.Init (stages 0-2 always) every GPU holds the whole 16-bit model at init,
+    // whatever the GPU count: when that alone does not fit, no GPU count fits and the search
+    // needs no simulation (plan_simulate_test checks the floor against the simulated peak).
+    const bool whole_model_at_init = !(ds.zero.stage == 3 && request.training.zero_init);
+    const Bytes init_floor = simulated && whole_model_at_init
+                                 ? request.model.num_parameters() * dtype_size(ds.lp_dtype())
+                                 : 0;
+    const bool never_fits =
+        simulated && init_floor + overhead_bytes(init_floor, request.overheads) > ev.capacity();
     for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2) {
+      if (never_fits) {
+        if (!request.full_sweep) break;
+        oc.sweep.push_back({g, v.stage, v.offload,
+                            init_floor + overhead_bytes(init_floor, request.overheads), false, 0,
+                            true});
+        continue;
+      }
       const PartitionPlan* pg = ev.plan_for(ds, g, diags);
-      if (!pg) return Result<PlanResult>(diags);
-      MemoryReport m = ev.memory(ds, *pg, g, request.training.micro_batch);
-      bool fit = ev.fits(m);
+      if (!pg) return;
+      Bytes total = 0;
+      bool fit = false;
+      std::uint64_t mb = 0;
+      if (simulated && g == world) {  // the row itself
+        total = row.memory.total();
+        fit = row.fits;
+        mb = fit ? row.max_micro_batch : 0;
+      } else if (simulated) {
+        const RowInput in = ev.row_input(ds, *pg, g, request.training.micro_batch);
+        auto sim = simulate_row(in);
+        if (!sim.ok()) return diags.append(sim.diagnostics());
+        total = sim->total;
+        fit = total <= ev.capacity();
+        if (fit && request.full_sweep)
+          mb = max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxMicroBatch);
+      } else {
+        MemoryReport m = ev.memory(ds, *pg, g, request.training.micro_batch);
+        total = m.total();
+        fit = ev.fits(m);
+        if (fit && request.full_sweep) mb = ev.max_micro_batch(ds, *pg, g);
+      }
       if (fit && !row.min_gpus) row.min_gpus = g;
-      if (request.full_sweep)
-        out.sweep.push_back(
-            {g, v.stage, v.offload, m.total(), fit, fit ? ev.max_micro_batch(ds, *pg, g) : 0});
+      if (request.full_sweep) oc.sweep.push_back({g, v.stage, v.offload, total, fit, mb, false});
       if (!request.full_sweep && row.min_gpus) break;
     }
-    out.rows.push_back(std::move(row));
+    oc.ok = true;
+  };
+  constexpr std::size_t kVariantCount = std::size(kVariants);
+  std::vector<Outcome> outcomes(kVariantCount);
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < kVariantCount; i = next++) evaluate(kVariants[i], outcomes[i]);
+  };
+  const std::size_t threads =
+      std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, kVariantCount);
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  Diagnostics diags;
+  for (Outcome& oc : outcomes) {
+    diags.append(oc.diags);
+    if (!oc.ok || diags.has_errors()) return Result<PlanResult>(diags);
+    out.rows.push_back(std::move(oc.row));
+    for (const SweepCell& c : oc.sweep) out.sweep.push_back(c);
   }
   recommend(out);
   add_notes(out);

@@ -30,6 +30,13 @@ ojson row_json(const PlanRow& r, bool verbose) {
   j["max_micro_batch"] = r.max_micro_batch;
   j["min_gpus"] = r.min_gpus ? ojson(*r.min_gpus) : ojson(nullptr);
   j["comm_bytes_per_step"] = r.comm_bytes_per_step;
+  j["simulated"] = r.simulated;
+  if (r.simulated) {
+    j["steady_total_bytes"] = r.steady_total_bytes;
+    j["init_bytes_sent"] = r.init_bytes_sent;
+    j["first_step_ns"] = r.first_step_ns;
+    j["steady_step_ns"] = r.steady_step_ns;
+  }
   if (r.ds_estimate)
     j["deepspeed_estimator"] = {{"gpu_bytes", r.ds_estimate->gpu},
                                 {"cpu_bytes", r.ds_estimate->cpu}};
@@ -91,6 +98,7 @@ void write_plan_json(const PlanResult& p, std::ostream& out, bool verbose) {
                     {"stage", c.stage},
                     {"offload", std::string(offload_name(c.offload))},
                     {"total_bytes", c.total_bytes},
+                    {"total_is_floor", c.at_least},
                     {"fits", c.fits},
                     {"max_micro_batch", c.max_micro_batch}});
     j["sweep"] = sw;

@@ -38,9 +38,23 @@ std::string with_commas(std::uint64_t v) {
   return out;
 }
 
-const Cells kHeader = {"stage",           "offload",   "model states",    "buffers", "activations",
-                       "overhead",        "total/GPU", "peak at",         "fits",    "headroom",
-                       "max micro-batch", "min GPUs",  "traffic/step/GPU"};
+const Cells kHeader = {
+    "stage",    "offload",         "model states", "buffers",          "activations",
+    "overhead", "total/GPU",       "peak at",      "steady/GPU",       "fits",
+    "headroom", "max micro-batch", "min GPUs",     "traffic/step/GPU", "step time"};
+
+std::string step_time(SimTime ns) {
+  if (ns <= 0) return "-";
+  char buf[48];
+  const double s = static_cast<double>(ns) / 1e9;
+  if (s >= 120)
+    std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  else if (s >= 1)
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
+  return buf;
+}
 
 Cells row_cells(const PlanRow& r, bool raw_bytes) {
   auto b = [&](Bytes x) { return raw_bytes ? std::to_string(x) : format_gib(x); };
@@ -53,11 +67,14 @@ Cells row_cells(const PlanRow& r, bool raw_bytes) {
           b(r.memory.overhead),
           b(r.memory.total()),
           r.memory.peak_phase,
+          r.simulated ? b(r.steady_total_bytes) : (raw_bytes ? "" : "-"),
           r.fits ? "yes" : "no",
           raw_bytes ? std::to_string(r.headroom_bytes) : signed_gib(r.headroom_bytes),
           std::to_string(r.max_micro_batch),
           r.min_gpus ? std::to_string(*r.min_gpus) : (raw_bytes ? "" : "none"),
-          b(r.comm_bytes_per_step)};
+          b(r.comm_bytes_per_step),
+          raw_bytes ? (r.simulated ? std::to_string(r.steady_step_ns) : "")
+                    : (r.simulated ? step_time(r.steady_step_ns) : "-")};
 }
 
 void write_aligned(const std::vector<Cells>& rows, std::ostream& out) {
@@ -100,7 +117,11 @@ void write_estimators(const PlanResult& p, std::ostream& out, const std::string&
     if (!r.ds_estimate) continue;
     out << prefix << "  stage " << r.stage << ", offload " << offload_label(r.offload) << ": GPU "
         << format_gib(r.ds_estimate->gpu) << ", CPU " << format_gib(r.ds_estimate->cpu)
-        << "  (zerosim model states: " << format_gib(r.memory.model_states()) << ")\n";
+        << "  (zerosim model states: " << format_gib(r.memory.model_states());
+    // A simulated row's items are those of its deciding peak, which may be init's whole model.
+    if (r.simulated && r.memory.peak_phase != "steady")
+      out << " at the " << r.memory.peak_phase << " peak";
+    out << ")\n";
   }
 }
 
@@ -141,11 +162,16 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
   }
   out << "\n";
   if (p.request.ds_config_given) out << "* = the stage and offload of the given ds_config\n";
-  out << "sizes in GiB (2^30 bytes) per GPU at the peak of the step (\"peak at\": backward or step "
-         "phase; "
-         "activations are freed before the step);\ntraffic = bytes each GPU sends per optimizer "
-         "step (ring "
-         "algorithms)\n\n";
+  if (p.request.mode == Accounting::DeepSpeed)
+    out << "sizes in GiB (2^30 bytes) per GPU: what `zerosim simulate` allocates for the row, plus "
+           "overhead (CUDA context,\nNCCL buffers, fragmentation); total = the whole-run peak, "
+           "which decides the fit (\"peak at\": init, first step\nor steady); steady = the peak "
+           "of a steady step; traffic = bytes each GPU sends in one steady step (ring\n"
+           "algorithms; init broadcasts excluded); step time = the simulated steady step\n\n";
+  else
+    out << "sizes in GiB (2^30 bytes) per GPU at the peak of the step (\"peak at\": backward or "
+           "step phase; activations are freed before the step);\ntraffic = bytes each GPU sends "
+           "per optimizer step (ring algorithms)\n\n";
   write_estimators(p, out, pre);
   out << "\nrecommendation: " << p.recommendation << "\n";
   if (!p.notes.empty()) {
@@ -153,11 +179,13 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
     for (const auto& n : p.notes) out << "  - " << n << "\n";
   }
   if (!p.sweep.empty()) {
-    out << "\nsweep (total per GPU at micro-batch " << p.request.training.micro_batch << "):\n";
+    out << "\nsweep (total per GPU at micro-batch " << p.request.training.micro_batch
+        << "; \">=\": the whole 16-bit model each GPU holds at init without zero.Init already "
+           "exceeds the GPU):\n";
     std::vector<Cells> sw = {{"gpus", "stage", "offload", "total/GPU", "fits", "max micro-batch"}};
     for (const auto& c : p.sweep)
       sw.push_back({std::to_string(c.gpus), std::to_string(c.stage), offload_label(c.offload),
-                    format_gib(c.total_bytes), c.fits ? "yes" : "no",
+                    (c.at_least ? ">= " : "") + format_gib(c.total_bytes), c.fits ? "yes" : "no",
                     std::to_string(c.max_micro_batch)});
     write_aligned(sw, out);
   }
@@ -170,7 +198,8 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
 void write_csv(const PlanResult& p, std::ostream& out) {
   out << "stage,offload,model_states_bytes,buffers_bytes,activations_bytes,overhead_bytes,total_"
          "bytes,"
-         "peak_phase,fits,headroom_bytes,max_micro_batch,min_gpus,comm_bytes_per_step\n";
+         "peak_phase,steady_bytes,fits,headroom_bytes,max_micro_batch,min_gpus,comm_bytes_per_"
+         "step,step_ns\n";
   for (const auto& r : p.rows) {
     Cells c = row_cells(r, true);
     c[0] = std::to_string(r.stage);

@@ -15,6 +15,52 @@ std::string ms(SimTime ns) {
   return b;
 }
 
+std::string gib_cell(Bytes b) { return format_gib(b); }
+
+// One table line without the padding of empty trailing cells.
+void emit(std::ostream& out, const char* line) {
+  std::string l(line);
+  while (!l.empty() && (l.back() == '\n' || l.back() == ' ')) l.pop_back();
+  out << l << "\n";
+}
+
+// The first step and the steady state side by side: a stage-3 first step records the module trace
+// (no prefetch) and the first optimizer step creates Adam's states, so step 0 is not what training
+// sees; the steady state is the last simulated step (the default runs one warm-up step before it).
+void write_first_and_steady(const Summary& s, std::ostream& out) {
+  if (s.steps.empty()) return;
+  const StepSummary& first = s.steps.front();
+  const StepSummary& steady = s.steps.back();
+  const RolePeakSummary* pk = s.peaks.empty() ? nullptr : &s.peaks[s.steady_peak_role];
+  const RolePeakSummary* whole = s.peaks.empty() ? nullptr : &s.peaks[s.peak_role];
+  char line[256];
+  out << "\nfirst step and steady state (steady = the last step, step " << steady.step
+      << "; traffic = bytes each GPU sends):\n";
+  std::snprintf(line, sizeof line, "  %-22s %14s %14s %16s\n", "", "time", "sent (GiB)",
+                "peak memory");
+  emit(out, line);
+  std::snprintf(line, sizeof line, "  %-22s %14s %14.3f %16s\n", "init", ms(s.init_ns).c_str(),
+                static_cast<double>(s.init_bytes_sent) / kGiB, "");
+  emit(out, line);
+  std::snprintf(line, sizeof line, "  %-22s %14s %14.3f %16s\n",
+                ("first step (step " + std::to_string(first.step) + ")").c_str(),
+                ms(first.end_ns - first.start_ns).c_str(),
+                static_cast<double>(first.bytes_sent) / kGiB, "");
+  emit(out, line);
+  std::snprintf(line, sizeof line, "  %-22s %14s %14.3f %16s\n",
+                ("steady (step " + std::to_string(steady.step) + ")").c_str(),
+                ms(steady.end_ns - steady.start_ns).c_str(),
+                static_cast<double>(steady.bytes_sent) / kGiB,
+                pk ? gib_cell(pk->steady.bytes).c_str() : "");
+  emit(out, line);
+  std::snprintf(line, sizeof line, "  %-22s %14s %14s %16s\n", "whole run (init incl.)", "", "",
+                whole ? gib_cell(whole->device.bytes).c_str() : "");
+  emit(out, line);
+  if (s.steps.size() == 1)
+    out << "  note: one step simulated, so the steady state is the first step (its numbers are "
+           "not steady: run --steps 2 or more)\n";
+}
+
 void write_table(const Summary& s, const Schedule& sched, std::ostream& out) {
   const auto& m = s.meta;
   out << "zerosim simulate: " << m.model << ", stage " << m.stage << " (" << m.optimizer << "), "
@@ -28,6 +74,7 @@ void write_table(const Summary& s, const Schedule& sched, std::ostream& out) {
     out << "  step " << st.step << "  " << ms(st.end_ns - st.start_ns) << "  (compute "
         << ms(st.compute_ns) << ", exposed communication " << ms(st.exposed_comm_ns)
         << ", exposed offload " << ms(st.exposed_offload_ns) << ")\n";
+  write_first_and_steady(s, out);
   out << "\ntraffic per rank over the run (ring algorithms, nccl-tests conventions):\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %-24s %8s %16s %16s %12s\n", "collective", "calls",

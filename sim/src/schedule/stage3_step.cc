@@ -36,12 +36,19 @@ void gpu_update(Context& cx, std::size_t sg, bool first_step) {
   cx.data_op(OpKind::Copy, Stream::Compute, sc, cx.ga,
              region(cx.grad_partitions, cx.sg_offset[sg], sc), region(flat),
              "flatten grad partitions" + tag);
-  const auto g32 = cx.pool.acquire(cx.e, "step fp32 grads", BufferCategory::Temp, cx.mw, sc);
-  cx.e.alloc(g32);
-  cx.data_op(OpKind::Copy, Stream::Compute, sc, cx.mw, region(flat), region(g32),
-             "cast grads to master dtype" + tag);
-  cx.e.free(flat);
-  cx.pool.release(flat);
+  // DeepSpeed casts with .to(master dtype) (stage3.py, _prepare_fp32_grad_for_sub_group), and
+  // Tensor.to returns the tensor itself when it already has that dtype (PyTorch docs,
+  // torch.Tensor.to): with grads already in the master dtype (bf16 master weights) no copy exists.
+  const bool cast = cx.ga != cx.mw;
+  const auto g32 =
+      cast ? cx.pool.acquire(cx.e, "step fp32 grads", BufferCategory::Temp, cx.mw, sc) : flat;
+  if (cast) {
+    cx.e.alloc(g32);
+    cx.data_op(OpKind::Copy, Stream::Compute, sc, cx.mw, region(flat), region(g32),
+               "cast grads to master dtype" + tag);
+    cx.e.free(flat);
+    cx.pool.release(flat);
+  }
   if (first_step) cx.e.alloc(cx.adam[sg]);
   cx.e.optimizer_step({.dtype = cx.mw,
                        .elements = sc,

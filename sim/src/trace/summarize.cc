@@ -113,7 +113,9 @@ struct SummaryBuilder::State {
   Summary out;
   std::map<std::uint32_t, Timeline> lines;  // by rank; kAllRanks for the shared timing
   using ByKind = std::array<CommKindSummary, kCollectiveKindCount>;
-  std::map<std::uint32_t, ByKind> comm;            // by rank
+  std::map<std::uint32_t, ByKind> comm;  // by rank
+  // Bytes sent per rank: [0] the init phase, [1 + k] step k (the one traffic definition).
+  std::map<std::uint32_t, std::vector<Bytes>> sent;
   std::map<std::uint32_t, RolePeakSummary> roles;  // a role's peak is its largest rank's
   bool time_closed = false;
   std::uint32_t last_rank = 0;  // the timeline of the previous span (most traces have one)
@@ -146,6 +148,10 @@ void SummaryBuilder::add(const CommRecord& c) {
   k.bytes_sent += c.bytes_sent;
   k.bytes_received += c.bytes_received;
   k.time_ns += c.dur_ns;
+  std::vector<Bytes>& sent = state_->sent[c.rank];
+  sent.resize(std::size_t{state_->out.meta.steps} + 1, 0);
+  const std::size_t slot = c.phase == Phase::Init ? 0 : std::size_t{c.step} + 1;
+  if (slot < sent.size()) sent[slot] += c.bytes_sent;
 }
 
 // Each time number is the largest over the timelines (the critical rank of a measured run).
@@ -216,6 +222,13 @@ Summary SummaryBuilder::finish() {
       all[k].bytes_sent = std::max(all[k].bytes_sent, kinds[k].bytes_sent);
       all[k].bytes_received = std::max(all[k].bytes_received, kinds[k].bytes_received);
       all[k].time_ns = std::max(all[k].time_ns, kinds[k].time_ns);
+    }
+  for (const auto& [rank, sent] : state_->sent)
+    for (std::size_t k = 0; k < sent.size(); ++k) {
+      if (k == 0)
+        out.init_bytes_sent = std::max(out.init_bytes_sent, sent[k]);
+      else if (k - 1 < out.steps.size())
+        out.steps[k - 1].bytes_sent = std::max(out.steps[k - 1].bytes_sent, sent[k]);
     }
   for (std::size_t k = 0; k < kCollectiveKindCount; ++k) {
     if (all[k].calls == 0) continue;

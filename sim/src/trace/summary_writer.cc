@@ -1,5 +1,7 @@
 // Writer of the summary JSON (trace.h): the numbers a person or CI compares — time per optimizer
-// step, compute time, exposed communication, traffic per collective kind (per rank, ring formulas,
+// step, compute time, exposed communication, bytes each rank sends per step
+// (time.steps[].bytes_sent, the traffic plan reports for the steady step) and at init
+// (time.init_bytes_sent), traffic per collective kind over the run (per rank, ring formulas,
 // nccl-tests conventions), peak device memory per rank role with its breakdown, and the earliest
 // OOM. Fixed key order and integer times, so golden tests can compare files byte for byte.
 #include <ostream>
@@ -30,14 +32,16 @@ void write_meta(const TraceMeta& m, std::ostream& out) {
 void write_time(const Summary& s, std::ostream& out) {
   out << "  \"time\": {\"init_ns\": " << s.init_ns << ", \"total_ns\": " << s.total_ns
       << ", \"compute_ns\": " << s.compute_ns << ", \"exposed_comm_ns\": " << s.exposed_comm_ns
-      << ", \"exposed_offload_ns\": " << s.exposed_offload_ns << ",\n    \"steps\": [";
+      << ", \"exposed_offload_ns\": " << s.exposed_offload_ns
+      << ", \"init_bytes_sent\": " << s.init_bytes_sent << ",\n    \"steps\": [";
   for (std::size_t i = 0; i < s.steps.size(); ++i) {
     const StepSummary& st = s.steps[i];
     out << (i ? ",\n      " : "\n      ") << "{\"step\": " << st.step
         << ", \"start_ns\": " << st.start_ns << ", \"end_ns\": " << st.end_ns
         << ", \"duration_ns\": " << st.end_ns - st.start_ns << ", \"compute_ns\": " << st.compute_ns
         << ", \"exposed_comm_ns\": " << st.exposed_comm_ns
-        << ", \"exposed_offload_ns\": " << st.exposed_offload_ns << "}";
+        << ", \"exposed_offload_ns\": " << st.exposed_offload_ns
+        << ", \"bytes_sent\": " << st.bytes_sent << "}";
   }
   out << (s.steps.empty() ? "]},\n" : "\n    ]},\n");
 }

@@ -1,0 +1,91 @@
+// The CLI side of #13 items 1-3: `plan --zero-init` (and its bad input), `simulate` reporting the
+// first and the steady step by default, and one traffic number in plan's JSON and simulate's
+// summary JSON.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_testlib.h"
+
+namespace zerosim {
+namespace {
+
+using clitest::expect_one_line_error;
+using clitest::read_all;
+using clitest::run_cli;
+
+TEST(PlanZeroInitFlag, RefusesAValueAndPaperMode) {
+  expect_one_line_error("plan --model gpt2-small --zero-init=1",
+                        "--zero-init: takes no value, got \"1\"");
+  expect_one_line_error("plan --model gpt2-small --zero-init yes", "unexpected argument \"yes\"");
+  expect_one_line_error("plan --model gpt2-small --mode paper --zero-init",
+                        "--zero-init: expected --mode deepspeed");
+}
+
+TEST(PlanZeroInitFlag, DecidesTheStage3InitPeak) {
+  // Llama-2-70B's 16-bit model (128 GiB) does not fit an 80 GiB GPU before partitioning.
+  const std::string base =
+      "plan --model llama2-70b --gpus 64 --activation-checkpointing --max-gpus 64 --format json";
+  auto without = run_cli(base);
+  auto with = run_cli(base + " --zero-init");
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  const auto a = nlohmann::json::parse(without.out), b = nlohmann::json::parse(with.out);
+  const auto& ra = a["rows"][5];
+  const auto& rb = b["rows"][5];
+  ASSERT_EQ(ra["stage"], 3);
+  EXPECT_EQ(ra["peak_phase"], "init");
+  EXPECT_FALSE(ra["fits"].get<bool>()) << ra.dump();
+  EXPECT_TRUE(rb["fits"].get<bool>()) << rb.dump();
+  EXPECT_LT(rb["total_bytes"].get<std::uint64_t>(), ra["total_bytes"].get<std::uint64_t>());
+  EXPECT_NE(without.out.find("without --zero-init: every GPU first holds the whole 16-bit model"),
+            std::string::npos);
+  // Stages 0-2 have no zero.Init: their rows do not change.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(a["rows"][i]["total_bytes"], b["rows"][i]["total_bytes"]);
+}
+
+TEST(SimulateSteadyByDefault, RunsAWarmupStepAndReportsBoth) {
+  const std::string summary = ::testing::TempDir() + "zerosim_steady_default.json";
+  auto r =
+      run_cli("simulate --model gpt2-small --gpus 4 --stage 3 --seq-len 512 --summary " + summary);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("first step (step 0)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("steady (step 1)"), std::string::npos) << r.out;
+  const auto s = nlohmann::json::parse(read_all(summary));
+  ASSERT_EQ(s["time"]["steps"].size(), 2u);
+  // Stage 3's first iteration records the trace without prefetch: it is not the steady one.
+  EXPECT_NE(s["time"]["steps"][0]["duration_ns"], s["time"]["steps"][1]["duration_ns"]);
+  // --steps still exists; one step warns that it is not steady.
+  auto one = run_cli("simulate --model gpt2-small --gpus 4 --stage 3 --seq-len 512 --steps 1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("one step simulated, so the steady state is the first step"),
+            std::string::npos);
+  std::remove(summary.c_str());
+}
+
+// One traffic definition: plan's traffic/step/GPU is the summary's steady-step bytes_sent, with
+// init (broadcasts) reported apart, for every stage.
+TEST(OneTrafficDefinition, PlanEqualsSimulateSummary) {
+  auto plan = run_cli("plan --model gpt2-small --gpus 4 --seq-len 512 --format json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto p = nlohmann::json::parse(plan.out);
+  const int row_of_stage[] = {0, 1, 3, 5};
+  for (int stage = 0; stage <= 3; ++stage) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    const std::string summary =
+        ::testing::TempDir() + "zerosim_traffic_" + std::to_string(stage) + ".json";
+    auto sim = run_cli("simulate --model gpt2-small --gpus 4 --seq-len 512 --stage " +
+                       std::to_string(stage) + " --summary " + summary);
+    ASSERT_EQ(sim.exit_code, 0) << sim.err;
+    const auto s = nlohmann::json::parse(read_all(summary));
+    const auto& row = p["rows"][row_of_stage[stage]];
+    ASSERT_EQ(row["stage"], stage);
+    EXPECT_EQ(row["comm_bytes_per_step"], s["time"]["steps"].back()["bytes_sent"]);
+    EXPECT_EQ(row["init_bytes_sent"], s["time"]["init_bytes_sent"]);
+    EXPECT_EQ(row["steady_step_ns"], s["time"]["steps"].back()["duration_ns"]);
+    std::remove(summary.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace zerosim
