@@ -4,6 +4,12 @@
 set -euo pipefail
 
 packages=(cmake g++ make libgtest-dev libbenchmark-dev nlohmann-json3-dev clang-format clang-tidy)
+# The viewer (ui/, optional: CMake skips it when these are missing). Dear ImGui 1.86 with its GLFW
+# and OpenGL3 backends compiled in, stb (imgui.pc requires it; stb_image_write writes the PNGs),
+# GLFW for the window, Mesa's EGL/GL for headless screenshots (EGL surfaceless + llvmpipe), and
+# Xvfb + xauth to run the window without a display (ecosystem.md §1.1).
+packages+=(pkgconf libimgui-dev libglfw3-dev libstb-dev libegl-dev libgl-dev libopengl-dev
+           libegl-mesa0 libgl1-mesa-dri xvfb xauth)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,324 @@
+// One frame of the viewer: see viewer.h. Geometry and colours come from palette.h, so the pixel
+// tests can find what this file draws.
+#include "draw/viewer.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "draw/palette.h"
+#include "draw/text_format.h"
+
+namespace zerosim::view {
+namespace {
+
+ImU32 col(Rgb rgb, int alpha = 255) {
+  return IM_COL32((rgb >> 16) & 0xFF, (rgb >> 8) & 0xFF, rgb & 0xFF, alpha);
+}
+
+const char* kind_abbrev(CollectiveKind k) {
+  static constexpr const char* kNames[kCollectiveKindCount] = {"AR", "R", "BC", "AG", "RS"};
+  return kNames[static_cast<std::size_t>(k)];
+}
+
+std::optional<CollectiveKind> collective_of(const Trace& t, const Span& s) {
+  if (s.comm == kNone || s.comm >= t.comms.size()) return std::nullopt;
+  return t.comms[s.comm].kind;
+}
+
+Rgb span_color(const Trace& t, const Span& s) {
+  if (auto k = collective_of(t, s)) return kCollectiveColor[static_cast<std::size_t>(*k)];
+  if (s.category == "forward") return kForwardColor;
+  if (s.category == "backward") return kBackwardColor;
+  if (s.category == "recompute") return kRecomputeColor;
+  if (s.category == "optimizer_step") return kOptimizerColor;
+  if (s.category == "copy" || s.category == "copy_to_bucket" || s.category == "write_back" ||
+      s.category == "host_to_device" || s.category == "device_to_host") {
+    return kCopyColor;
+  }
+  return kOtherColor;
+}
+
+std::string span_label(const Trace& t, const Span& s) {
+  if (auto k = collective_of(t, s))
+    return std::string(kind_abbrev(*k)) + " " + format_bytes(s.bytes);
+  return s.name;
+}
+
+// Text clipped to [x0, x1]; nothing when not even a few characters fit.
+void clipped_text(ImDrawList* dl, float x0, float x1, float y, ImU32 c, const std::string& text) {
+  if (x1 - x0 < 12) return;
+  const ImVec4 clip(x0 + 2, y, x1 - 2, y + ImGui::GetFontSize());
+  dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(x0 + 2, y), c, text.c_str(), nullptr,
+              0.0f, &clip);
+}
+
+}  // namespace
+
+OpenedTrace open_trace(const std::string& path) {
+  OpenedTrace o;
+  o.path = path;
+  Result<Trace> r = read_trace_file(path);
+  if (r.ok()) {
+    o.trace = std::move(r.value());
+  } else {
+    for (const Diagnostic& d : r.diagnostics().items()) o.errors.push_back(d.to_string());
+    if (o.errors.empty()) o.errors.push_back(path + ": cannot read the trace");
+  }
+  return o;
+}
+
+Viewer::Viewer(const OpenedTrace& main, const OpenedTrace* ghost) : main_(&main), ghost_(ghost) {
+  errors_ = main.errors;
+  if (ghost != nullptr) errors_.insert(errors_.end(), ghost->errors.begin(), ghost->errors.end());
+  if (!main.trace || !errors_.empty()) return;
+  model_ = std::make_unique<TimelineModel>(*main.trace);
+  for (const RankGroup& g : model_->groups()) {
+    stacks_.emplace_back(main.trace->ranks[g.members.front()], main.trace->meta.device_capacity);
+  }
+  summary_ = summarize(*main.trace);
+  if (ghost != nullptr && ghost->trace) {
+    ghost_model_ = std::make_unique<TimelineModel>(*ghost->trace);
+    pairing_ = pair_spans(*main.trace, *ghost->trace);
+  }
+}
+
+bool Viewer::show_only_rank(std::uint32_t rank) {
+  if (!model_) return false;
+  const int g = model_->group_of_rank(rank);
+  if (g < 0) return false;
+  shown_ = {static_cast<std::uint32_t>(g)};
+  return true;
+}
+
+float Viewer::lanes_right(float display_width) {
+  return std::max(kGutterPx + 50, display_width - kSummaryPx);
+}
+
+void Viewer::reset_view(float display_width) {
+  if (!model_) return;
+  view_.set_width(lanes_right(display_width) - kGutterPx);
+  view_.set_bounds(model_->begin_ns(), model_->end_ns());
+  view_.fit(model_->begin_ns(), model_->end_ns());
+  view_initialised_ = true;
+}
+
+const MemoryStack& Viewer::stack_of_group(std::uint32_t group) const { return stacks_.at(group); }
+
+void Viewer::frame(bool interactive) {
+  const ImVec2 size = ImGui::GetIO().DisplaySize;
+  ImGui::SetNextWindowPos(ImVec2(0, 0));
+  ImGui::SetNextWindowSize(size);
+  ImGui::PushStyleColor(ImGuiCol_WindowBg, col(kBackgroundColor));
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 0.0f);
+  ImGui::Begin("zerosim", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus);
+  if (failed()) {
+    draw_errors(size.x, size.y);
+  } else {
+    draw_timeline(size.x, size.y, interactive);
+    draw_summary(lanes_right(size.x), size.y);
+  }
+  ImGui::End();
+  ImGui::PopStyleVar();
+  ImGui::PopStyleColor();
+}
+
+void Viewer::draw_errors(float width, float height) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float x0 = width * 0.1f, y0 = height * 0.2f;
+  dl->AddRectFilled(ImVec2(x0, y0), ImVec2(width * 0.9f, height * 0.8f), col(0x3A1E1E));
+  dl->AddRect(ImVec2(x0, y0), ImVec2(width * 0.9f, height * 0.8f), col(kCapacityColor));
+  ImGui::SetCursorPos(ImVec2(x0 + 12, y0 + 12));
+  ImGui::PushTextWrapPos(width * 0.9f - 12);
+  ImGui::TextColored(ImVec4(1, 0.5f, 0.5f, 1), "Cannot open the trace");
+  for (const std::string& e : errors_) ImGui::TextUnformatted(e.c_str());
+  ImGui::PopTextWrapPos();
+}
+
+void Viewer::draw_timeline(float width, float height, bool interactive) {
+  const Trace& trace = model_->trace();
+  const float left = kGutterPx;
+  const float right = lanes_right(width);
+  if (!view_initialised_) reset_view(width);
+  view_.set_width(right - left);
+  if (interactive) handle_input();
+  LayoutOptions layout;
+  rows_ = layout_rows(*model_, shown_, layout);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImU32 text = col(0xE0E0E0);
+  const ImU32 dim_text = col(0xA0A0A0);
+
+  // Time ruler: major ticks a power of ten of ns apart, labels relative to the view's start.
+  const SimTime step = view_.tick_step_ns(100.0);
+  const SimTime first = (view_.start_ns() / step) * step;
+  for (SimTime t = first; t <= view_.end_ns(); t += step) {
+    const float x = left + static_cast<float>(view_.x_of(t));
+    if (x < left || x > right) continue;
+    dl->AddLine(ImVec2(x, kRulerPx - 8), ImVec2(x, kRulerPx), dim_text);
+    dl->AddText(ImVec2(x + 2, 2), dim_text, format_duration(t).c_str());
+  }
+  dl->AddLine(ImVec2(left, kRulerPx), ImVec2(right, kRulerPx), dim_text);
+
+  const auto ghost_group = [&](std::uint32_t g) -> const RankGroup* {
+    if (!ghost_model_) return nullptr;
+    const TraceRank& r = trace.ranks[model_->groups()[g].members.front()];
+    int gg = ghost_model_->group_of_role(r.role);
+    if (gg < 0) gg = ghost_model_->group_of_rank(r.rank);
+    return gg < 0 ? nullptr : &ghost_model_->groups()[static_cast<std::size_t>(gg)];
+  };
+
+  dl->PushClipRect(ImVec2(0, kRulerPx), ImVec2(right, height), true);
+  for (const Row& row : rows_) {
+    const float y0 = kRowsTop + row.y0, y1 = kRowsTop + row.y1;
+    if (y0 > height) break;
+    const RankGroup& group = model_->groups()[row.group];
+    if (row.kind == Row::Kind::Header) {
+      dl->AddText(ImVec2(6, y0 + 2), text, group.label.c_str());
+      continue;
+    }
+    if (row.kind == Row::Kind::Lane) {
+      const Lane& lane = group.lanes[row.lane];
+      dl->AddText(ImVec2(18, y0 + 3), dim_text, lane_kind_name(lane.kind));
+      dl->AddRectFilled(ImVec2(left, y0), ImVec2(right, y1 - 1), col(kLaneBackgroundColor));
+      if (const RankGroup* gg = ghost_group(row.group)) {
+        for (const Lane& gl : gg->lanes) {
+          if (gl.kind != lane.kind) continue;
+          visible_items(ghost_->trace.value(), gl, view_, kMinSpanPx, items_);
+          for (const DrawItem& it : items_) {
+            const float x0 = left + static_cast<float>(std::max(view_.x_of(it.start_ns), -1.0));
+            const float x1 = left + static_cast<float>(std::min(view_.x_of(it.end_ns), 1e6));
+            dl->AddRectFilled(ImVec2(x0, y1 - kGhostStripPx), ImVec2(std::max(x1, x0 + 1), y1 - 1),
+                              col(kGhostColor));
+          }
+        }
+      }
+      visible_items(trace, lane, view_, kMinSpanPx, items_);
+      for (const DrawItem& it : items_) {
+        const float x0 = left + static_cast<float>(std::max(view_.x_of(it.start_ns), -1.0));
+        const float x1 = left + static_cast<float>(std::min(view_.x_of(it.end_ns), 1e6));
+        const Span& s = trace.spans[lane.spans[it.first]];
+        const Rgb c = it.count > 1 ? kMergedColor : span_color(trace, s);
+        dl->AddRectFilled(ImVec2(x0, y0 + kSpanTopPx),
+                          ImVec2(std::max(x1, x0 + 1), y1 - kSpanBottomPx), col(c));
+        if (it.count == 1)
+          clipped_text(dl, std::max(x0, left), std::min(x1, right), y0 + 2, col(0x101010),
+                       span_label(trace, s));
+      }
+      continue;
+    }
+    // Memory stack: one column per pixel, categories bottom-up, then capacity, peak, OOM.
+    const MemoryStack& stack = stacks_[row.group];
+    const float h = y1 - y0 - 2;
+    const double scale = static_cast<double>(h) / static_cast<double>(stack.y_max());
+    dl->AddText(ImVec2(18, y0 + 3), dim_text, "memory");
+    dl->AddText(ImVec2(18, y0 + 18), dim_text, format_bytes(stack.peak_bytes()).c_str());
+    dl->AddRectFilled(ImVec2(left, y0), ImVec2(right, y1 - 1), col(kLaneBackgroundColor));
+    stack.columns(view_, columns_);
+    for (const MemoryColumn& c : columns_) {
+      const float x = left + static_cast<float>(c.x);
+      double base = 0;
+      for (std::size_t k = 0; k < kCategoryCount; ++k) {
+        if (c.by_category[k] == 0) continue;
+        const double top = base + static_cast<double>(c.by_category[k]) * scale;
+        dl->AddRectFilled(ImVec2(x, y1 - 1 - static_cast<float>(top)),
+                          ImVec2(x + 1, y1 - 1 - static_cast<float>(base)), col(kCategoryColor[k]));
+        base = top;
+      }
+    }
+    if (stack.capacity() > 0) {
+      if (stack.capacity() <= stack.y_max()) {
+        const float yc = y1 - 1 - static_cast<float>(static_cast<double>(stack.capacity()) * scale);
+        dl->AddLine(ImVec2(left, std::round(yc) + 0.5f), ImVec2(right, std::round(yc) + 0.5f),
+                    col(kCapacityColor));
+        dl->AddText(ImVec2(right - 150, yc - 14), col(kCapacityColor),
+                    ("capacity " + format_bytes(stack.capacity())).c_str());
+      } else {
+        dl->AddText(ImVec2(right - 190, y0 + 2), col(kCapacityColor),
+                    ("capacity " + format_bytes(stack.capacity()) + " (above)").c_str());
+      }
+    }
+    const float xp = left + static_cast<float>(view_.x_of(stack.peak_t()));
+    if (xp >= left && xp <= right) {
+      const float yp = y1 - 1 - static_cast<float>(static_cast<double>(stack.peak_bytes()) * scale);
+      dl->AddTriangleFilled(ImVec2(xp, yp), ImVec2(xp - 4, yp - 7), ImVec2(xp + 4, yp - 7),
+                            col(kPeakColor));
+      dl->AddText(ImVec2(xp + 6, std::max(y0, yp - 14)), col(kPeakColor),
+                  ("peak " + format_bytes(stack.peak_bytes())).c_str());
+    }
+    if (const auto& oom = stack.oom()) {
+      const float xo = left + static_cast<float>(view_.x_of(oom->t));
+      if (xo >= left && xo <= right) {
+        dl->AddLine(ImVec2(std::round(xo) + 0.5f, y0), ImVec2(std::round(xo) + 0.5f, y1 - 1),
+                    col(kOomColor), 3.0f);
+        dl->AddText(ImVec2(xo + 4, y0 + 30), col(kOomColor),
+                    ("OOM: " + oom->buffer_name + " " + format_bytes(oom->bytes)).c_str());
+      }
+    }
+  }
+  dl->PopClipRect();
+}
+
+void Viewer::draw_summary(float x, float height) {
+  const Trace& t = model_->trace();
+  ImGui::SetCursorPos(ImVec2(x + 10, 8));
+  ImGui::BeginChild("summary", ImVec2(kSummaryPx - 16, height - 16), false);
+  ImGui::TextUnformatted(main_->path.c_str());
+  ImGui::Text("%s, ZeRO stage %d, %u ranks", t.meta.model.c_str(), t.meta.stage, t.meta.world);
+  ImGui::Text("backend %s (%s clock), DeepSpeed %s", t.meta.backend.c_str(), t.meta.clock.c_str(),
+              t.meta.deepspeed_version.c_str());
+  ImGui::Separator();
+  const SimTime step = summary_.steps.empty()
+                           ? summary_.total_ns
+                           : summary_.steps.back().end_ns - summary_.steps.back().start_ns;
+  ImGui::Text("step time      %s", format_duration(step).c_str());
+  ImGui::Text("compute        %s", format_duration(summary_.compute_ns).c_str());
+  ImGui::Text("exposed comm   %s", format_duration(summary_.exposed_comm_ns).c_str());
+  ImGui::Separator();
+  for (const CommKindSummary& c : summary_.comm) {
+    ImGui::TextColored(
+        ImGui::ColorConvertU32ToFloat4(col(kCollectiveColor[static_cast<std::size_t>(c.kind)])),
+        "%-14s %s (%llu calls)", std::string(collective_name(c.kind)).c_str(),
+        format_bytes(c.bytes).c_str(), static_cast<unsigned long long>(c.calls));
+  }
+  ImGui::Separator();
+  for (const RolePeakSummary& p : summary_.peaks) {
+    ImGui::Text("rank %u peak   %s", p.rank, format_bytes(p.device.bytes).c_str());
+  }
+  if (summary_.oom) {
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(col(kOomColor)), "OOM on rank %u: %s",
+                       summary_.oom_rank, summary_.oom->buffer_name.c_str());
+  }
+  if (pairing_) {
+    ImGui::Separator();
+    ImGui::Text("ghost: %s", ghost_->path.c_str());
+    ImGui::Text("%zu paired spans, %zu only here, %zu only there", pairing_->pairs.size(),
+                pairing_->only_measured.size(), pairing_->only_predicted.size());
+    for (const SpanPair& p : largest_differences(*pairing_, 8)) {
+      ImGui::Text("%+lld ns  %s", static_cast<long long>(p.dur_diff_ns),
+                  t.spans[p.measured].name.c_str());
+    }
+  }
+  ImGui::Separator();
+  ImGui::PushTextWrapPos(0.0f);
+  for (const std::string& n : t.meta.notes) ImGui::TextDisabled("%s", n.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::EndChild();
+}
+
+void Viewer::handle_input() {
+  const ImGuiIO& io = ImGui::GetIO();
+  const float x = io.MousePos.x - kGutterPx;
+  if (io.MouseWheel != 0 && x >= 0 && x <= static_cast<float>(view_.width_px())) {
+    view_.zoom_at(x, std::pow(1.25, static_cast<double>(io.MouseWheel)));
+  }
+  if (ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
+      ImGui::IsMouseDragging(ImGuiMouseButton_Middle)) {
+    view_.pan_px(io.MouseDelta.x);
+  }
+}
+
+}  // namespace zerosim::view
