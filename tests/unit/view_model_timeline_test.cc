@@ -68,7 +68,7 @@ TEST(ViewModelTimeline, A1024RankTraceFoldsIntoGroupsOfIdenticalTimelines) {
   EXPECT_EQ(m.groups()[0].label, "rank 0");
   EXPECT_EQ(m.groups()[1].rank_count, 1021u);
   EXPECT_EQ(m.groups()[1].members.size(), 1021u);
-  EXPECT_EQ(m.groups()[1].label, "ranks 1, 2, 3, 4, \u2026, 1021 ranks");  // 512 and 700 missing
+  EXPECT_EQ(m.groups()[1].label, "ranks 1, 2, 3, 4, ..., 1021 ranks");  // 512 and 700 missing
   EXPECT_EQ(m.groups()[2].label, "rank 512");
   EXPECT_EQ(m.groups()[3].label, "rank 700");
   EXPECT_EQ(m.group_of_rank(0), 0);
@@ -89,7 +89,7 @@ TEST(ViewModelTimeline, ContiguousRanksFoldIntoARangeLabel) {
   }
   TimelineModel m(t);
   ASSERT_EQ(m.groups().size(), 2u);
-  EXPECT_EQ(m.groups()[1].label, "ranks 1\u20131023, 1023 ranks");
+  EXPECT_EQ(m.groups()[1].label, "ranks 1-1023, 1023 ranks");
 }
 
 TEST(ViewModelTimeline, SimulatedRolesShareSpansAndFoldOnlyWhenTheirMemoryIsEqual) {
@@ -102,7 +102,7 @@ TEST(ViewModelTimeline, SimulatedRolesShareSpansAndFoldOnlyWhenTheirMemoryIsEqua
   TimelineModel m(t);
   ASSERT_EQ(m.groups().size(), 2u);
   EXPECT_EQ(m.groups()[0].label, "rank 0");
-  EXPECT_EQ(m.groups()[1].label, "ranks 1\u20132, 1023 ranks");
+  EXPECT_EQ(m.groups()[1].label, "ranks 1-2, 1023 ranks");
   EXPECT_EQ(m.groups()[1].lanes[0].spans.size(), 1u);  // the shared span
   EXPECT_EQ(m.group_of_role(2), 1);
 }
@@ -118,7 +118,7 @@ TEST(ViewModelTimeline, AnOomKeepsARankOutOfAnOtherwiseIdenticalGroup) {
 TEST(ViewModelTimeline, GroupLabels) {
   EXPECT_EQ(group_label({3}, 1), "rank 3");
   EXPECT_EQ(group_label({0}, 1024), "rank 0 (1024 ranks)");
-  EXPECT_EQ(group_label({1, 2, 3}, 3), "ranks 1\u20133, 3 ranks");
+  EXPECT_EQ(group_label({1, 2, 3}, 3), "ranks 1-3, 3 ranks");
   EXPECT_EQ(group_label({0, 2, 5}, 3), "ranks 0, 2, 5, 3 ranks");
   EXPECT_EQ(group_label({}, 0), "no ranks");
 }

@@ -57,6 +57,10 @@ inline constexpr float kRowsTop = kRulerPx + 4;
 inline constexpr float kSpanTopPx = 2;
 inline constexpr float kSpanBottomPx = 6;
 inline constexpr float kGhostStripPx = 5;
+/// The memory stack's y axis runs from the row's bottom - 1 (0 bytes) up to y0 + kMemoryTopPx
+/// (MemoryStack::y_max()); the capacity line is kCapacityLinePx tall from capacity_line_y() down.
+inline constexpr float kMemoryTopPx = 1;
+inline constexpr float kCapacityLinePx = 2;
 /// Spans narrower than this many pixels merge (span_culling.h).
 inline constexpr double kMinSpanPx = 3.0;
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "draw/palette.h"
@@ -56,6 +57,12 @@ void clipped_text(ImDrawList* dl, float x0, float x1, float y, ImU32 c, const st
 }
 
 }  // namespace
+
+float capacity_line_y(float row_top, float row_bottom, const MemoryStack& stack) {
+  const float h = row_bottom - 1 - (row_top + kMemoryTopPx);
+  const double frac = static_cast<double>(stack.capacity()) / static_cast<double>(stack.y_max());
+  return std::round(row_bottom - 1 - static_cast<float>(frac * static_cast<double>(h)));
+}
 
 OpenedTrace open_trace(const std::string& path) {
   OpenedTrace o;
@@ -121,6 +128,8 @@ void Viewer::frame(bool interactive) {
   } else {
     draw_timeline(size.x, size.y, interactive);
     draw_summary(lanes_right(size.x), size.y);
+    tooltip_.clear();
+    if (interactive) draw_tooltip(size.x);
   }
   ImGui::End();
   ImGui::PopStyleVar();
@@ -212,7 +221,7 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
     }
     // Memory stack: one column per pixel, categories bottom-up, then capacity, peak, OOM.
     const MemoryStack& stack = stacks_[row.group];
-    const float h = y1 - y0 - 2;
+    const float h = y1 - 1 - (y0 + kMemoryTopPx);
     const double scale = static_cast<double>(h) / static_cast<double>(stack.y_max());
     dl->AddText(ImVec2(18, y0 + 3), dim_text, "memory");
     dl->AddText(ImVec2(18, y0 + 18), dim_text, format_bytes(stack.peak_bytes()).c_str());
@@ -232,8 +241,10 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
     if (stack.capacity() > 0) {
       if (stack.capacity() <= stack.y_max()) {
         const float yc = y1 - 1 - static_cast<float>(static_cast<double>(stack.capacity()) * scale);
-        dl->AddLine(ImVec2(left, std::round(yc) + 0.5f), ImVec2(right, std::round(yc) + 0.5f),
-                    col(kCapacityColor));
+        // Rectangles, not AddLine: no anti-aliasing, so the pixel tests find the exact colour.
+        const float yr = capacity_line_y(y0, y1, stack);
+        dl->AddRectFilled(ImVec2(left, yr), ImVec2(right, yr + kCapacityLinePx),
+                          col(kCapacityColor));
         dl->AddText(ImVec2(right - 150, yc - 14), col(kCapacityColor),
                     ("capacity " + format_bytes(stack.capacity())).c_str());
       } else {
@@ -252,8 +263,8 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
     if (const auto& oom = stack.oom()) {
       const float xo = left + static_cast<float>(view_.x_of(oom->t));
       if (xo >= left && xo <= right) {
-        dl->AddLine(ImVec2(std::round(xo) + 0.5f, y0), ImVec2(std::round(xo) + 0.5f, y1 - 1),
-                    col(kOomColor), 3.0f);
+        const float xr = std::floor(xo);
+        dl->AddRectFilled(ImVec2(xr - 1, y0), ImVec2(xr + 2, y1 - 1), col(kOomColor));
         dl->AddText(ImVec2(xo + 4, y0 + 30), col(kOomColor),
                     ("OOM: " + oom->buffer_name + " " + format_bytes(oom->bytes)).c_str());
       }
@@ -307,6 +318,55 @@ void Viewer::draw_summary(float x, float height) {
   for (const std::string& n : t.meta.notes) ImGui::TextDisabled("%s", n.c_str());
   ImGui::PopTextWrapPos();
   ImGui::EndChild();
+}
+
+// What the mouse is over: a span (name, kind, stream, times, bytes, bandwidth, the ghost's
+// duration), a merged run, or the memory stack at that time. Kept in tooltip_ for tests.
+void Viewer::draw_tooltip(float width) {
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const float x = mouse.x - kGutterPx;
+  if (x < 0 || mouse.x > lanes_right(width)) return;
+  const Row* row = row_at(rows_, mouse.y - kRowsTop);
+  if (row == nullptr || row->kind == Row::Kind::Header) return;
+  const Trace& trace = model_->trace();
+  const RankGroup& group = model_->groups()[row->group];
+  std::string text;
+  if (row->kind == Row::Kind::Memory) {
+    const MemorySample m = stacks_[row->group].at(view_.t_at(x));
+    text = group.label + " at " + format_duration(m.t) + ": " + format_bytes(m.total);
+    for (std::size_t k = 0; k < kCategoryCount; ++k) {
+      if (m.by_category[k] == 0) continue;
+      text += "\n  " + std::string(category_name(static_cast<BufferCategory>(k))) + " " +
+              format_bytes(m.by_category[k]);
+    }
+  } else {
+    const Lane& lane = group.lanes[row->lane];
+    visible_items(trace, lane, view_, kMinSpanPx, items_);
+    const std::optional<DrawItem> it = item_at(items_, view_, x);
+    if (!it) return;
+    if (it->count > 1) {
+      text = std::to_string(it->count) + " spans merged (" +
+             format_duration(it->end_ns - it->start_ns) + "): zoom in";
+    } else {
+      const Span& s = trace.spans[lane.spans[it->first]];
+      text = s.name + "\n" + s.category + " on " + lane_kind_name(lane.kind) + ", " + group.label +
+             "\nstart " + format_duration(s.start_ns) + ", duration " + format_duration(s.dur_ns);
+      if (s.comm != kNone && s.comm < trace.comms.size()) {
+        const CommRecord& c = trace.comms[s.comm];
+        char bw[96];
+        std::snprintf(bw, sizeof bw, "\nalgbw %.1f GB/s, busbw %.1f GB/s", c.algbw_gbps,
+                      c.busbw_gbps);
+        text += "\n" + std::string(collective_name(c.kind)) + " " + format_bytes(c.bytes) + ", " +
+                std::to_string(c.group_size) + " ranks" + bw;
+      } else if (s.bytes > 0) {
+        text += "\n" + format_bytes(s.bytes);
+      }
+    }
+  }
+  tooltip_ = text;
+  ImGui::BeginTooltip();
+  ImGui::TextUnformatted(tooltip_.c_str());
+  ImGui::EndTooltip();
 }
 
 void Viewer::handle_input() {

@@ -30,6 +30,9 @@ struct OpenedTrace {
 /// Opens a trace file; never throws (read_trace_file's diagnostics become `errors`).
 OpenedTrace open_trace(const std::string& path);
 
+/// Top pixel row of the capacity line in a memory row from `row_top` to `row_bottom` (screen y).
+float capacity_line_y(float row_top, float row_bottom, const MemoryStack& stack);
+
 class Viewer {
  public:
   /// `main` is drawn normally, `ghost` (optional: the predicted run, or the previous what-if
@@ -54,6 +57,8 @@ class Viewer {
   /// The memory stack of a group (its first member's curve).
   const MemoryStack& stack_of_group(std::uint32_t group) const;
   const std::optional<Pairing>& pairing() const { return pairing_; }
+  /// The tooltip the last interactive frame showed (empty: none): what the mouse is over.
+  const std::string& tooltip() const { return tooltip_; }
 
   /// Draws one frame into the current ImGui context (between NewFrame and Render), covering
   /// the whole display. `interactive`: mouse/keys zoom, pan and hover (the window; not shots).
@@ -64,6 +69,7 @@ class Viewer {
   void draw_summary(float x, float height);
   void draw_errors(float width, float height);
   void handle_input();
+  void draw_tooltip(float width);
 
   const OpenedTrace* main_;
   const OpenedTrace* ghost_;
@@ -79,6 +85,7 @@ class Viewer {
   bool view_initialised_ = false;
   std::vector<DrawItem> items_;  // reused per lane
   std::vector<MemoryColumn> columns_;
+  std::string tooltip_;
 };
 
 }  // namespace zerosim::view

@@ -83,13 +83,13 @@ std::string group_label(const std::vector<std::uint32_t>& ranks, std::uint64_t r
   const bool contiguous = ranks.back() - ranks.front() + 1 == ranks.size();
   std::string s = "ranks ";
   if (contiguous) {
-    s += std::to_string(ranks.front()) + "\u2013" + std::to_string(ranks.back());
+    s += std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
   } else {
     for (std::size_t i = 0; i < ranks.size() && i < 4; ++i) {
       if (i > 0) s += ", ";
       s += std::to_string(ranks[i]);
     }
-    if (ranks.size() > 4) s += ", \u2026";
+    if (ranks.size() > 4) s += ", ...";
   }
   return s + ", " + std::to_string(rank_count) + " ranks";
 }

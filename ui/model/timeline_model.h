@@ -37,7 +37,7 @@ struct Lane {
 struct RankGroup {
   std::vector<std::uint32_t> members;  ///< indices into Trace::ranks, ascending
   std::uint64_t rank_count = 0;        ///< ranks the group stands for
-  std::string label;                   ///< "rank 3", "ranks 1–1023, 1023 ranks", ...
+  std::string label;                   ///< "rank 3", "ranks 1-1023, 1023 ranks", ...
   std::vector<Lane> lanes;             ///< non-empty lanes, LaneKind order
 };
 
@@ -64,8 +64,8 @@ class TimelineModel {
 };
 
 /// The label of a group of traced ranks (`ranks` ascending, `rank_count` ranks in all): "rank 0",
-/// "rank 0 (1024 ranks)" for a role, "ranks 1–1023, 1023 ranks" for a contiguous run, "ranks 0, 2,
-/// 5, 3 ranks" otherwise (at most 4 numbers, then "…").
+/// "rank 0 (1024 ranks)" for a role, "ranks 1-1023, 1023 ranks" for a contiguous run, "ranks 0, 2,
+/// 5, 3 ranks" otherwise (at most 4 numbers, then "...").
 std::string group_label(const std::vector<std::uint32_t>& ranks, std::uint64_t rank_count);
 
 /// Vertical layout of the timeline (pixels from the top of the lane area).
