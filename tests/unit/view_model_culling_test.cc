@@ -87,6 +87,13 @@ TEST(ViewModelCulling, AMillionSpansReduceToAtMostAFewItemsPerPixel) {
   ASSERT_EQ(items.size(), 1u);  // back-to-back sub-pixel spans: one merged run
   EXPECT_EQ(items[0].count, 1'000'000u);
   EXPECT_EQ(items[0].end_ns, 99'999'960);
+  // Zoomed to the middle: the merged run stops at the view's right edge instead of running on
+  // through the half million spans after it.
+  v.fit(25'000'000, 50'000'000);
+  visible_items(t, m.groups()[0].lanes[0], v, 3.0, items);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_LE(items[0].end_ns, 50'000'000 + 1'000'000);
+  EXPECT_LE(items[0].count, 260'000u);
   // Zoomed to 1000 ns: only the ~11 spans there, each its own item.
   v.fit(50'000'000, 50'001'000);
   visible_items(t, m.groups()[0].lanes[0], v, 3.0, items);

@@ -53,6 +53,15 @@ TEST(ViewModelTimeView, PanMovesByPixelsAndBoundsStopIt) {
   EXPECT_DOUBLE_EQ(v.px_per_ns(), 1000.0 / 2'000'000.0);
 }
 
+TEST(ViewModelTimeView, AShiftedViewMapsTheOffsetTimesToTheSamePixels) {
+  TimeView v(1000, 5'000, 6'000);
+  v.set_bounds(5'000, 6'000);
+  const TimeView g = v.shifted(5'000);  // a trace starting at 0 drawn aligned to 5'000
+  EXPECT_DOUBLE_EQ(g.x_of(0), v.x_of(5'000));
+  EXPECT_DOUBLE_EQ(g.x_of(250), v.x_of(5'250));
+  EXPECT_DOUBLE_EQ(g.px_per_ns(), v.px_per_ns());
+}
+
 TEST(ViewModelTimeView, GarbageZoomFactorsAreIgnored) {
   TimeView v(1000, 0, 1'000'000);
   v.zoom_at(10, 0.0);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "view/view_testlib.h"
 
@@ -235,6 +236,25 @@ TEST_F(ViewRender, ABadTraceRendersAnErrorPanelAndExitsWithOneLine) {
   EXPECT_EQ(std::count(missing.run.err.begin(), missing.run.err.end(), '\n'), 1);
   const Shot garbage = shoot(std::string(ZEROSIM_SOURCE_DIR) + "/README.md", "garbage");
   EXPECT_EQ(garbage.run.exit_code, 1);
+}
+
+TEST_F(ViewRender, TheWindowRunsUnderXvfbAndWithoutADisplaySaysSo) {
+  if (std::system("command -v xvfb-run >/dev/null 2>&1") != 0) GTEST_SKIP() << "no xvfb-run";
+  // Without a display the window cannot open: one line, non-zero. Under Xvfb it runs and closes.
+  const std::string cli = ZEROSIM_CLI_PATH;
+  const int rc = std::system(("env -u DISPLAY " + cli + " view " + *zero2_ +
+                              " --frames 2 >/dev/null 2>" + temp("nodisplay.err"))
+                                 .c_str());
+  EXPECT_NE(rc, 0);
+  const std::string err = clitest::read_all(temp("nodisplay.err"));
+  EXPECT_NE(err.find("cannot open a window"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  const int ok = std::system(
+      ("xvfb-run -a " + cli + " view " + *zero2_ + " --frames 5 >" + temp("xvfb.out") + " 2>&1")
+          .c_str());
+  EXPECT_EQ(ok, 0) << clitest::read_all(temp("xvfb.out"));
+  EXPECT_NE(clitest::read_all(temp("xvfb.out")).find("5 frames in a window"), std::string::npos)
+      << clitest::read_all(temp("xvfb.out"));
 }
 
 TEST_F(ViewRender, GarbageFlagsAreOneLineErrors) {

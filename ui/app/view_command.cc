@@ -7,7 +7,9 @@
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,7 +30,9 @@ const std::vector<FlagSpec>& view_flags() {
       {"--at-time", "T", "centre the view on time T (ns from the trace's start)"},
       {"--zoom", "Z", "zoom factor over the whole run, 1..1e9; default 1 (everything)"},
       {"--rank", "R", "show only the lane group of traced rank R"},
-      {"--frames", "N", "frames rendered for a screenshot (the last is saved), 1..1000; default 3"},
+      {"--frames", "N",
+       "frames rendered for a screenshot (the last is saved), 1..1000; default 3; with a window: "
+       "close after N frames (smoke tests under xvfb-run)"},
       {"--help", "", "show this help"},
   };
   return kFlags;
@@ -38,6 +42,7 @@ struct ViewOptions {
   std::vector<std::string> traces;
   std::optional<std::string> screenshot;
   int width = 1600, height = 900, frames = 3;
+  bool frames_given = false;
   std::optional<SimTime> at_time;
   double zoom = 1;
   std::optional<std::uint32_t> rank;
@@ -82,6 +87,7 @@ Result<ViewOptions> parse_view_args(const std::vector<std::string>& args) {
   uint_flag("--width", 400, 8192, o.width);
   uint_flag("--height", 200, 8192, o.height);
   uint_flag("--frames", 1, 1000, o.frames);
+  o.frames_given = p.has("--frames");
   if (auto v = p.get("--at-time")) {
     Result<std::uint64_t> r = parse_uint("--at-time", *v, 0, std::uint64_t{1} << 62);
     if (r) {
@@ -164,7 +170,7 @@ int screenshot(view::Viewer& viewer, const ViewOptions& o, std::ostream& out, st
   return kExitOk;
 }
 
-int window(view::Viewer& viewer, const ViewOptions& o, std::ostream& err) {
+int window(view::Viewer& viewer, const ViewOptions& o, std::ostream& out, std::ostream& err) {
   if (glfwInit() != GLFW_TRUE) {
     err << "zerosim view: cannot open a window (no display: set DISPLAY, run under xvfb-run, or "
            "use --screenshot)\n";
@@ -187,7 +193,10 @@ int window(view::Viewer& viewer, const ViewOptions& o, std::ostream& err) {
   ImGui_ImplGlfw_InitForOpenGL(w, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
   place_view(viewer, o, static_cast<float>(o.width));
-  while (glfwWindowShouldClose(w) == 0) {
+  int frames = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (glfwWindowShouldClose(w) == 0 && (!o.frames_given || frames < o.frames)) {
+    ++frames;
     glfwPollEvents();
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
@@ -201,6 +210,14 @@ int window(view::Viewer& viewer, const ViewOptions& o, std::ostream& err) {
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     glfwSwapBuffers(w);
+  }
+  if (o.frames_given) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    char line[96];
+    std::snprintf(line, sizeof line, "%d frames in a window, %.2f ms per frame (vsync on)\n",
+                  frames, ms / std::max(frames, 1));
+    out << line;
   }
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
@@ -241,7 +258,7 @@ int run_view(const std::vector<std::string>& args, std::ostream& out, std::ostre
   view::Viewer viewer(main, ghost ? &*ghost : nullptr);
   if (!apply_view_options(viewer, o, err)) return kExitInvalidInput;
   if (o.screenshot) return screenshot(viewer, o, out, err);
-  const int rc = window(viewer, o, err);
+  const int rc = window(viewer, o, out, err);
   if (rc == kExitOk && viewer.failed()) {
     err << "zerosim view: " << viewer.errors().front() << "\n";
     return kExitInvalidInput;

@@ -28,6 +28,7 @@ inline constexpr Rgb kCopyColor = 0x17BECF;    // copies, bucket copies, h2d/d2h
 inline constexpr Rgb kOtherColor = 0x8C8C8C;   // alloc/free and anything else with a duration
 inline constexpr Rgb kMergedColor = 0x6A6A6A;  // a merged run of sub-pixel spans
 inline constexpr Rgb kGhostColor = 0xC8C8FF;   // the second trace, drawn under the first
+inline constexpr Rgb kSearchColor = 0xFFFF00;  // outline of spans matching the search box
 inline constexpr Rgb kCapacityColor = 0xFF3030;
 inline constexpr Rgb kOomColor = 0xFF00FF;
 inline constexpr Rgb kPeakColor = 0xFFFFFF;

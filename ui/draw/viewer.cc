@@ -89,6 +89,7 @@ Viewer::Viewer(const OpenedTrace& main, const OpenedTrace* ghost) : main_(&main)
   if (ghost != nullptr && ghost->trace) {
     ghost_model_ = std::make_unique<TimelineModel>(*ghost->trace);
     pairing_ = pair_spans(*main.trace, *ghost->trace);
+    ghost_offset_ns_ = model_->begin_ns() - ghost_model_->begin_ns();
   }
 }
 
@@ -102,6 +103,11 @@ bool Viewer::show_only_rank(std::uint32_t rank) {
 
 float Viewer::lanes_right(float display_width) {
   return std::max(kGutterPx + 50, display_width - kSummaryPx);
+}
+
+void Viewer::set_search(const std::string& text) {
+  search_.fill('\0');
+  text.copy(search_.data(), search_.size() - 1);
 }
 
 void Viewer::reset_view(float display_width) {
@@ -194,12 +200,14 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
       dl->AddText(ImVec2(18, y0 + 3), dim_text, lane_kind_name(lane.kind));
       dl->AddRectFilled(ImVec2(left, y0), ImVec2(right, y1 - 1), col(kLaneBackgroundColor));
       if (const RankGroup* gg = ghost_group(row.group)) {
+        // The ghost's own clock, aligned so both runs start at the same pixel.
+        const TimeView gv = view_.shifted(ghost_offset_ns_);
         for (const Lane& gl : gg->lanes) {
           if (gl.kind != lane.kind) continue;
-          visible_items(ghost_->trace.value(), gl, view_, kMinSpanPx, items_);
+          visible_items(ghost_->trace.value(), gl, gv, kMinSpanPx, items_);
           for (const DrawItem& it : items_) {
-            const float x0 = left + static_cast<float>(std::max(view_.x_of(it.start_ns), -1.0));
-            const float x1 = left + static_cast<float>(std::min(view_.x_of(it.end_ns), 1e6));
+            const float x0 = left + static_cast<float>(std::max(gv.x_of(it.start_ns), -1.0));
+            const float x1 = left + static_cast<float>(std::min(gv.x_of(it.end_ns), 1e6));
             dl->AddRectFilled(ImVec2(x0, y1 - kGhostStripPx), ImVec2(std::max(x1, x0 + 1), y1 - 1),
                               col(kGhostColor));
           }
@@ -213,9 +221,13 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
         const Rgb c = it.count > 1 ? kMergedColor : span_color(trace, s);
         dl->AddRectFilled(ImVec2(x0, y0 + kSpanTopPx),
                           ImVec2(std::max(x1, x0 + 1), y1 - kSpanBottomPx), col(c));
-        if (it.count == 1)
-          clipped_text(dl, std::max(x0, left), std::min(x1, right), y0 + 2, col(0x101010),
-                       span_label(trace, s));
+        if (it.count > 1) continue;
+        clipped_text(dl, std::max(x0, left), std::min(x1, right), y0 + 2, col(0x101010),
+                     span_label(trace, s));
+        if (search_[0] != '\0' && s.name.find(search_.data()) != std::string::npos) {
+          dl->AddRect(ImVec2(x0 - 1, y0), ImVec2(std::max(x1, x0 + 1) + 1, y1 - kSpanBottomPx + 1),
+                      col(kSearchColor), 0.0f, 0, 2.0f);
+        }
       }
       continue;
     }
@@ -270,6 +282,15 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
       }
     }
   }
+  if (measuring_) {  // the measured range across every lane, with its duration
+    const SimTime lo = std::min(measure_from_, measure_to_);
+    const SimTime hi = std::max(measure_from_, measure_to_);
+    const float x0 = left + static_cast<float>(view_.x_of(lo));
+    const float x1 = left + static_cast<float>(view_.x_of(hi));
+    dl->AddRectFilled(ImVec2(x0, kRulerPx), ImVec2(x1, height), col(0xFFFFFF, 40));
+    measure_label_ = format_duration(hi - lo);
+    dl->AddText(ImVec2(x1 + 4, kRulerPx + 2), col(0xFFFFFF), measure_label_.c_str());
+  }
   dl->PopClipRect();
 }
 
@@ -278,6 +299,12 @@ void Viewer::draw_summary(float x, float height) {
   ImGui::SetCursorPos(ImVec2(x + 10, 8));
   ImGui::BeginChild("summary", ImVec2(kSummaryPx - 16, height - 16), false);
   ImGui::TextUnformatted(main_->path.c_str());
+  ImGui::SetNextItemWidth(kSummaryPx - 80);
+  ImGui::InputText("search", search_.data(), search_.size());
+  if (!details_.empty()) {
+    ImGui::TextColored(ImVec4(1, 0.85f, 0.3f, 1), "selected");
+    ImGui::TextUnformatted(details_.c_str());
+  }
   ImGui::Text("%s, ZeRO stage %d, %u ranks", t.meta.model.c_str(), t.meta.stage, t.meta.world);
   ImGui::Text("backend %s (%s clock), DeepSpeed %s", t.meta.backend.c_str(), t.meta.clock.c_str(),
               t.meta.deepspeed_version.c_str());
@@ -323,11 +350,19 @@ void Viewer::draw_summary(float x, float height) {
 // What the mouse is over: a span (name, kind, stream, times, bytes, bandwidth, the ghost's
 // duration), a merged run, or the memory stack at that time. Kept in tooltip_ for tests.
 void Viewer::draw_tooltip(float width) {
-  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  if (measuring_) return;  // the measured range shows its own label
+  tooltip_ = describe_at(ImGui::GetIO().MousePos, width);
+  if (tooltip_.empty()) return;
+  ImGui::BeginTooltip();
+  ImGui::TextUnformatted(tooltip_.c_str());
+  ImGui::EndTooltip();
+}
+
+std::string Viewer::describe_at(ImVec2 mouse, float width) {
   const float x = mouse.x - kGutterPx;
-  if (x < 0 || mouse.x > lanes_right(width)) return;
+  if (x < 0 || mouse.x > lanes_right(width)) return {};
   const Row* row = row_at(rows_, mouse.y - kRowsTop);
-  if (row == nullptr || row->kind == Row::Kind::Header) return;
+  if (row == nullptr || row->kind == Row::Kind::Header) return {};
   const Trace& trace = model_->trace();
   const RankGroup& group = model_->groups()[row->group];
   std::string text;
@@ -343,7 +378,7 @@ void Viewer::draw_tooltip(float width) {
     const Lane& lane = group.lanes[row->lane];
     visible_items(trace, lane, view_, kMinSpanPx, items_);
     const std::optional<DrawItem> it = item_at(items_, view_, x);
-    if (!it) return;
+    if (!it) return {};
     if (it->count > 1) {
       text = std::to_string(it->count) + " spans merged (" +
              format_duration(it->end_ns - it->start_ns) + "): zoom in";
@@ -363,21 +398,53 @@ void Viewer::draw_tooltip(float width) {
       }
     }
   }
-  tooltip_ = text;
-  ImGui::BeginTooltip();
-  ImGui::TextUnformatted(tooltip_.c_str());
-  ImGui::EndTooltip();
+  return text;
 }
 
+// Tracy/Perfetto conventions (ecosystem.md §2.4): wheel zooms around the cursor (Ctrl finer,
+// Shift coarser), right- or middle-drag pans, left-drag measures a range, a left click selects
+// the span under the mouse (details in the summary panel), W/S zoom and A/D pan around the
+// centre, Home or F fits the whole run. ImGui 1.86 reads letter keys by GLFW key code, which
+// for letters is the upper-case ASCII code.
 void Viewer::handle_input() {
   const ImGuiIO& io = ImGui::GetIO();
   const float x = io.MousePos.x - kGutterPx;
-  if (io.MouseWheel != 0 && x >= 0 && x <= static_cast<float>(view_.width_px())) {
-    view_.zoom_at(x, std::pow(1.25, static_cast<double>(io.MouseWheel)));
+  const float width = io.DisplaySize.x;
+  const bool over_lanes = x >= 0 && io.MousePos.x <= lanes_right(width) &&
+                          io.MousePos.y >= kRulerPx && !io.WantTextInput;
+  if (io.MouseWheel != 0 && over_lanes) {
+    const double notch = io.KeyCtrl ? 1.05 : (io.KeyShift ? 1.5 : 1.25);
+    view_.zoom_at(x, std::pow(notch, static_cast<double>(io.MouseWheel)));
   }
   if (ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
       ImGui::IsMouseDragging(ImGuiMouseButton_Middle)) {
     view_.pan_px(io.MouseDelta.x);
+  }
+  if (over_lanes && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
+    measure_from_ = view_.t_at(x);
+    measure_to_ = measure_from_;
+    press_armed_ = true;
+  }
+  if (press_armed_ && ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
+    measuring_ = ImGui::IsMouseDragging(ImGuiMouseButton_Left, 3.0f);
+    measure_to_ = view_.t_at(x);
+  }
+  if (press_armed_ && ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
+    if (!measuring_) details_ = describe_at(io.MousePos, width);  // a click, not a drag
+    measuring_ = false;
+    press_armed_ = false;
+  }
+  if (!io.WantTextInput) {
+    const double step = 1.0 + 2.0 * static_cast<double>(io.DeltaTime);
+    const double centre = view_.width_px() / 2;
+    if (ImGui::IsKeyDown('W')) view_.zoom_at(centre, step);
+    if (ImGui::IsKeyDown('S')) view_.zoom_at(centre, 1.0 / step);
+    const double pan = view_.width_px() * static_cast<double>(io.DeltaTime);
+    if (ImGui::IsKeyDown('A')) view_.pan_px(pan);
+    if (ImGui::IsKeyDown('D')) view_.pan_px(-pan);
+    if (ImGui::IsKeyPressed('F') || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Home))) {
+      view_.fit(model_->begin_ns(), model_->end_ns());
+    }
   }
 }
 

@@ -5,6 +5,9 @@
 // frame renders through EGL (render/), GLFW, or the null renderer in tests.
 #pragma once
 
+#include <imgui.h>
+
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,7 +39,9 @@ float capacity_line_y(float row_top, float row_bottom, const MemoryStack& stack)
 class Viewer {
  public:
   /// `main` is drawn normally, `ghost` (optional: the predicted run, or the previous what-if
-  /// configuration) dimmed under it in the same lanes. Both must outlive the viewer.
+  /// configuration) as a strip under each span in the same lanes, shifted so that both runs'
+  /// first spans start at the same pixel (a measured clock does not start at 0). Both must
+  /// outlive the viewer.
   Viewer(const OpenedTrace& main, const OpenedTrace* ghost);
 
   /// True when the main trace could not be read (the frame shows the error panel only).
@@ -47,6 +52,7 @@ class Viewer {
   bool show_only_rank(std::uint32_t rank);
   /// The time view of the lane area (width follows the frame).
   TimeView& view() { return view_; }
+  const TimeView& view() const { return view_; }
   /// Fits the whole run into the lane area of a display `display_width` pixels wide (the first
   /// frame does this unless it was called before).
   void reset_view(float display_width);
@@ -59,6 +65,12 @@ class Viewer {
   const std::optional<Pairing>& pairing() const { return pairing_; }
   /// The tooltip the last interactive frame showed (empty: none): what the mouse is over.
   const std::string& tooltip() const { return tooltip_; }
+  /// The details of the span last clicked (empty: none), shown in the summary panel.
+  const std::string& details() const { return details_; }
+  /// The duration label of the range being measured (left-drag), "" when none.
+  const std::string& measure_label() const { return measure_label_; }
+  /// Highlights spans whose name contains `text` (the search box).
+  void set_search(const std::string& text);
 
   /// Draws one frame into the current ImGui context (between NewFrame and Render), covering
   /// the whole display. `interactive`: mouse/keys zoom, pan and hover (the window; not shots).
@@ -70,6 +82,7 @@ class Viewer {
   void draw_errors(float width, float height);
   void handle_input();
   void draw_tooltip(float width);
+  std::string describe_at(ImVec2 mouse, float width);
 
   const OpenedTrace* main_;
   const OpenedTrace* ghost_;
@@ -78,6 +91,7 @@ class Viewer {
   std::unique_ptr<TimelineModel> ghost_model_;
   std::vector<MemoryStack> stacks_;  // per group
   std::optional<Pairing> pairing_;
+  SimTime ghost_offset_ns_ = 0;  // added to ghost times: both runs start at the same pixel
   Summary summary_;
   std::vector<std::uint32_t> shown_;  // groups shown (empty: all)
   std::vector<Row> rows_;
@@ -86,6 +100,12 @@ class Viewer {
   std::vector<DrawItem> items_;  // reused per lane
   std::vector<MemoryColumn> columns_;
   std::string tooltip_;
+  std::string details_;
+  std::string measure_label_;
+  std::array<char, 128> search_{};
+  bool press_armed_ = false;
+  bool measuring_ = false;
+  SimTime measure_from_ = 0, measure_to_ = 0;
 };
 
 }  // namespace zerosim::view

@@ -33,7 +33,7 @@ void visible_items(const Trace& trace, const Lane& lane, const TimeView& view, d
     // a long op right after a burst of tiny ones is still drawn on its own.
     SimTime run_end = std::max(e, s + 1);
     std::uint32_t j = i + 1;
-    while (j < n) {
+    while (j < n && start_of(j) <= view_hi) {  // a run ends at the view's right edge
       const SimTime limit = run_end + min_ns;
       const auto k = static_cast<std::uint32_t>(
           std::lower_bound(lane.max_end.begin() + j, lane.max_end.end(), limit) -

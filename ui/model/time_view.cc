@@ -53,6 +53,13 @@ void TimeView::center_on(SimTime t_ns) {
   clamp();
 }
 
+TimeView TimeView::shifted(SimTime offset_ns) const {
+  TimeView v = *this;
+  v.bounded_ = false;
+  v.start_ns_ = start_ns_ - offset_ns;
+  return v;
+}
+
 double TimeView::x_of(SimTime t_ns) const {
   return static_cast<double>(t_ns - start_ns_) * px_per_ns_;
 }

@@ -30,6 +30,10 @@ class TimeView {
   /// Puts `t_ns` at the centre, keeping the scale.
   void center_on(SimTime t_ns);
 
+  /// The same view (width, scale) over times `offset_ns` earlier, without bounds: what a second
+  /// trace aligned `offset_ns` later is drawn through (ghost overlay).
+  TimeView shifted(SimTime offset_ns) const;
+
   /// Pixel x (relative to the view's left edge) of a time; may lie outside [0, width].
   double x_of(SimTime t_ns) const;
   /// Time at pixel x, rounded down to the ns.
