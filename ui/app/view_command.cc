@@ -31,9 +31,8 @@ const std::vector<FlagSpec>& view_flags() {
       {"--zoom", "Z", "zoom factor over the whole run, 1..1e9; default 1 (everything)"},
       {"--rank", "R", "show only the lane group of traced rank R"},
       {"--frames", "N",
-       "frames rendered for a screenshot (the last is saved), 1..1000; default 3; with a window: "
-       "close after N frames (smoke tests under xvfb-run)"},
-      {"--help", "", "show this help"},
+       "frames to render, 1..1000; screenshot: the last is saved (default 3); window: closes after "
+       "N"},
   };
   return kFlags;
 }
@@ -232,12 +231,14 @@ int window(view::Viewer& viewer, const ViewOptions& o, std::ostream& out, std::o
 std::string view_help() {
   return format_help(
       "view",
+      "arguments: TRACE [TRACE2], zerosim trace JSON files\n\n"
       "Opens a zerosim trace (zerosim simulate --trace, zerosim validate --output) as a timeline:\n"
       "lanes per rank (compute, reduce/gather streams, h2d/d2h, optimizer), collectives coloured\n"
       "by kind and labelled with their size, the memory stack per rank by category with the\n"
       "device capacity, the peak and any OOM, and a summary panel. Ranks with identical timelines\n"
       "fold into one group. TRACE2 (e.g. the prediction of a measured TRACE) is drawn as a ghost\n"
-      "strip under each lane, paired op by op. usage: zerosim view TRACE [TRACE2] [flags]",
+      "strip under each lane, paired op by op. Keys in the window: wheel zoom, right-drag pan,\n"
+      "left-drag measure, click details, W/S/A/D zoom and pan, F fit, search box.",
       view_flags());
 }
 

@@ -43,8 +43,10 @@ Rgb span_color(const Trace& t, const Span& s) {
 }
 
 std::string span_label(const Trace& t, const Span& s) {
-  if (auto k = collective_of(t, s))
-    return std::string(kind_abbrev(*k)) + " " + format_bytes(s.bytes);
+  // The comm record's S: a count-only measured run leaves the span's own bytes at 0.
+  if (auto k = collective_of(t, s)) {
+    return std::string(kind_abbrev(*k)) + " " + format_bytes(t.comms[s.comm].bytes);
+  }
   return s.name;
 }
 
@@ -239,16 +241,26 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
     dl->AddText(ImVec2(18, y0 + 18), dim_text, format_bytes(stack.peak_bytes()).c_str());
     dl->AddRectFilled(ImVec2(left, y0), ImVec2(right, y1 - 1), col(kLaneBackgroundColor));
     stack.columns(view_, columns_);
-    for (const MemoryColumn& c : columns_) {
-      const float x = left + static_cast<float>(c.x);
+    // Adjacent columns with the same breakdown become one rectangle per category (most of a
+    // run is flat between allocations): far fewer quads for the software rasteriser.
+    for (std::size_t i = 0; i < columns_.size();) {
+      const MemoryColumn& c = columns_[i];
+      std::size_t j = i + 1;
+      while (j < columns_.size() && columns_[j].x == columns_[j - 1].x + 1 &&
+             columns_[j].by_category == c.by_category) {
+        ++j;
+      }
+      const float x0 = left + static_cast<float>(c.x);
+      const float x1 = left + static_cast<float>(columns_[j - 1].x + 1);
       double base = 0;
       for (std::size_t k = 0; k < kCategoryCount; ++k) {
         if (c.by_category[k] == 0) continue;
         const double top = base + static_cast<double>(c.by_category[k]) * scale;
-        dl->AddRectFilled(ImVec2(x, y1 - 1 - static_cast<float>(top)),
-                          ImVec2(x + 1, y1 - 1 - static_cast<float>(base)), col(kCategoryColor[k]));
+        dl->AddRectFilled(ImVec2(x0, y1 - 1 - static_cast<float>(top)),
+                          ImVec2(x1, y1 - 1 - static_cast<float>(base)), col(kCategoryColor[k]));
         base = top;
       }
+      i = j;
     }
     if (stack.capacity() > 0) {
       if (stack.capacity() <= stack.y_max()) {
