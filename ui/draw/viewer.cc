@@ -58,6 +58,21 @@ void clipped_text(ImDrawList* dl, float x0, float x1, float y, ImU32 c, const st
               0.0f, &clip);
 }
 
+// ": activation 12.0 GiB, param16 2.90 GiB": the two largest categories of a breakdown.
+std::string top_categories(const CategoryBytes& by_category) {
+  std::array<std::size_t, kCategoryCount> order{};
+  for (std::size_t k = 0; k < kCategoryCount; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return by_category[a] > by_category[b]; });
+  std::string s;
+  for (std::size_t i = 0; i < 2 && by_category[order[i]] > 0; ++i) {
+    s += (i == 0 ? ": " : ", ") +
+         std::string(category_name(static_cast<BufferCategory>(order[i]))) + " " +
+         format_bytes(by_category[order[i]]);
+  }
+  return s;
+}
+
 }  // namespace
 
 float capacity_line_y(float row_top, float row_bottom, const MemoryStack& stack) {
@@ -281,8 +296,10 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
       const float yp = y1 - 1 - static_cast<float>(static_cast<double>(stack.peak_bytes()) * scale);
       dl->AddTriangleFilled(ImVec2(xp, yp), ImVec2(xp - 4, yp - 7), ImVec2(xp + 4, yp - 7),
                             col(kPeakColor));
-      dl->AddText(ImVec2(xp + 6, std::max(y0, yp - 14)), col(kPeakColor),
-                  ("peak " + format_bytes(stack.peak_bytes())).c_str());
+      dl->AddText(
+          ImVec2(xp + 6, std::max(y0, yp - 14)), col(kPeakColor),
+          ("peak " + format_bytes(stack.peak_bytes()) + top_categories(stack.peak_by_category()))
+              .c_str());
     }
     if (const auto& oom = stack.oom()) {
       const float xo = left + static_cast<float>(view_.x_of(oom->t));
@@ -347,9 +364,39 @@ void Viewer::draw_summary(float x, float height) {
     ImGui::Text("ghost: %s", ghost_->path.c_str());
     ImGui::Text("%zu paired spans, %zu only here, %zu only there", pairing_->pairs.size(),
                 pairing_->only_measured.size(), pairing_->only_predicted.size());
+    // The largest time differences; a click centres the view on the span and selects it.
+    int id = 0;
     for (const SpanPair& p : largest_differences(*pairing_, 8)) {
-      ImGui::Text("%+lld ns  %s", static_cast<long long>(p.dur_diff_ns),
-                  t.spans[p.measured].name.c_str());
+      const Span& s = t.spans[p.measured];
+      const std::string label =
+          (p.dur_diff_ns >= 0 ? "+" : "") + format_duration(p.dur_diff_ns) + "  " + s.name;
+      ImGui::PushID(id++);
+      if (ImGui::Selectable(label.c_str())) {
+        view_.center_on(s.start_ns + s.dur_ns / 2);
+        details_ = s.name + "\nmeasured " + format_duration(s.dur_ns) + ", predicted " +
+                   format_duration(ghost_->trace->spans[p.predicted].dur_ns);
+      }
+      ImGui::PopID();
+    }
+    // Peak memory per category, first group against the ghost's group of the same role.
+    const TraceRank& r = t.ranks[model_->groups()[0].members.front()];
+    int gg = ghost_model_->group_of_role(r.role);
+    if (gg >= 0) {
+      const TraceRank& gr =
+          ghost_->trace
+              ->ranks[ghost_model_->groups()[static_cast<std::size_t>(gg)].members.front()];
+      const MemoryStack ghost_stack(gr, ghost_->trace->meta.device_capacity);
+      const MemoryStack& main_stack = stacks_[0];
+      ImGui::Text("peak: %s here, %s there", format_bytes(main_stack.peak_bytes()).c_str(),
+                  format_bytes(ghost_stack.peak_bytes()).c_str());
+      for (std::size_t k = 0; k < kCategoryCount; ++k) {
+        const Bytes a = main_stack.peak_by_category()[k];
+        const Bytes b = ghost_stack.peak_by_category()[k];
+        if (a == b) continue;
+        ImGui::Text("  %-14s %s%s",
+                    std::string(category_name(static_cast<BufferCategory>(k))).c_str(),
+                    a > b ? "+" : "-", format_bytes(a > b ? a - b : b - a).c_str());
+      }
     }
   }
   ImGui::Separator();
