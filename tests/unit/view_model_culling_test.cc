@@ -33,6 +33,7 @@ TEST(ViewModelCulling, OffScreenSpansAreSkipped) {
 TEST(ViewModelCulling, SubPixelSpansMergeIntoOneItemThatCountsThem) {
   // Ten 1 ns spans 1 ns apart, then a wide span far away, then two tiny ones far apart.
   std::vector<std::pair<SimTime, SimTime>> sd;
+  sd.reserve(13);
   for (int i = 0; i < 10; ++i) sd.emplace_back(i * 2, 1);
   sd.emplace_back(1000, 400);
   sd.emplace_back(2000, 1);
@@ -59,6 +60,7 @@ TEST(ViewModelCulling, SubPixelSpansMergeIntoOneItemThatCountsThem) {
 TEST(ViewModelCulling, AWideSpanRightAfterTinyOnesIsNotSwallowed) {
   // Backward passes interleaved with bucket copies: 1 ns copies right before 500 ns ops.
   std::vector<std::pair<SimTime, SimTime>> sd;
+  sd.reserve(8);
   for (SimTime k = 0; k < 4; ++k) {
     sd.emplace_back(k * 1000, 1);
     sd.emplace_back(k * 1000 + 1, 500);
