@@ -24,6 +24,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
 int run_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_check(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_models(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+/// Defined by ui/app (zerosim_view_command): the viewer, or a one-line "not built" stub.
+int run_view(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 /// Each command's --help text (usage, summary, one aligned line per flag).
 std::string plan_help();
@@ -32,6 +34,7 @@ std::string simulate_help();
 std::string models_help();
 std::string validate_help();
 std::string check_help();
+std::string view_help();
 
 /// One subcommand: the single table behind dispatch, `zerosim --help`, `zerosim help <command>`
 /// and the "did you mean" of an unknown command.

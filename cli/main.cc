@@ -48,6 +48,8 @@ constexpr Command kCommands[] = {
      run_validate, validate_help},
     {"check", "compare a predicted with a measured trace or collective log", run_check, check_help},
     {"models", "list the model zoo and the GPU catalog", run_models, models_help},
+    {"view", "timeline viewer: lanes, memory stack, predicted vs measured; headless screenshots",
+     run_view, view_help},
 };
 }  // namespace
 

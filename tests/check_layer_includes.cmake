@@ -2,7 +2,9 @@
 # the base or trace layer includes a header outside its layer:
 #   sim/src/base,  and the base headers     -> base headers only
 #   sim/src/trace, and the trace header     -> base + trace headers
-# Usage: cmake -DDIR=<sim> -P check_layer_includes.cmake
+#   ui/model (the viewer's headless model)  -> base + trace headers, model/, no ImGui or GL
+#   ui/draw, ui/render, ui/app              -> no core headers (the viewer reads traces only)
+# Usage: cmake -DDIR=<sim> [-DUI_DIR=<ui>] -P check_layer_includes.cmake
 set(base_headers units.h diagnostic.h ir_types.h memory_types.h version.h input_file.h)
 set(trace_headers ${base_headers} trace.h trace_compare.h)
 function(check_layer layer allowed)
@@ -38,6 +40,29 @@ file(GLOB trace_files "${DIR}/src/trace/*.cc" "${DIR}/src/trace/*.h" "${DIR}/inc
      "${DIR}/include/zerosim/trace_compare.h")
 check_layer(base "${base_headers}" ${base_files})
 check_layer(trace "${trace_headers}" ${trace_files})
+if(UI_DIR)
+  file(GLOB model_files "${UI_DIR}/model/*.cc" "${UI_DIR}/model/*.h")
+  check_layer(model "${trace_headers}" ${model_files})
+  foreach(f IN LISTS model_files)  # angle includes too: no ImGui, GL or GLFW in the model
+    file(STRINGS "${f}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*<(imgui|GL|EGL|GLFW|backends)")
+    if(lines)
+      message(FATAL_ERROR "${f}: the view model includes a drawing header: ${lines}")
+    endif()
+  endforeach()
+  file(GLOB_RECURSE ui_files "${UI_DIR}/draw/*" "${UI_DIR}/render/*" "${UI_DIR}/app/*")
+  foreach(f IN LISTS ui_files)
+    file(STRINGS "${f}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"zerosim/")
+    foreach(line IN LISTS lines)
+      string(REGEX REPLACE "^[^\"]*\"zerosim/([^\"]+)\".*$" "\\1" inc "${line}")
+      list(FIND trace_headers "${inc}" at)
+      if(at EQUAL -1)
+        message(FATAL_ERROR "${f}: the viewer includes a core header: zerosim/${inc}")
+      endif()
+    endforeach()
+  endforeach()
+  list(LENGTH model_files nm)
+  message(STATUS "layering: ${nm} view model files include only trace headers")
+endif()
 list(LENGTH base_files nb)
 list(LENGTH trace_files nt)
 message(STATUS "layering: ${nb} base and ${nt} trace files include only their own layers")

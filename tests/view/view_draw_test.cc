@@ -1,0 +1,220 @@
+// The ImGui layer with the null renderer (no GL): frames run on a built font atlas with a fixed
+// display and scripted mouse/keys, and the tests read what the viewer put up: the tooltip's text
+// over a known span, the memory tooltip, the draw lists, wheel zoom around the cursor, drag pan,
+// measure, click details, WASD, search highlight.
+#include <gtest/gtest.h>
+#include <imgui.h>
+#include <imgui_internal.h>
+
+#include "draw/palette.h"
+#include "draw/viewer.h"
+#include "model/timeline_model.h"
+
+namespace zerosim::view {
+namespace {
+
+// One rank: forward "layer 0" [0, 40 us), an all-reduce of 64 MiB on the reduce stream
+// [40, 60 us), backward [60, 100 us); memory rising to 3 GiB.
+OpenedTrace small_trace() {
+  OpenedTrace o;
+  o.path = "small.json";
+  Trace t;
+  TraceRank r;
+  r.memory.push_back(MemorySample{0, 1u << 30, {}});
+  r.memory.back().by_category[0] = 1u << 30;
+  r.memory.push_back(MemorySample{50'000, 3u << 30, {}});
+  r.memory.back().by_category[0] = 1u << 30;
+  r.memory.back().by_category[4] = 2u << 30;
+  t.ranks.push_back(r);
+  t.meta.device_capacity = 4ull << 30;
+  Span f;
+  f.name = "forward layer 0";
+  f.category = "forward";
+  f.dur_ns = 40'000;
+  Span c;
+  c.name = "flush 0: AR(33554432)";
+  c.category = "collective";
+  c.stream = Stream::Reduce;
+  c.op = 1;
+  c.start_ns = 40'000;
+  c.dur_ns = 20'000;
+  c.comm = 0;
+  Span b;
+  b.name = "backward layer 0";
+  b.category = "backward";
+  b.op = 2;
+  b.start_ns = 60'000;
+  b.dur_ns = 40'000;
+  t.spans = {f, c, b};
+  CommRecord cr;
+  cr.op = 1;
+  cr.kind = CollectiveKind::AllReduce;
+  cr.bytes = 64ull << 20;
+  cr.group_size = 8;
+  cr.algbw_gbps = 3.36;
+  cr.busbw_gbps = 5.87;
+  t.comms = {cr};
+  o.trace = std::move(t);
+  return o;
+}
+
+// ImGui 1.86 indexes KeysDown by the platform's key code; GLFW's letter codes are upper-case ASCII.
+constexpr int kKeyW = 'W', kKeyD = 'D', kKeyF = 'F';
+
+class NullRenderer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1000, 600);
+    io.DeltaTime = 1.0f / 60.0f;
+    unsigned char* pixels = nullptr;
+    int w = 0, h = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+  }
+  void TearDown() override { ImGui::DestroyContext(); }
+  // Runs `n` frames with the mouse at `mouse`.
+  static void frames(Viewer& v, int n, ImVec2 mouse) {
+    for (int i = 0; i < n; ++i) {
+      ImGui::GetIO().MousePos = mouse;
+      ImGui::NewFrame();
+      v.frame(true);
+      ImGui::Render();
+    }
+  }
+  // Screen position of time t in a lane row of `v`.
+  static ImVec2 at(const Viewer& v, SimTime t, std::size_t row) {
+    const Row& r = v.rows().at(row);
+    return ImVec2(kGutterPx + static_cast<float>(v.view().x_of(t)), kRowsTop + (r.y0 + r.y1) / 2);
+  }
+  static bool tooltip_window_open() {
+    for (ImGuiWindow* w : ImGui::GetCurrentContext()->Windows) {
+      if ((w->Flags & ImGuiWindowFlags_Tooltip) != 0 && w->Active) return true;
+    }
+    return false;
+  }
+};
+
+TEST_F(NullRenderer, ATooltipNamesTheSpanUnderTheMouse) {
+  const OpenedTrace o = small_trace();
+  Viewer v(o, nullptr);
+  frames(v, 1, ImVec2(-100, -100));
+  ASSERT_EQ(v.rows().size(), 4u);  // header, compute, reduce, memory
+  EXPECT_TRUE(v.tooltip().empty());
+  EXPECT_FALSE(tooltip_window_open());
+  frames(v, 3, at(v, 50'000, 2));  // the all-reduce
+  EXPECT_NE(v.tooltip().find("flush 0: AR(33554432)"), std::string::npos) << v.tooltip();
+  EXPECT_NE(v.tooltip().find("all_reduce 64.0 MiB, 8 ranks"), std::string::npos) << v.tooltip();
+  EXPECT_NE(v.tooltip().find("busbw 5.9 GB/s"), std::string::npos) << v.tooltip();
+  EXPECT_TRUE(tooltip_window_open());
+  frames(v, 2, at(v, 80'000, 1));  // backward on the compute lane
+  EXPECT_EQ(v.tooltip().rfind("backward layer 0", 0), 0u) << v.tooltip();
+  frames(v, 2, at(v, 50'000, 1));  // nothing on the compute lane at 50 us
+  EXPECT_TRUE(v.tooltip().empty()) << v.tooltip();
+  frames(v, 2, at(v, 70'000, 3));  // the memory stack
+  EXPECT_NE(v.tooltip().find("3.00 GiB"), std::string::npos) << v.tooltip();
+  EXPECT_NE(v.tooltip().find("activation 2.00 GiB"), std::string::npos) << v.tooltip();
+  // The frame drew something: the main window's draw list holds the lanes' rectangles.
+  ASSERT_NE(ImGui::GetDrawData(), nullptr);
+  EXPECT_GE(ImGui::GetDrawData()->CmdListsCount, 2);
+  EXPECT_GT(ImGui::GetDrawData()->TotalVtxCount, 200);
+}
+
+TEST_F(NullRenderer, WheelZoomsAroundTheCursorAndDragPans) {
+  const OpenedTrace o = small_trace();
+  Viewer v(o, nullptr);
+  frames(v, 1, ImVec2(-100, -100));
+  const ImVec2 p = at(v, 30'000, 1);
+  const double scale = v.view().px_per_ns();
+  ImGui::GetIO().MouseWheel = 2;
+  frames(v, 1, p);
+  EXPECT_NEAR(v.view().px_per_ns(), scale * 1.5625, 1e-12);
+  EXPECT_NEAR(static_cast<double>(v.view().t_at(p.x - kGutterPx)), 30'000, 2);
+  const SimTime start = v.view().start_ns();
+  ImGui::GetIO().MouseDown[1] = true;  // right-drag 100 px to the left: later times
+  frames(v, 1, p);
+  frames(v, 1, ImVec2(p.x - 50, p.y));
+  frames(v, 1, ImVec2(p.x - 100, p.y));
+  ImGui::GetIO().MouseDown[1] = false;
+  frames(v, 1, ImVec2(p.x - 100, p.y));
+  EXPECT_GT(v.view().start_ns(), start);
+}
+
+TEST_F(NullRenderer, LeftDragMeasuresAndAClickSelects) {
+  const OpenedTrace o = small_trace();
+  Viewer v(o, nullptr);
+  frames(v, 1, ImVec2(-100, -100));
+  const ImVec2 a = at(v, 10'000, 1), b = at(v, 30'000, 1);
+  ImGui::GetIO().MouseDown[0] = true;
+  frames(v, 1, a);
+  frames(v, 2, b);
+  EXPECT_EQ(v.measure_label(), "20 us");
+  ImGui::GetIO().MouseDown[0] = false;
+  frames(v, 1, b);
+  EXPECT_TRUE(v.details().empty());  // a drag is not a click
+  const ImVec2 c = at(v, 50'000, 2);
+  ImGui::GetIO().MouseDown[0] = true;
+  frames(v, 1, c);
+  ImGui::GetIO().MouseDown[0] = false;
+  frames(v, 1, c);
+  EXPECT_NE(v.details().find("flush 0: AR(33554432)"), std::string::npos) << v.details();
+}
+
+TEST_F(NullRenderer, WasdZoomsAndPansAndFFits) {
+  const OpenedTrace o = small_trace();
+  Viewer v(o, nullptr);
+  frames(v, 1, ImVec2(-100, -100));
+  const double scale = v.view().px_per_ns();
+  ImGui::GetIO().KeysDown[kKeyW] = true;
+  frames(v, 10, ImVec2(-100, -100));
+  ImGui::GetIO().KeysDown[kKeyW] = false;
+  EXPECT_GT(v.view().px_per_ns(), scale * 1.3);
+  const SimTime start = v.view().start_ns();
+  ImGui::GetIO().KeysDown[kKeyD] = true;
+  frames(v, 5, ImVec2(-100, -100));
+  ImGui::GetIO().KeysDown[kKeyD] = false;
+  EXPECT_GT(v.view().start_ns(), start);
+  ImGui::GetIO().KeysDown[kKeyF] = true;
+  frames(v, 1, ImVec2(-100, -100));
+  ImGui::GetIO().KeysDown[kKeyF] = false;
+  EXPECT_DOUBLE_EQ(v.view().px_per_ns(), scale);
+  EXPECT_EQ(v.view().start_ns(), 0);
+}
+
+TEST_F(NullRenderer, SearchOutlinesMatchingSpans) {
+  const OpenedTrace o = small_trace();
+  Viewer v(o, nullptr);
+  const auto outline_vertices = [&] {
+    frames(v, 1, ImVec2(-100, -100));
+    std::size_t n = 0;
+    const ImDrawData* d = ImGui::GetDrawData();
+    for (int i = 0; i < d->CmdListsCount; ++i) {
+      for (const ImDrawVert& vx : d->CmdLists[i]->VtxBuffer) {
+        n += vx.col == IM_COL32(0xFF, 0xFF, 0x00, 0xFF) ? 1 : 0;
+      }
+    }
+    return n;
+  };
+  EXPECT_EQ(outline_vertices(), 0u);
+  v.set_search("layer 0");  // forward and backward
+  const std::size_t two = outline_vertices();
+  v.set_search("backward");
+  const std::size_t one = outline_vertices();
+  EXPECT_GT(one, 0u);
+  EXPECT_EQ(two, 2 * one);
+}
+
+TEST_F(NullRenderer, AnUnreadableTraceShowsTheErrorPanel) {
+  OpenedTrace bad;
+  bad.path = "bad.json";
+  bad.errors = {"bad.json: /version: expected 1 or 2, got 99"};
+  Viewer v(bad, nullptr);
+  EXPECT_TRUE(v.failed());
+  frames(v, 2, ImVec2(500, 300));
+  EXPECT_TRUE(v.tooltip().empty());
+  EXPECT_GT(ImGui::GetDrawData()->TotalVtxCount, 100);
+}
+
+}  // namespace
+}  // namespace zerosim::view

@@ -1,0 +1,279 @@
+// `zerosim view --screenshot` end to end: traces of shipped scenarios rendered headless (EGL
+// surfaceless) and checked pixel by pixel against the layout the view model computes and the
+// colours of palette.h: lanes where the layout puts them, collective colours, the memory curve,
+// the capacity line's height, the OOM marker, the ghost of a second trace, determinism, and
+// one-line errors for bad traces and flags.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "view/view_testlib.h"
+
+namespace zerosim::view {
+namespace {
+
+using testing::Geometry;
+using testing::load_png;
+using testing::Png;
+using testing::temp;
+
+constexpr int kW = 1600, kH = 900;
+
+struct Shot {
+  clitest::CliRun run;
+  Png png;
+};
+
+Shot shoot(const std::string& traces, const std::string& name, const std::string& flags = "") {
+  const std::string out = temp(name + ".png");
+  Shot s;
+  s.run = clitest::run_cli("view " + traces + " --screenshot " + out + " --width " +
+                           std::to_string(kW) + " --height " + std::to_string(kH) + " " + flags);
+  s.png = load_png(out);
+  return s;
+}
+
+class ViewRender : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    zero2_ = new std::string(testing::simulate_trace(
+        "--scenario " + testing::scenario("gpt2-xl_zero2_8xa100"), "zero2"));
+    zero3_ = new std::string(testing::simulate_trace(
+        "--scenario " + testing::scenario("gpt2-xl_zero3_8xa100"), "zero3"));
+    offload_ = new std::string(testing::simulate_trace(
+        "--scenario " + testing::scenario("llama2-13b_zero2_offload_8xa100"), "offload"));
+    oom_ = new std::string(testing::simulate_trace("--model llama2-7b --gpus 8 --stage 0", "oom"));
+  }
+  static void TearDownTestSuite() {
+    delete zero2_;
+    delete zero3_;
+    delete offload_;
+    delete oom_;
+  }
+  static std::string* zero2_;
+  static std::string* zero3_;
+  static std::string* offload_;
+  static std::string* oom_;
+};
+std::string* ViewRender::zero2_ = nullptr;
+std::string* ViewRender::zero3_ = nullptr;
+std::string* ViewRender::offload_ = nullptr;
+std::string* ViewRender::oom_ = nullptr;
+
+// The colour the viewer gives a span (palette.h), for the spans the checks pick.
+Rgb expected_color(const Trace& t, const Span& s) {
+  if (s.comm != kNone) return kCollectiveColor[static_cast<std::size_t>(t.comms[s.comm].kind)];
+  if (s.category == "forward") return kForwardColor;
+  if (s.category == "backward") return kBackwardColor;
+  if (s.category == "optimizer_step") return kOptimizerColor;
+  return 0x000000;  // not checked
+}
+
+TEST_F(ViewRender, LanesAreWhereTheLayoutPutsThemInTheirSpansColours) {
+  ASSERT_FALSE(zero2_->empty());
+  const Shot shot = shoot(*zero2_, "lanes");
+  ASSERT_EQ(shot.run.exit_code, 0) << shot.run.err;
+  ASSERT_EQ(shot.png.width, kW);
+  const Geometry g(*zero2_, kW);
+  const Trace& t = g.model().trace();
+  std::size_t checked = 0;
+  for (const Row& row : g.rows) {
+    if (row.kind != Row::Kind::Lane) continue;
+    const Lane& lane = g.model().groups()[row.group].lanes[row.lane];
+    // The lane's widest span with a checked colour.
+    const Span* best = nullptr;
+    for (std::uint32_t i : lane.spans) {
+      const Span& s = t.spans[i];
+      if (expected_color(t, s) != 0 && (best == nullptr || s.dur_ns > best->dur_ns)) best = &s;
+    }
+    if (best == nullptr ||
+        g.view().x_of(best->start_ns + best->dur_ns) - g.view().x_of(best->start_ns) < 8) {
+      continue;
+    }
+    const int x = g.x_of(best->start_ns + best->dur_ns / 2);
+    const int y_span = Geometry::y(row.y0 + kSpanTopPx) + 1;
+    const int y_below = Geometry::y(row.y1 - kSpanBottomPx) + 1;  // under the span: background
+    EXPECT_EQ(shot.png.at(x, y_span), expected_color(t, *best))
+        << lane_kind_name(lane.kind) << " lane of group " << row.group << ": " << best->name;
+    EXPECT_EQ(shot.png.at(x, y_below), kLaneBackgroundColor) << lane_kind_name(lane.kind);
+    EXPECT_EQ(shot.png.at(x, Geometry::y(row.y0) - 1 > 0 ? Geometry::y(row.y0) - 1 : 0) ==
+                  expected_color(t, *best),
+              false)
+        << "the span reaches above its lane";
+    ++checked;
+  }
+  EXPECT_GE(checked, 8u);  // compute, reduce and optimizer lanes of 4 role groups
+}
+
+TEST_F(ViewRender, CollectivesAreColouredByKind) {
+  ASSERT_FALSE(zero2_->empty());
+  ASSERT_FALSE(zero3_->empty());
+  const Shot z2 = shoot(*zero2_, "kinds2");
+  const Shot z3 = shoot(*zero3_, "kinds3");
+  ASSERT_EQ(z2.run.exit_code, 0) << z2.run.err;
+  ASSERT_EQ(z3.run.exit_code, 0) << z3.run.err;
+  const auto color = [](CollectiveKind k) { return kCollectiveColor[static_cast<std::size_t>(k)]; };
+  // Stage 2 all-reduces its buckets; stage 3 gathers parameters and reduce-scatters gradients.
+  EXPECT_GT(z2.png.count(color(CollectiveKind::AllReduce)), 200u);
+  EXPECT_EQ(z2.png.count(color(CollectiveKind::ReduceScatter)), 0u);
+  EXPECT_GT(z3.png.count(color(CollectiveKind::AllGather)), 200u);
+  EXPECT_GT(z3.png.count(color(CollectiveKind::ReduceScatter)), 200u);
+}
+
+TEST_F(ViewRender, TheMemoryCurveAndTheCapacityLineAreAtTheirHeights) {
+  ASSERT_FALSE(offload_->empty());
+  const Shot shot = shoot(*offload_, "memory");
+  ASSERT_EQ(shot.run.exit_code, 0) << shot.run.err;
+  const Geometry g(*offload_, kW);
+  const auto mem = std::find_if(g.rows.begin(), g.rows.end(),
+                                [](const Row& r) { return r.kind == Row::Kind::Memory; });
+  ASSERT_NE(mem, g.rows.end());
+  const MemoryStack& stack = g.viewer->stack_of_group(mem->group);
+  ASSERT_GE(stack.peak_bytes(), stack.capacity() / 4);  // so the capacity is on the plot
+  const float bottom = kRowsTop + mem->y1;
+  const int yc = static_cast<int>(capacity_line_y(kRowsTop + mem->y0, bottom, stack));
+  // The capacity line spans the lane area at its height, and only there.
+  int on_line = 0, columns = 0;  // left of the "capacity" label
+  for (int x = static_cast<int>(kGutterPx) + 2; x < kW - static_cast<int>(kSummaryPx) - 200; ++x) {
+    on_line += shot.png.at(x, yc) == kCapacityColor ? 1 : 0;
+    ++columns;
+  }
+  EXPECT_EQ(on_line, columns);
+  EXPECT_NE(shot.png.at(static_cast<int>(kGutterPx) + 400, yc - 1), kCapacityColor);
+  EXPECT_NE(shot.png.at(static_cast<int>(kGutterPx) + 400, yc + 2), kCapacityColor);
+  // The curve: in the column of the peak's time, stacked category colours from the bottom up to
+  // the peak (a column shows the largest sample in it, so even a 1 ns spike is there).
+  const int xp = g.x_of(stack.peak_t());
+  const int y_bottom = static_cast<int>(bottom) - 2;
+  const Rgb* first = std::begin(kCategoryColor);
+  const Rgb* last = std::end(kCategoryColor);
+  EXPECT_NE(std::find(first, last, shot.png.at(xp, y_bottom)), last);
+  const double h = bottom - 1 - (kRowsTop + mem->y0 + kMemoryTopPx);
+  const int y_half = static_cast<int>(bottom - 1 -
+                                      0.5 * h * static_cast<double>(stack.peak_bytes()) /
+                                          static_cast<double>(stack.y_max()));
+  EXPECT_NE(std::find(first, last, shot.png.at(xp, y_half)), last) << "no curve at the peak";
+}
+
+TEST_F(ViewRender, AnOutOfMemoryIsMarkedWhereItHappens) {
+  ASSERT_FALSE(oom_->empty());
+  const Shot shot = shoot(*oom_, "oom");
+  ASSERT_EQ(shot.run.exit_code, 0) << shot.run.err;
+  const Geometry g(*oom_, kW);
+  const auto mem = std::find_if(g.rows.begin(), g.rows.end(),
+                                [](const Row& r) { return r.kind == Row::Kind::Memory; });
+  ASSERT_NE(mem, g.rows.end());
+  const auto& oom = g.viewer->stack_of_group(mem->group).oom();
+  ASSERT_TRUE(oom.has_value());
+  const int xo = g.x_of(oom->t);
+  EXPECT_EQ(shot.png.at(xo, Geometry::y(mem->y0) + 4), kOomColor);
+  EXPECT_EQ(shot.png.at(xo, Geometry::y(mem->y1) - 3), kOomColor);
+  // The zero-2 run has no OOM: no marker colour anywhere.
+  const Shot fine = shoot(*zero2_, "no_oom");
+  EXPECT_EQ(fine.png.count(kOomColor), 0u);
+}
+
+TEST_F(ViewRender, ASecondTraceIsDrawnAsAGhostInTheSameLanes) {
+  const std::string measured = temp("measured.json");
+  const clitest::CliRun v = clitest::run_cli(
+      "validate --model gpt2-small --gpus 4 --gpus-per-node 4 --stage 2 --precision fp16 "
+      "--no-data --output " +
+      measured);
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  const std::string predicted = testing::simulate_trace(
+      "--model gpt2-small --gpus 4 --gpus-per-node 4 --stage 2 --precision fp16", "predicted");
+  ASSERT_FALSE(predicted.empty());
+  const Shot alone = shoot(measured, "alone");
+  const Shot both = shoot(measured + " " + predicted, "ghost");
+  ASSERT_EQ(both.run.exit_code, 0) << both.run.err;
+  EXPECT_EQ(alone.png.count(kGhostColor), 0u);
+  EXPECT_GT(both.png.count(kGhostColor), 500u);
+  // The ghost strip lies at the bottom of the lanes, under the measured spans.
+  const Geometry g(measured, kW);
+  const Row& compute = g.rows[1];
+  ASSERT_EQ(compute.kind, Row::Kind::Lane);
+  int strip = 0, span_band = 0;
+  for (int x = static_cast<int>(kGutterPx); x < kW - static_cast<int>(kSummaryPx); ++x) {
+    strip += both.png.at(x, Geometry::y(compute.y1) - 3) == kGhostColor ? 1 : 0;
+    span_band += both.png.at(x, Geometry::y(compute.y0 + kSpanTopPx) + 1) == kGhostColor ? 1 : 0;
+  }
+  EXPECT_GT(strip, 20);
+  EXPECT_EQ(span_band, 0);
+}
+
+TEST_F(ViewRender, ScreenshotsAreDeterministic) {
+  const Shot a = shoot(*zero3_, "det_a", "--zoom 8 --at-time 100000000");
+  const Shot b = shoot(*zero3_, "det_b", "--zoom 8 --at-time 100000000 --frames 5");
+  ASSERT_EQ(a.run.exit_code, 0) << a.run.err;
+  EXPECT_EQ(clitest::read_all(temp("det_a.png")), clitest::read_all(temp("det_b.png")));
+  const Shot whole = shoot(*zero3_, "det_whole");
+  EXPECT_NE(clitest::read_all(temp("det_a.png")), clitest::read_all(temp("det_whole.png")));
+}
+
+TEST_F(ViewRender, RankSelectsOneLaneGroup) {
+  const Shot one = shoot(*zero2_, "rank2", "--rank 2");
+  ASSERT_EQ(one.run.exit_code, 0) << one.run.err;
+  const Shot all = shoot(*zero2_, "ranks");
+  EXPECT_LT(one.png.count(kLaneBackgroundColor), all.png.count(kLaneBackgroundColor) / 3);
+  clitest::expect_one_line_error("view " + *zero2_ + " --screenshot " + temp("x.png") + " --rank 7",
+                                 "--rank: expected a traced rank of");
+}
+
+TEST_F(ViewRender, ABadTraceRendersAnErrorPanelAndExitsWithOneLine) {
+  const std::string bad = temp("bad.json");
+  {
+    std::ofstream f(bad);
+    f << "{\"format\": \"zerosim-trace\", \"version\": 99}";
+  }
+  const Shot shot = shoot(bad, "bad");
+  EXPECT_EQ(shot.run.exit_code, 1);
+  EXPECT_EQ(std::count(shot.run.err.begin(), shot.run.err.end(), '\n'), 1) << shot.run.err;
+  EXPECT_NE(shot.run.err.find("version"), std::string::npos) << shot.run.err;
+  EXPECT_GT(shot.png.count(0x3A1E1E), 10000u);  // the error panel
+  const Shot missing = shoot(temp("does_not_exist.json"), "missing");
+  EXPECT_EQ(missing.run.exit_code, 1);
+  EXPECT_EQ(std::count(missing.run.err.begin(), missing.run.err.end(), '\n'), 1);
+  const Shot garbage = shoot(std::string(ZEROSIM_SOURCE_DIR) + "/README.md", "garbage");
+  EXPECT_EQ(garbage.run.exit_code, 1);
+}
+
+TEST_F(ViewRender, TheWindowRunsUnderXvfbAndWithoutADisplaySaysSo) {
+  if (std::system("command -v xvfb-run >/dev/null 2>&1") != 0) GTEST_SKIP() << "no xvfb-run";
+  // Without a display the window cannot open: one line, non-zero. Under Xvfb it runs and closes.
+  const std::string cli = ZEROSIM_CLI_PATH;
+  const int rc = std::system(("env -u DISPLAY " + cli + " view " + *zero2_ +
+                              " --frames 2 >/dev/null 2>" + temp("nodisplay.err"))
+                                 .c_str());
+  EXPECT_NE(rc, 0);
+  const std::string err = clitest::read_all(temp("nodisplay.err"));
+  EXPECT_NE(err.find("cannot open a window"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  const int ok = std::system(
+      ("xvfb-run -a " + cli + " view " + *zero2_ + " --frames 5 >" + temp("xvfb.out") + " 2>&1")
+          .c_str());
+  EXPECT_EQ(ok, 0) << clitest::read_all(temp("xvfb.out"));
+  EXPECT_NE(clitest::read_all(temp("xvfb.out")).find("5 frames in a window"), std::string::npos)
+      << clitest::read_all(temp("xvfb.out"));
+}
+
+TEST_F(ViewRender, GarbageFlagsAreOneLineErrors) {
+  const std::string shot = " --screenshot " + temp("g.png");
+  clitest::expect_one_line_error("view " + *zero2_ + shot + " --width abc", "--width");
+  clitest::expect_one_line_error("view " + *zero2_ + shot + " --width 10", "--width");
+  clitest::expect_one_line_error("view " + *zero2_ + shot + " --height 99999", "--height");
+  clitest::expect_one_line_error("view " + *zero2_ + shot + " --zoom 0", "--zoom");
+  clitest::expect_one_line_error("view " + *zero2_ + shot + " --zoom nan", "--zoom");
+  clitest::expect_one_line_error("view " + *zero2_ + shot + " --at-time -5", "--at-time");
+  clitest::expect_one_line_error("view " + *zero2_ + shot + " --frames 0", "--frames");
+  clitest::expect_one_line_error("view " + *zero2_ + shot + " --rank x", "--rank");
+  clitest::expect_one_line_error("view " + *zero2_ + shot + " --bogus 1", "--bogus");
+  clitest::expect_one_line_error("view" + shot, "expected TRACE [TRACE2]");
+  clitest::expect_one_line_error("view a b c" + shot, "expected TRACE [TRACE2]");
+  const clitest::CliRun help = clitest::run_cli("view --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--screenshot FILE"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zerosim::view
