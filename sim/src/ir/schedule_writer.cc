@@ -135,10 +135,36 @@ ojson region_json(const Region& r) {
     j["flush_grads"] = r.flush_grads;
     return j;
   }
+  if (r.derived != kNone) {
+    j["derived"] = r.derived;
+    return j;
+  }
   j["buffer"] = r.buffer;
   if (r.offset != 0) j["offset"] = r.offset;
   if (r.rank_stride != 0) j["rank_stride"] = r.rank_stride;
   if (r.length != 0) j["length"] = r.length;
+  return j;
+}
+
+ojson grad_pass_json(const GradPass& g) {
+  ojson j;
+  j["flush_plans"] = g.flush_plans;
+  j["t3"] = g.t3;
+  return j;
+}
+
+// Arguments only when they differ from a default-constructed DerivedOperand; "kind" always.
+ojson derived_json(const DerivedOperand& o) {
+  const DerivedOperand d;
+  ojson j;
+  j["kind"] = str(derived_kind_name(o.kind));
+  if (o.pass != d.pass) j["pass"] = o.pass;
+  if (o.set != d.set) j["set"] = o.set;
+  if (o.flush != d.flush) j["flush"] = o.flush;
+  if (o.group != d.group) j["group"] = o.group;
+  if (o.flat != d.flat) j["flat"] = o.flat;
+  if (o.flush_plan != d.flush_plan) j["flush_plan"] = o.flush_plan;
+  if (o.buffers != d.buffers) j["buffers"] = o.buffers;
   return j;
 }
 
@@ -234,6 +260,8 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
         return a;
       },
       false);
+  write_array(out, "grad_passes", s.grad_passes, grad_pass_json, false);
+  write_array(out, "derived", s.derived, derived_json, false);
   write_array(out, "buffers", s.buffers, buffer_json, false);
   write_array(out, "roles", s.roles, role_json, false);
   write_array(out, "ops", s.ops, op_json, true);

@@ -50,6 +50,19 @@ std::uint32_t Emitter::flush_plan(FlushPlan f) {
   return static_cast<std::uint32_t>(s_.flush_plans.size() - 1);
 }
 
+std::uint32_t Emitter::grad_pass(GradPass g) {
+  s_.grad_passes.push_back(std::move(g));
+  return static_cast<std::uint32_t>(s_.grad_passes.size() - 1);
+}
+
+Region Emitter::derived(DerivedOperand d) {
+  Region r;
+  const auto it = std::find(s_.derived.begin(), s_.derived.end(), d);
+  r.derived = static_cast<std::uint32_t>(it - s_.derived.begin());
+  if (it == s_.derived.end()) s_.derived.push_back(std::move(d));
+  return r;
+}
+
 std::uint32_t Emitter::comm(CommGroup g) {
   for (std::size_t i = 0; i < s_.comms.size(); ++i)
     if (s_.comms[i] == g) return static_cast<std::uint32_t>(i);

@@ -117,6 +117,10 @@ class Emitter {
   std::uint32_t list(std::vector<Piece> pieces);
   /// Interns a planned flush (equal entries, equal index); returns its Schedule::flush_plans index.
   std::uint32_t flush_plan(FlushPlan f);
+  /// Appends a stage 1/2 IPG pass with grads_in_partition; returns its Schedule::grad_passes index.
+  std::uint32_t grad_pass(GradPass g);
+  /// Interns a derived operand (equal arguments, equal index); returns its Region.
+  Region derived(DerivedOperand d);
   /// Interns a communicator (equal groups, equal index); returns its Schedule::comms index.
   std::uint32_t comm(CommGroup g);
   /// A temporary buffer named "<name> (<numel> x <dtype>)", one per distinct name/size/dtype.
