@@ -183,5 +183,88 @@ TEST(ScheduleOperands, UpdatesNameMasterGradStatesOutputAndScratch) {
   EXPECT_EQ(s.updates.size(), 2u);  // O(groups): a second step would reuse them
 }
 
+// deepspeed_zero.md G2: sizes [5,3,7], W = 4, R = 8, overlap_comm, backward p2, p1, p0. Flush #1
+// reduces {p2} from buf0, flush #2 {p1, p0} from buf1; grads_in_partition is 5/8/7/7 on ranks
+// 0..3, packed in reduction order, and averaged_gradients carves each rank's S = 4 from it.
+TEST(ScheduleOperands, G2GradsInPartitionAndAveragedGradients) {
+  const auto b = testlib::build(testlib::make_model({5, 3, 7}, {2, 1, 0}),
+                                testlib::zero_config(2, 8, true), 4);
+  ASSERT_TRUE(b.schedule.ok());
+  const Schedule& s = b.s();
+  std::vector<const Op*> post, flatten_avg, flush_ar;
+  for (const Op& op : s.ops) {
+    if (op.kind == OpKind::Copy && op.src.flush_grads != kNone) post.push_back(&op);
+    if (op.label == "flatten averaged_gradients") flatten_avg.push_back(&op);
+    if (op.kind == OpKind::Collective && op.collective == CollectiveKind::AllReduce &&
+        op.dtype == DType::Float16)
+      flush_ar.push_back(&op);
+  }
+  ASSERT_EQ(post.size(), 2u);
+  ASSERT_EQ(flatten_avg.size(), 1u);
+  ASSERT_EQ(flush_ar.size(), 2u);  // AR(7), AR(8)
+  const auto spans = [&](const Op& op, const Region& r, std::uint32_t rank) {
+    return resolve_pieces(s, op, r, rank, false);
+  };
+  // Flush #1's post-flush copy lands p2 (7) at the start of ranks 2 and 3's grads_in_partition,
+  // the T3 piece flush #1 allocates; flush #2's lands p1 then p0 on rank 1 (8), p0 on rank 0.
+  const std::uint32_t t3_f1 = spans(*post[0], post[0]->dst, 2).front().buffer;
+  const std::uint32_t t3_f2 = spans(*post[1], post[1]->dst, 1).front().buffer;
+  EXPECT_NE(t3_f1, t3_f2);
+  EXPECT_EQ(s.buffers[t3_f1].spec_id, "T3");
+  for (const std::uint32_t rank : {2u, 3u})
+    EXPECT_EQ(spans(*post[0], post[0]->dst, rank), (std::vector<OperandSpan>{{t3_f1, 0, 7}}));
+  EXPECT_TRUE(spans(*post[0], post[0]->dst, 0).empty());
+  EXPECT_EQ(spans(*post[1], post[1]->dst, 1), (std::vector<OperandSpan>{{t3_f2, 0, 8}}));
+  EXPECT_EQ(spans(*post[1], post[1]->dst, 0), (std::vector<OperandSpan>{{t3_f2, 0, 5}}));
+  EXPECT_EQ(s.buffer_numel(t3_f2, s.role_of(1)), 8u);
+  EXPECT_EQ(s.buffer_numel(t3_f2, s.role_of(0)), 5u);
+  // averaged_gradients: rank 0 [p0[0:4]]; rank 1 [p0[4:5], p1[0:3]] (p1 sits first in its T3,
+  // p0 after it); rank 2 [p2[0:4]]; rank 3 [p2[4:7], zeros(1)].
+  const Op& fl = *flatten_avg[0];
+  EXPECT_EQ(resolve_pieces(s, fl, fl.src, 0, true), (std::vector<OperandSpan>{{t3_f2, 0, 4}}));
+  EXPECT_EQ(resolve_pieces(s, fl, fl.src, 1, true),
+            (std::vector<OperandSpan>{{t3_f2, 3 + 4, 1}, {t3_f2, 0, 3}}));
+  EXPECT_EQ(resolve_pieces(s, fl, fl.src, 2, true), (std::vector<OperandSpan>{{t3_f1, 0, 4}}));
+  EXPECT_EQ(resolve_pieces(s, fl, fl.src, 3, true),
+            (std::vector<OperandSpan>{{t3_f1, 4, 3}, {kNone, 0, 1}}));
+  // A single tensor is not flattened (FlatCopy 0 on rank 0), two are (S = 4 on rank 1).
+  EXPECT_EQ(s.op_elements(fl, s.role_of(0)), 0u);
+  EXPECT_EQ(s.op_elements(fl, s.role_of(1)), 4u);
+  // Flush #1 (2 owner slices) is flattened: AR(7) of the temp, averaged by 1/W, written back into
+  // buf0[0:7]; flush #2 likewise into buf1[0:8].
+  EXPECT_EQ(flush_ar[0]->numel, 7u);
+  EXPECT_EQ(flush_ar[0]->scale, 0.25);
+  EXPECT_EQ(s.buffers[flush_ar[0]->src.buffer].spec_id, "T5");
+  EXPECT_EQ(s.buffers[flush_ar[0]->dst.buffer].name, "ipg[0]");
+  EXPECT_EQ(resolve(s, *flush_ar[0], flush_ar[0]->dst, 3, false),
+            (OperandSpan{flush_ar[0]->dst.buffer, 0, 7}));
+  EXPECT_EQ(s.buffers[flush_ar[1]->dst.buffer].name, "ipg[1]");
+}
+
+// G3, use_multi_rank_bucket_allreduce=false: flush #2 reduces owner 1's slices p1 (3) and p0's
+// last element, flattened from buf1 [0:3] and [7:8], into rank 1's place (the reduce's output).
+TEST(ScheduleOperands, G3ReduceToOwnerReadsAndWritesItsSlices) {
+  auto ds = testlib::zero_config(2, 8, true);
+  ds.zero.use_multi_rank_bucket_allreduce = false;
+  const auto b = testlib::build(testlib::make_model({5, 3, 7}, {2, 1, 0}), ds, 4);
+  ASSERT_TRUE(b.schedule.ok());
+  const Schedule& s = b.s();
+  const Op* rd1 = nullptr;
+  for (const Op& op : s.ops)
+    if (op.kind == OpKind::Collective && op.collective == CollectiveKind::Reduce && op.root == 1)
+      rd1 = &op;
+  ASSERT_NE(rd1, nullptr);
+  EXPECT_EQ(rd1->numel, 4u);
+  ASSERT_NE(rd1->dst.list, kNone);
+  const auto& pieces = s.lists[rd1->dst.list];
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(s.buffers[pieces[0].buffer].name, "ipg[1]");
+  EXPECT_EQ(pieces[0].offset, 0u);
+  EXPECT_EQ(pieces[0].length, 3u);
+  EXPECT_EQ(pieces[1].offset, 7u);
+  EXPECT_EQ(pieces[1].length, 1u);
+  EXPECT_EQ(rd1->scale, 0.25);
+}
+
 }  // namespace
 }  // namespace zerosim

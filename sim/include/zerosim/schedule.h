@@ -75,7 +75,8 @@ struct Buffer {
 /// != kNone it is derived from the partition layout: the gradients of
 /// Schedule::flush_plans[flush_grads] that touch the rank's partition of their param group, whole,
 /// in insertion order, where the flush reduces them (the stage 1/2 post-flush copies; a rank's
-/// total is its Touching slot).
+/// total is its Touching slot). With `derived` != kNone it is Schedule::derived[derived], computed
+/// for the rank from the layout (grads_in_partition, averaged_gradients, owned slices).
 struct Region {
   std::uint32_t buffer = kNone;
   Elements offset = 0;
@@ -83,7 +84,10 @@ struct Region {
   Elements length = 0;
   std::uint32_t list = kNone;
   std::uint32_t flush_grads = kNone;
-  bool empty() const { return buffer == kNone && list == kNone && flush_grads == kNone; }
+  std::uint32_t derived = kNone;
+  bool empty() const {
+    return buffer == kNone && list == kNone && flush_grads == kNone && derived == kNone;
+  }
   friend bool operator==(const Region&, const Region&) = default;
 };
 
@@ -111,6 +115,52 @@ struct FlushPlan {
   friend bool operator==(const FlushPlan&, const FlushPlan&) = default;
 };
 
+/// One stage 1/2 IPG pass (a backward's hook inserts, or the stage 1 reduce_gradients walk): its
+/// flushes in reduction order and, per set, the grads_in_partition (T3) piece each flush
+/// allocates. A rank's T3 lives in the piece of the first flush whose gradients touch its
+/// partition (its FirstTouch slot; the others are 0 elements for it) and holds, packed in
+/// reduction order, every touching gradient of the pass, whole (§4.5). Set 1 is the second T3
+/// of later stage 2 micro-steps (GAS > 1), added into set 0 by the epilogue.
+struct GradPass {
+  std::vector<std::uint32_t> flush_plans;      ///< per flush: Schedule::flush_plans index
+  std::vector<std::vector<std::uint32_t>> t3;  ///< per set, per flush: its T3 piece buffer
+  friend bool operator==(const GradPass&, const GradPass&) = default;
+};
+
+/// What a derived operand is; each resolves for a rank from the layout and the pass (resolve).
+enum class DerivedKind : std::uint8_t {
+  /// grads_in_partition of pass `pass`, set `set`: the part flush `flush` writes (the flush's
+  /// touching gradients, at the packed offset of the flushes before it), or all of it (`flush`
+  /// kNone).
+  PartitionGrads,
+  /// averaged_gradients[group] (§4.7 step 4): in the group's flat order, the slice of each
+  /// gradient touching the rank's partition that the rank owns, where set 0 of pass `pass` holds
+  /// it, then zeros up to S_g (the padding). When buffer `flat` (kNone: none) has elements for the
+  /// rank's role, S_g elements of it from its start instead (the step's flat copy, T6).
+  AveragedGrads,
+  /// The slices the rank owns of flush plan `flush_plan`'s gradients, where the flush reduces them.
+  OwnedGrads,
+  /// The same slices at (flat offset - rank x S_g) of `buffers[group]`, a partition-shaped buffer
+  /// per param group (the offload fp32 gradient partitions, B4).
+  OwnedPartition,
+};
+inline constexpr std::size_t kDerivedKindCount =
+    static_cast<std::size_t>(DerivedKind::OwnedPartition) + 1;
+std::string_view derived_kind_name(DerivedKind k);  ///< "partition_grads", ...
+
+/// A derived operand (Region::derived): its kind and arguments, shared by every op naming it.
+struct DerivedOperand {
+  DerivedKind kind = DerivedKind::PartitionGrads;
+  std::uint32_t pass = kNone;            ///< PartitionGrads, AveragedGrads: Schedule::grad_passes
+  std::uint32_t set = 0;                 ///< PartitionGrads
+  std::uint32_t flush = kNone;           ///< PartitionGrads: index in the pass; kNone: every flush
+  std::uint32_t group = kNone;           ///< AveragedGrads
+  std::uint32_t flat = kNone;            ///< AveragedGrads
+  std::uint32_t flush_plan = kNone;      ///< OwnedGrads, OwnedPartition
+  std::vector<std::uint32_t> buffers{};  ///< OwnedPartition: per param group
+  friend bool operator==(const DerivedOperand&, const DerivedOperand&) = default;
+};
+
 /// The operands of one optimizer update (a param group's at stage 0-2, a sub-group's at stage 3),
 /// shared by every step that repeats it: master weights, the gradient it reads, Adam's two
 /// moments, where the 16-bit result lands (the WriteBack / H2D / D2H after the update writes it),
@@ -126,6 +176,10 @@ struct Op {
   OpKind kind = OpKind::Marker;
   Stream stream = Stream::Compute;
   Phase phase = Phase::Forward;
+  /// Alloc: the buffer is zero-filled when allocated (torch.zeros; DeepSpeed's zero-initialised
+  /// accumulators), so an Add into it before any Assign starts from 0. (Declared beside the
+  /// one-byte enums, in their padding, as copy_mode is: Op stays small for the simulator.)
+  bool zero_fill = false;
   std::uint32_t step = 0;        ///< optimizer step index (0 first)
   std::uint32_t micro_step = 0;  ///< micro-step inside the step
   std::uint32_t buffer = kNone;  ///< Alloc/Free
@@ -137,11 +191,18 @@ struct Op {
   Elements elements = 0;         ///< Copy/OptimizerStep/WriteBack/H2D/D2H/CopyToBucket size
   std::uint32_t slot = kNone;    ///< when != kNone, `elements` comes from the rank role
   DType dtype = DType::Float16;  ///< element type of `elements` / of the collective
+  /// Copy-like ops and GradReady: whether dst receives the stream (Assign) or accumulates it (Add).
+  CopyMode copy_mode = CopyMode::Assign;
   /// Where the op reads and writes (data ops and collectives; empty: not carried). Copy, WriteBack,
   /// HostToDevice, DeviceToHost, CopyToBucket: the src element stream lands in dst, cast to dst's
   /// dtype. GradReady: the param as the layer sees it, its gradient buffer. Collective: input
   /// and output (dst empty: in place).
   Region src, dst;
+  /// Copy-like ops, GradReady and sum-reducing collectives: the destination receives src x scale
+  /// (a collective: its output is the reduction x scale; GradReady: the gradient of the loss x
+  /// scale, the engine's division by the accumulation steps). DeepSpeed's averaging by 1/world,
+  /// the gradient-accumulation division and the predivide factors (its div_ / mul_ calls).
+  double scale = 1.0;
   // Collective fields (kind == Collective).
   CollectiveKind collective = CollectiveKind::AllReduce;
   Elements numel = 0;      ///< input elements per rank
@@ -234,7 +295,10 @@ struct Schedule {
   std::vector<UpdateCall> updates;  ///< optimizer updates, one per distinct call (O(groups))
   /// Operand piece lists (Region::list), one per distinct list: O(tensors) pieces, never per rank.
   std::vector<std::vector<Piece>> lists;
-  std::vector<FlushPlan> flush_plans;  ///< stage 1/2 planned flushes (Region::flush_grads)
+  std::vector<FlushPlan> flush_plans;   ///< stage 1/2 planned flushes (Region::flush_grads)
+  std::vector<GradPass> grad_passes;    ///< stage 1/2 IPG passes with grads_in_partition
+  std::vector<DerivedOperand> derived;  ///< derived operands (Region::derived), one per distinct
+
   std::vector<Buffer> buffers;
   std::vector<Op> ops;          ///< the shared program, in issue order
   std::vector<RankRole> roles;  ///< cover ranks 0..world-1 exactly once

@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace zerosim {
+namespace {
+constexpr Elements kNoOffset = std::numeric_limits<Elements>::max();
+}  // namespace
 
 std::uint64_t RankRole::rank_count() const {
   std::uint64_t n = 0;
@@ -40,7 +44,7 @@ Elements Schedule::buffer_numel(std::uint32_t buffer, std::uint32_t role) const 
 OperandSpan resolve(const Schedule& s, const Op& op, const Region& r, std::uint32_t rank,
                     bool is_src) {
   if (r.empty()) return {};
-  if (r.list != kNone || r.flush_grads != kNone) {  // pieces: their total length
+  if (r.list != kNone || r.flush_grads != kNone || r.derived != kNone) {  // pieces: their total
     Elements total = 0;
     for (const OperandSpan& p : resolve_pieces(s, op, r, rank, is_src)) total += p.length;
     return {kNone, 0, total};
@@ -63,10 +67,123 @@ bool touches_partition(const Schedule& s, std::uint32_t t, std::uint32_t rank) {
          ti.flat_offset + ti.numel > part * rank;
 }
 
+namespace {
+
+// The slice [lo, hi) of tensor t that partition `rank` of its group owns (hi == lo: none).
+std::pair<Elements, Elements> owned_slice(const Schedule& s, std::uint32_t t, std::uint32_t rank) {
+  const TensorInfo& ti = s.tensors[t];
+  if (ti.group >= s.layout.groups.size()) return {0, 0};
+  const Elements part = s.layout.groups[ti.group].partition;
+  const Elements left = part * rank, right = left + part;
+  const Elements lo = std::max(left, ti.flat_offset),
+                 hi = std::min(right, ti.flat_offset + ti.numel);
+  if (hi <= lo) return {0, 0};
+  return {lo - ti.flat_offset, hi - ti.flat_offset};
+}
+
+Elements touching_total(const Schedule& s, std::uint32_t plan, std::uint32_t rank) {
+  Elements total = 0;
+  if (plan < s.flush_plans.size())
+    for (const FlushEntry& e : s.flush_plans[plan].entries)
+      if (touches_partition(s, e.tensor, rank)) total += s.tensors[e.tensor].numel;
+  return total;
+}
+
+// Where a pass's grads_in_partition lives for `rank`: the T3 piece of the first flush touching it.
+std::uint32_t partition_buffer(const Schedule& s, const GradPass& gp, std::uint32_t set,
+                               std::uint32_t rank) {
+  if (set >= gp.t3.size()) return kNone;
+  for (std::size_t f = 0; f < gp.flush_plans.size() && f < gp.t3[set].size(); ++f)
+    if (touching_total(s, gp.flush_plans[f], rank) > 0) return gp.t3[set][f];
+  return kNone;
+}
+
+void resolve_derived(const Schedule& s, const DerivedOperand& d, std::uint32_t rank,
+                     std::vector<OperandSpan>& out) {
+  switch (d.kind) {
+    case DerivedKind::PartitionGrads: {
+      if (d.pass >= s.grad_passes.size()) return;
+      const GradPass& gp = s.grad_passes[d.pass];
+      const std::uint32_t buf = partition_buffer(s, gp, d.set, rank);
+      Elements offset = 0, length = 0;
+      for (std::size_t f = 0; f < gp.flush_plans.size(); ++f) {
+        const Elements t = touching_total(s, gp.flush_plans[f], rank);
+        if (d.flush == kNone || f == d.flush) length += t;
+        if (d.flush != kNone && f < d.flush) offset += t;
+      }
+      if (length > 0) out.push_back({buf, offset, length});
+      return;
+    }
+    case DerivedKind::AveragedGrads: {
+      if (d.group >= s.layout.groups.size() || d.pass >= s.grad_passes.size()) return;
+      const Elements part = s.layout.groups[d.group].partition;
+      if (d.flat != kNone && s.buffer_numel(d.flat, s.role_of(rank)) > 0) {
+        out.push_back({d.flat, 0, part});
+        return;
+      }
+      const GradPass& gp = s.grad_passes[d.pass];
+      const std::uint32_t buf = partition_buffer(s, gp, 0, rank);
+      std::vector<Elements> at(s.tensors.size(), kNoOffset);  // packed position in T3
+      Elements cursor = 0;
+      for (std::uint32_t plan : gp.flush_plans)
+        if (plan < s.flush_plans.size())
+          for (const FlushEntry& e : s.flush_plans[plan].entries)
+            if (touches_partition(s, e.tensor, rank)) {
+              at[e.tensor] = cursor;
+              cursor += s.tensors[e.tensor].numel;
+            }
+      Elements filled = 0;
+      for (std::uint32_t t : s.layout.groups[d.group].flat_order) {
+        if (t >= s.tensors.size() || at[t] == kNoOffset) continue;
+        const auto [lo, hi] = owned_slice(s, t, rank);
+        if (hi > lo) out.push_back({buf, at[t] + lo, hi - lo});
+        filled += hi - lo;
+      }
+      if (filled < part) out.push_back({kNone, 0, part - filled});  // the padding zeros (T4)
+      return;
+    }
+    case DerivedKind::OwnedGrads:
+    case DerivedKind::OwnedPartition: {
+      if (d.flush_plan >= s.flush_plans.size()) return;
+      for (const FlushEntry& e : s.flush_plans[d.flush_plan].entries) {
+        const auto [lo, hi] = owned_slice(s, e.tensor, rank);
+        if (hi <= lo) continue;
+        if (d.kind == DerivedKind::OwnedGrads) {
+          out.push_back({e.buffer, e.offset + lo, hi - lo});
+          continue;
+        }
+        const TensorInfo& ti = s.tensors[e.tensor];
+        const Elements part = s.layout.groups[ti.group].partition;
+        const std::uint32_t buf = ti.group < d.buffers.size() ? d.buffers[ti.group] : kNone;
+        out.push_back({buf, ti.flat_offset + lo - part * rank, hi - lo});
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view derived_kind_name(DerivedKind k) {
+  switch (k) {
+    case DerivedKind::PartitionGrads:
+      return "partition_grads";
+    case DerivedKind::AveragedGrads:
+      return "averaged_grads";
+    case DerivedKind::OwnedGrads:
+      return "owned_grads";
+    case DerivedKind::OwnedPartition:
+      return "owned_partition";
+  }
+  return "unknown";
+}
+
 std::vector<OperandSpan> resolve_pieces(const Schedule& s, const Op& op, const Region& r,
                                         std::uint32_t rank, bool is_src) {
   std::vector<OperandSpan> out;
-  if (r.list != kNone) {
+  if (r.derived != kNone) {
+    if (r.derived < s.derived.size()) resolve_derived(s, s.derived[r.derived], rank, out);
+  } else if (r.list != kNone) {
     if (r.list < s.lists.size())
       for (const Piece& p : s.lists[r.list]) out.push_back({p.buffer, p.offset, p.length});
   } else if (r.flush_grads != kNone) {

@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -27,6 +30,31 @@ std::string index_problem(const char* what, std::uint64_t value, std::uint64_t c
   const bool vowel = std::string_view("aeiou").find(what[0]) != std::string_view::npos;
   return std::string(vowel ? "expected an " : "expected a ") + what + " index 0.." +
          str(count - 1) + ", got " + str(value);
+}
+
+// Copy, CopyToBucket, WriteBack, HostToDevice, DeviceToHost: the kinds that move a src stream
+// into a dst (schedule.h Op::src).
+bool copy_like(OpKind k) {
+  return k == OpKind::Copy || k == OpKind::CopyToBucket || k == OpKind::WriteBack ||
+         k == OpKind::HostToDevice || k == OpKind::DeviceToHost;
+}
+// A scale multiplies what lands in dst: a copy's stream, the gradient autograd writes (of the
+// loss the engine divided by the accumulation steps), or a sum reduction's result (a max, a
+// broadcast or a gather has no DeepSpeed site that scales it).
+bool may_scale(const Op& op) {
+  return copy_like(op.kind) || op.kind == OpKind::GradReady ||
+         (op.kind == OpKind::Collective && op.reduce_op == ReduceOp::Sum &&
+          (op.collective == CollectiveKind::AllReduce || op.collective == CollectiveKind::Reduce ||
+           op.collective == CollectiveKind::ReduceScatter));
+}
+// copy_mode, scale and zero_fill on the kinds that carry them (the fast path's test).
+bool data_fields_ok(const Op& op) {
+  const bool mode_ok =
+      op.copy_mode == CopyMode::Assign ||
+      (op.copy_mode == CopyMode::Add && (copy_like(op.kind) || op.kind == OpKind::GradReady));
+  const bool scale_ok = op.scale == 1.0 || (may_scale(op) && op.scale > 0 &&
+                                            op.scale <= std::numeric_limits<double>::max());
+  return mode_ok && scale_ok && (!op.zero_fill || op.kind == OpKind::Alloc);
 }
 
 class Lowering {
@@ -50,6 +78,7 @@ class Lowering {
   void check_layout();
   void check_op(const Op& op, std::uint32_t i);
   void check_collective(const Op& op, std::uint32_t i);
+  void check_data_fields(const Op& op, std::uint32_t i);
   /// What a region's length 0 stands for: a collective's input or output count, the op's extent,
   /// or nothing (scalar scratch: the length is explicit).
   enum class Side : std::uint8_t { Src, Dst, Scalar };
@@ -59,6 +88,10 @@ class Lowering {
   void check_flush_plans();
   void check_flush_region(const Op& op, const std::string& ptr, const Region& r);
   void check_list_region(const Op& op, const std::string& ptr, const Region& r, Side side);
+  void check_derived_table();
+  void check_derived_region(const Op& op, const std::string& ptr, const Region& r);
+  /// Per grad pass and role: each flush's touching total for the role's representative.
+  const std::vector<Elements>& pass_touching(std::uint32_t pass, std::uint32_t role);
   void track_lifetime(const Op& op, std::uint32_t i);
   void check_lifetimes_at_end();
 
@@ -72,6 +105,10 @@ class Lowering {
   bool layout_ok_ = true;  // layout-derived operands are checked only against a sound layout
   // (flush plan, slot) pairs already checked: the micro-steps repeating a flush cost nothing more.
   std::set<std::pair<std::uint32_t, std::uint32_t>> flush_checked_;
+  // (derived operand, slot) pairs already checked, and the derived table's soundness.
+  std::set<std::tuple<std::uint32_t, std::uint32_t, Elements>> derived_checked_;
+  bool derived_ok_ = true;
+  std::vector<std::vector<std::vector<Elements>>> pass_touching_;  // [pass][role][flush]
 };
 
 void Lowering::check_meta() {
@@ -461,7 +498,152 @@ void Lowering::check_list_region(const Op& op, const std::string& ptr, const Reg
   }
 }
 
+// The grad passes and derived operands name known flush plans, buffers, groups and passes.
+void Lowering::check_derived_table() {
+  const std::size_t before = d_.items().size();
+  const auto idx = [&](const std::string& ptr, const char* what, std::uint64_t v, std::uint64_t n,
+                       const char* empty) {
+    if (v >= n) error(ptr, index_problem(what, v, n, empty));
+  };
+  for (std::size_t q = 0; q < s_.grad_passes.size(); ++q) {
+    const GradPass& gp = s_.grad_passes[q];
+    const std::string ptr = "/grad_passes/" + str(q);
+    for (std::size_t f = 0; f < gp.flush_plans.size(); ++f)
+      idx(ptr + "/flush_plans/" + str(f), "flush plan", gp.flush_plans[f], s_.flush_plans.size(),
+          "the schedule has no flush plans");
+    for (std::size_t set = 0; set < gp.t3.size(); ++set) {
+      if (gp.t3[set].size() != gp.flush_plans.size())
+        error(ptr + "/t3/" + str(set), "expected one buffer per flush (" +
+                                           str(gp.flush_plans.size()) + "), got " +
+                                           str(gp.t3[set].size()));
+      for (std::size_t f = 0; f < gp.t3[set].size(); ++f)
+        idx(ptr + "/t3/" + str(set) + "/" + str(f), "buffer", gp.t3[set][f], s_.buffers.size(),
+            "the schedule has no buffers");
+    }
+  }
+  for (std::size_t k = 0; k < s_.derived.size(); ++k) {
+    const DerivedOperand& d = s_.derived[k];
+    const std::string ptr = "/derived/" + str(k);
+    switch (d.kind) {
+      case DerivedKind::PartitionGrads:
+        idx(ptr + "/pass", "grad pass", d.pass, s_.grad_passes.size(),
+            "the schedule has no grad passes");
+        if (d.pass < s_.grad_passes.size()) {
+          const GradPass& gp = s_.grad_passes[d.pass];
+          idx(ptr + "/set", "set", d.set, gp.t3.size(), "the pass has no sets");
+          if (d.flush != kNone)
+            idx(ptr + "/flush", "flush", d.flush, gp.flush_plans.size(), "the pass has no flushes");
+        }
+        break;
+      case DerivedKind::AveragedGrads:
+        idx(ptr + "/pass", "grad pass", d.pass, s_.grad_passes.size(),
+            "the schedule has no grad passes");
+        if (d.pass < s_.grad_passes.size() && s_.grad_passes[d.pass].t3.empty())
+          error(ptr + "/pass", "expected a grad pass with grads_in_partition (set 0), got none");
+        idx(ptr + "/group", "param group", d.group, s_.layout.groups.size(),
+            "the layout has no groups");
+        if (d.flat != kNone)
+          idx(ptr + "/flat", "buffer", d.flat, s_.buffers.size(), "the schedule has no buffers");
+        break;
+      case DerivedKind::OwnedGrads:
+      case DerivedKind::OwnedPartition:
+        idx(ptr + "/flush_plan", "flush plan", d.flush_plan, s_.flush_plans.size(),
+            "the schedule has no flush plans");
+        if (d.kind == DerivedKind::OwnedPartition && d.buffers.size() != s_.layout.groups.size())
+          error(ptr + "/buffers", "expected one buffer per param group (" +
+                                      str(s_.layout.groups.size()) + "), got " +
+                                      str(d.buffers.size()));
+        for (std::size_t g = 0; g < d.buffers.size(); ++g)
+          idx(ptr + "/buffers/" + str(g), "buffer", d.buffers[g], s_.buffers.size(),
+              "the schedule has no buffers");
+        break;
+    }
+  }
+  derived_ok_ = d_.items().size() == before;
+}
+
+const std::vector<Elements>& Lowering::pass_touching(std::uint32_t pass, std::uint32_t role) {
+  if (pass_touching_.size() != s_.grad_passes.size()) pass_touching_.resize(s_.grad_passes.size());
+  auto& per_role = pass_touching_[pass];
+  if (per_role.size() != s_.roles.size()) per_role.resize(s_.roles.size());
+  auto& out = per_role[role];
+  const GradPass& gp = s_.grad_passes[pass];
+  if (out.size() == gp.flush_plans.size()) return out;
+  const std::uint32_t rank = s_.roles[role].representative;
+  out.assign(gp.flush_plans.size(), 0);
+  for (std::size_t f = 0; f < gp.flush_plans.size(); ++f)
+    for (const FlushEntry& e : s_.flush_plans[gp.flush_plans[f]].entries)
+      if (touches_partition(s_, e.tensor, rank)) out[f] += s_.tensors[e.tensor].numel;
+  return out;
+}
+
+// A derived operand, for each role's representative rank: every piece inside its buffer, and the
+// pieces total the op's extent (an op whose extent is 0 for a role moves nothing there). This
+// cross-checks the builder's slots (FirstTouch, Touching, OwnedSlice, FlatCopy) against the layout.
+void Lowering::check_derived_region(const Op& op, const std::string& ptr, const Region& r) {
+  if (r.derived >= s_.derived.size()) {
+    error(ptr + "/derived", index_problem("derived operand", r.derived, s_.derived.size(),
+                                          "the schedule has no derived operands"));
+    return;
+  }
+  if (!derived_ok_) return;
+  if (op.kind == OpKind::Collective || op.kind == OpKind::GradReady) {
+    error(ptr, "expected a copy-like op for a derived operand, got a " +
+                   std::string(op_kind_name(op.kind)) + " op");
+    return;
+  }
+  // The micro-steps and steps repeating an op cost nothing more.
+  if (!derived_checked_.emplace(r.derived, op.slot, op.slot == kNone ? op.elements : 0).second)
+    return;
+  const DerivedOperand& d = s_.derived[r.derived];
+  for (std::uint32_t role = 0; role < s_.roles.size(); ++role) {
+    const std::uint32_t rank = s_.roles[role].representative;
+    const Elements extent = s_.op_elements(op, role);
+    if (extent == 0) continue;
+    std::vector<OperandSpan> pieces;
+    if (d.kind == DerivedKind::PartitionGrads) {  // from the per-role cache: O(1) per op
+      const GradPass& gp = s_.grad_passes[d.pass];
+      const auto& touch = pass_touching(d.pass, role);
+      std::size_t first = 0;
+      while (first < touch.size() && touch[first] == 0) ++first;
+      Elements offset = 0, length = 0;
+      for (std::size_t f = 0; f < touch.size(); ++f) {
+        if (d.flush == kNone || f == d.flush) length += touch[f];
+        if (d.flush != kNone && f < d.flush) offset += touch[f];
+      }
+      if (first < touch.size()) pieces.push_back({gp.t3[d.set][first], offset, length});
+    } else {
+      pieces = resolve_pieces(s_, op, r, rank, true);
+    }
+    Elements total = 0;
+    for (const OperandSpan& p : pieces) {
+      total += p.length;
+      if (p.buffer == kNone) continue;
+      const Elements numel = s_.buffer_numel(p.buffer, role);
+      if (p.offset + p.length > numel) {
+        error(ptr, "expected derived operand " + str(r.derived) + " (" +
+                       std::string(derived_kind_name(d.kind)) + ") inside buffer " +
+                       quote(s_.buffers[p.buffer].name) + " (" + str(numel) +
+                       " elements for role " + str(role) + "), got elements [" + str(p.offset) +
+                       ", " + str(p.offset + p.length) + ")");
+        return;
+      }
+    }
+    if (total != extent) {
+      error(ptr, "expected derived operand " + str(r.derived) + " (" +
+                     std::string(derived_kind_name(d.kind)) + ") of rank " + str(rank) + " (role " +
+                     str(role) + ") to total the op's extent " + str(extent) + ", got " +
+                     str(total));
+      return;
+    }
+  }
+}
+
 void Lowering::check_region(const Op& op, const std::string& ptr, const Region& r, Side side) {
+  if (r.derived != kNone) {
+    if (layout_ok_) check_derived_region(op, ptr, r);
+    return;
+  }
   if (r.list != kNone) {
     check_list_region(op, ptr, r, side);
     return;
@@ -572,6 +754,40 @@ void Lowering::check_op(const Op& op, std::uint32_t i) {
     error(op_ptr(i, "/micro_step"),
           "expected a micro-step below " + str(s_.meta.grad_accum) + ", got " + str(op.micro_step));
   if (op.kind == OpKind::Collective) check_collective(op, i);
+  check_data_fields(op, i);
+}
+
+// copy_mode, scale, zero_fill: only where they mean something (schedule.h Op).
+void Lowering::check_data_fields(const Op& op, std::uint32_t i) {
+  const std::string kind(op_kind_name(op.kind));
+  if (static_cast<std::size_t>(op.copy_mode) >= kCopyModeCount)
+    error(op_ptr(i, "/copy_mode"), "expected \"assign\" or \"add\", got an out-of-range value");
+  else if (op.copy_mode == CopyMode::Add && !copy_like(op.kind) && op.kind != OpKind::GradReady)
+    error(op_ptr(i, "/copy_mode"),
+          "expected \"add\" only on copy, copy_to_bucket, write_back, host_to_device, "
+          "device_to_host or grad_ready, got it on a " +
+              kind + " op");
+  if (op.scale != 1.0) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.17g", op.scale);
+    const std::string what = op.kind == OpKind::Collective
+                                 ? std::string(collective_name(op.collective)) +
+                                       (op.reduce_op == ReduceOp::Max ? " (max)" : "")
+                                 : kind;
+    if (!may_scale(op))
+      error(op_ptr(i, "/scale"),
+            std::string("expected no scale on ") +
+                (std::string_view("aeiou").find(what[0]) != std::string_view::npos ? "an " : "a ") +
+                what +
+                " op (only copy-like ops, grad_ready and sum all_reduce, reduce or "
+                "reduce_scatter_tensor scale), got " +
+                value);
+    else if (!(op.scale > 0 && op.scale <= std::numeric_limits<double>::max()))
+      error(op_ptr(i, "/scale"), std::string("expected a finite scale above 0, got ") + value);
+  }
+  if (op.zero_fill && op.kind != OpKind::Alloc)
+    error(op_ptr(i, "/zero_fill"),
+          "expected zero_fill only on an alloc op, got it on a " + kind + " op");
 }
 
 // Alloc/Free pairing in program order: no double Alloc, no Free of a dead buffer.
@@ -613,6 +829,7 @@ Result<ScheduleGraph> Lowering::run() {
   const bool operands = layout_ == LayoutCheck::Replan;
   if (operands && g_.max_slots.size() == s_.meta.slot_names.size()) check_lists();
   if (operands) check_flush_plans();
+  if (operands) check_derived_table();
   const auto n = static_cast<std::uint32_t>(s_.ops.size());
   const std::size_t n_buffers = s_.buffers.size(), n_slots = s_.meta.slot_names.size();
   g_.op_count = n;
@@ -640,7 +857,7 @@ Result<ScheduleGraph> Lowering::run() {
               op.micro_step < s_.meta.grad_accum &&
               (op.update == kNone ||
                (op.kind == OpKind::OptimizerStep && op.update < s_.updates.size())) &&
-              (!memory || !s_.buffers[op.buffer].executor_owned);
+              (!memory || !s_.buffers[op.buffer].executor_owned) && data_fields_ok(op);
     for (std::uint32_t dep : op.deps) ok = ok && dep < i;
     if (ok && op.kind == OpKind::Collective) {
       const bool reduces = op.collective == CollectiveKind::AllReduce ||

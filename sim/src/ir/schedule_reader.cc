@@ -23,7 +23,8 @@ using json::enum_names;
 // Every accepted spelling, per enum, in enum order (index = value). ReduceOp::None is the omitted
 // default, so a written reduce_op is "sum" or "max" (index + 1 = value).
 struct Names {
-  std::vector<std::string> stream, kind, phase, category, pool, dtype, collective, reduce_op;
+  std::vector<std::string> stream, kind, phase, category, pool, dtype, collective, reduce_op,
+      copy_mode, derived;
 };
 const Names& names() {
   static const Names n = {
@@ -35,6 +36,8 @@ const Names& names() {
       enum_names<DType>(kDTypeCount, dtype_name),
       enum_names<CollectiveKind>(kCollectiveKindCount, collective_name),
       {std::string(reduce_op_name(ReduceOp::Sum)), std::string(reduce_op_name(ReduceOp::Max))},
+      enum_names<CopyMode>(kCopyModeCount, copy_mode_name),
+      enum_names<DerivedKind>(kDerivedKindCount, derived_kind_name),
   };
   return n;
 }
@@ -332,12 +335,19 @@ void ScheduleReader::read_op(JsonReader& r, Op& o) {
   read_uint(r, "numel", 0, UINT64_MAX, o.numel);
   read_uint(r, "out_numel", 0, UINT64_MAX, o.out_numel);
   read_enum(r, "reduce_op", names().reduce_op, o.reduce_op, 1);
+  read_enum(r, "copy_mode", names().copy_mode, o.copy_mode);
+  // Which kinds may scale, and that a scale is positive, are lower_schedule's.
+  if (auto v = r.get_number("scale", -std::numeric_limits<double>::max(),
+                            std::numeric_limits<double>::max()))
+    o.scale = *v;
+  if (auto v = r.get_bool("zero_fill")) o.zero_fill = *v;
   if (auto v = r.get_string("label")) o.label = *v;
   read_op_refs(r, o);
   static const std::vector<std::string> keys = {
-      "kind",       "stream", "phase",     "step",     "micro_step", "buffer", "layer", "update",
-      "param",      "bucket", "flops",     "elements", "slot",       "dtype",  "src",   "dst",
-      "collective", "numel",  "out_numel", "comm",     "reduce_op",  "root",   "deps",  "label"};
+      "kind",      "stream", "phase",     "step",      "micro_step", "buffer",     "zero_fill",
+      "layer",     "update", "param",     "bucket",    "flops",      "elements",   "slot",
+      "dtype",     "src",    "dst",       "copy_mode", "scale",      "collective", "numel",
+      "out_numel", "comm",   "reduce_op", "root",      "deps",       "label"};
   r.reject_unknown(keys);
 }
 
@@ -355,8 +365,15 @@ void read_region(JsonReader& r, std::string_view key, Region& out) {
     c->reject_unknown({"flush_grads"});
     return;
   }
+  if (c->has("derived")) {  // and a derived operand
+    read_uint(*c, "derived", 0, kU32Max - 1, out.derived);
+    c->reject_unknown({"derived"});
+    return;
+  }
   if (!c->has("buffer"))
-    c->error("expected key \"buffer\" (a buffer index), \"list\" or \"flush_grads\", got none");
+    c->error(
+        "expected key \"buffer\" (a buffer index), \"list\", \"flush_grads\" or \"derived\", got "
+        "none");
   read_uint(*c, "buffer", 0, kU32Max - 1, out.buffer);
   read_uint(*c, "offset", 0, UINT64_MAX, out.offset);
   read_uint(*c, "rank_stride", 0, UINT64_MAX, out.rank_stride);
@@ -389,11 +406,11 @@ void ScheduleReader::read_op_refs(JsonReader& r, Op& o) {
 
 void ScheduleReader::read(JsonReader& root) {
   if (!root.expect_object() || !read_header(root)) return;
-  static const std::vector<std::string> keys = {"format",      "version", "meta",    "comms",
-                                                "tensors",     "layout",  "updates", "lists",
-                                                "flush_plans", "buffers", "roles",   "ops"};
+  static const std::vector<std::string> keys = {
+      "format", "version",     "meta",        "comms",   "tensors", "layout", "updates",
+      "lists",  "flush_plans", "grad_passes", "derived", "buffers", "roles",  "ops"};
   for (const char* k : {"meta", "comms", "tensors", "layout", "updates", "lists", "flush_plans",
-                        "buffers", "roles", "ops"})
+                        "grad_passes", "derived", "buffers", "roles", "ops"})
     if (!root.has(k)) root.error(std::string("expected key \"") + k + "\", got none");
   if (auto meta = root.child("meta")) read_meta(*meta);
   if (auto comms = root.child("comms"))
@@ -446,6 +463,48 @@ void ScheduleReader::read(JsonReader& root) {
             s_.flush_plans[i].entries.push_back(
                 {static_cast<std::uint32_t>(*t), static_cast<std::uint32_t>(*b), *o});
         }
+      }
+    }
+  if (auto passes = root.child("grad_passes"))
+    if (auto items = passes->elements()) {
+      s_.grad_passes.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        JsonReader& gr = (*items)[i];
+        if (!gr.expect_object()) continue;
+        for (const char* k : {"flush_plans", "t3"})
+          if (!gr.has(k)) gr.error(std::string("expected key \"") + k + "\", got none");
+        GradPass& gp = s_.grad_passes[i];
+        read_uints(gr, "flush_plans", kU32Max - 1, gp.flush_plans);
+        if (auto t3 = gr.child("t3"))
+          if (auto sets = t3->elements()) {
+            gp.t3.resize(sets->size());
+            for (std::size_t k = 0; k < sets->size(); ++k)
+              if (auto bufs = (*sets)[k].elements())
+                for (auto& b : *bufs)
+                  if (auto v = b.as_uint(0, kU32Max - 1))
+                    gp.t3[k].push_back(static_cast<std::uint32_t>(*v));
+          }
+        gr.reject_unknown({"flush_plans", "t3"});
+      }
+    }
+  if (auto derived = root.child("derived"))
+    if (auto items = derived->elements()) {
+      s_.derived.resize(items->size());
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        JsonReader& dr = (*items)[i];
+        if (!dr.expect_object()) continue;
+        if (!dr.has("kind")) dr.error("expected key \"kind\", got none");
+        DerivedOperand& d = s_.derived[i];
+        read_enum(dr, "kind", names().derived, d.kind);
+        read_uint(dr, "pass", 0, kU32Max - 1, d.pass);
+        read_uint(dr, "set", 0, kU32Max - 1, d.set);
+        read_uint(dr, "flush", 0, kU32Max - 1, d.flush);
+        read_uint(dr, "group", 0, kU32Max - 1, d.group);
+        read_uint(dr, "flat", 0, kU32Max - 1, d.flat);
+        read_uint(dr, "flush_plan", 0, kU32Max - 1, d.flush_plan);
+        read_uints(dr, "buffers", kU32Max - 1, d.buffers);
+        dr.reject_unknown(
+            {"kind", "pass", "set", "flush", "group", "flat", "flush_plan", "buffers"});
       }
     }
   if (auto updates = root.child("updates"))

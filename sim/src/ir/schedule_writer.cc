@@ -135,10 +135,36 @@ ojson region_json(const Region& r) {
     j["flush_grads"] = r.flush_grads;
     return j;
   }
+  if (r.derived != kNone) {
+    j["derived"] = r.derived;
+    return j;
+  }
   j["buffer"] = r.buffer;
   if (r.offset != 0) j["offset"] = r.offset;
   if (r.rank_stride != 0) j["rank_stride"] = r.rank_stride;
   if (r.length != 0) j["length"] = r.length;
+  return j;
+}
+
+ojson grad_pass_json(const GradPass& g) {
+  ojson j;
+  j["flush_plans"] = g.flush_plans;
+  j["t3"] = g.t3;
+  return j;
+}
+
+// Arguments only when they differ from a default-constructed DerivedOperand; "kind" always.
+ojson derived_json(const DerivedOperand& o) {
+  const DerivedOperand d;
+  ojson j;
+  j["kind"] = str(derived_kind_name(o.kind));
+  if (o.pass != d.pass) j["pass"] = o.pass;
+  if (o.set != d.set) j["set"] = o.set;
+  if (o.flush != d.flush) j["flush"] = o.flush;
+  if (o.group != d.group) j["group"] = o.group;
+  if (o.flat != d.flat) j["flat"] = o.flat;
+  if (o.flush_plan != d.flush_plan) j["flush_plan"] = o.flush_plan;
+  if (o.buffers != d.buffers) j["buffers"] = o.buffers;
   return j;
 }
 
@@ -153,7 +179,8 @@ ojson update_json(const UpdateCall& u) {
   return j;
 }
 
-// Fields in declaration order of Op; each only when it differs from the default.
+// Fields in declaration order of Op (zero_fill after the buffer it fills, copy_mode after the
+// operands it writes); each only when it differs from the default.
 ojson op_json(const Op& o) {
   const Op d;
   ojson j;
@@ -163,6 +190,7 @@ ojson op_json(const Op& o) {
   if (o.step != d.step) j["step"] = o.step;
   if (o.micro_step != d.micro_step) j["micro_step"] = o.micro_step;
   if (o.buffer != d.buffer) j["buffer"] = o.buffer;
+  if (o.zero_fill != d.zero_fill) j["zero_fill"] = o.zero_fill;
   if (o.layer != d.layer) j["layer"] = o.layer;
   if (o.update != d.update) j["update"] = o.update;
   if (o.param != d.param) j["param"] = o.param;
@@ -173,6 +201,8 @@ ojson op_json(const Op& o) {
   if (o.dtype != d.dtype) j["dtype"] = str(dtype_name(o.dtype));
   if (!o.src.empty()) j["src"] = region_json(o.src);
   if (!o.dst.empty()) j["dst"] = region_json(o.dst);
+  if (o.copy_mode != d.copy_mode) j["copy_mode"] = str(copy_mode_name(o.copy_mode));
+  if (o.scale != d.scale) j["scale"] = o.scale;
   if (o.collective != d.collective) j["collective"] = str(collective_name(o.collective));
   if (o.numel != d.numel) j["numel"] = o.numel;
   if (o.out_numel != d.out_numel) j["out_numel"] = o.out_numel;
@@ -230,6 +260,8 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
         return a;
       },
       false);
+  write_array(out, "grad_passes", s.grad_passes, grad_pass_json, false);
+  write_array(out, "derived", s.derived, derived_json, false);
   write_array(out, "buffers", s.buffers, buffer_json, false);
   write_array(out, "roles", s.roles, role_json, false);
   write_array(out, "ops", s.ops, op_json, true);

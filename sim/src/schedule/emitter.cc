@@ -50,6 +50,19 @@ std::uint32_t Emitter::flush_plan(FlushPlan f) {
   return static_cast<std::uint32_t>(s_.flush_plans.size() - 1);
 }
 
+std::uint32_t Emitter::grad_pass(GradPass g) {
+  s_.grad_passes.push_back(std::move(g));
+  return static_cast<std::uint32_t>(s_.grad_passes.size() - 1);
+}
+
+Region Emitter::derived(DerivedOperand d) {
+  Region r;
+  const auto it = std::find(s_.derived.begin(), s_.derived.end(), d);
+  r.derived = static_cast<std::uint32_t>(it - s_.derived.begin());
+  if (it == s_.derived.end()) s_.derived.push_back(std::move(d));
+  return r;
+}
+
 std::uint32_t Emitter::comm(CommGroup g) {
   for (std::size_t i = 0; i < s_.comms.size(); ++i)
     if (s_.comms[i] == g) return static_cast<std::uint32_t>(i);
@@ -99,11 +112,12 @@ std::uint32_t Emitter::append(Op o) {
   return index;
 }
 
-std::uint32_t Emitter::alloc(std::uint32_t buf, Stream st, std::uint32_t flush) {
+std::uint32_t Emitter::alloc(std::uint32_t buf, Stream st, std::uint32_t flush, bool zero_fill) {
   Op o;
   o.kind = OpKind::Alloc;
   o.stream = st;
   o.buffer = buf;
+  o.zero_fill = zero_fill;
   o.bucket = flush;
   return append(std::move(o));
 }
@@ -156,6 +170,8 @@ std::uint32_t Emitter::grad_ready(GradSpec g) {
   o.dtype = g.dtype;
   o.src = g.src;
   o.dst = g.dst;
+  o.copy_mode = g.mode;
+  o.scale = g.scale;
   o.label = std::move(g.label);
   return append(std::move(o));
 }
@@ -169,6 +185,8 @@ std::uint32_t Emitter::copy(CopySpec c) {
   o.dtype = c.dtype;
   o.src = c.src;
   o.dst = c.dst;
+  o.copy_mode = c.mode;
+  o.scale = c.scale;
   o.param = c.param;
   o.bucket = c.flush;
   o.deps = std::move(c.deps);
@@ -194,6 +212,7 @@ std::uint32_t Emitter::collective(CollectiveSpec c) {
   o.bucket = c.flush;
   o.src = c.src;
   o.dst = c.dst;
+  o.scale = c.scale;
   o.deps = std::move(c.deps);
   o.label = std::move(c.label);
   return append(std::move(o));

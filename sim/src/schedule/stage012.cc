@@ -63,7 +63,7 @@ void emit_zero_init(Ctx& c) {
     if (!c.offload) continue;
     c.b4.push_back(c.e.buffer(make_buffer("fp32 grad partition [" + gs + "]", "B4",
                                           BufferCategory::Grad, host, c.mw, s, true)));
-    c.e.alloc(c.b4.back());
+    c.e.alloc(c.b4.back(), Stream::Compute, kNone, true);  // zeros: the padding stays 0
     c.b5.push_back(
         c.e.buffer(make_buffer("param_buffer_of_bit16_for_cpu_offload_groups[" + gs + "]", "B5",
                                BufferCategory::Param16, host, c.lp, s, true)));
@@ -102,9 +102,19 @@ void emit_epilogue(Ctx& c, IpgPass& pass, std::uint32_t set, bool boundary, std:
   if (c.overlap) c.e.sync("epilogue: synchronize");
   drop_deferred(c, Stream::Compute);
   if (!c.offload) {
+    // The whole grads_in_partition of a set (contiguous: the only kind the pass has).
+    const auto gip = [&](std::uint32_t k) {
+      return pass.grad_pass == kNone
+                 ? Region{}
+                 : c.e.derived(
+                       {.kind = DerivedKind::PartitionGrads, .pass = pass.grad_pass, .set = k});
+    };
     if (set == 1) {  // stage 2, later micro-step: add grads_in_partition #2 into #1, free #2
       c.e.copy({.dtype = c.lp,
                 .slot = pass.all_slot,
+                .src = gip(1),
+                .dst = gip(0),
+                .mode = CopyMode::Add,  // accumulator[i] += new_g[i] (§4.7 step 4)
                 .label = "add this micro-step's partition grads into the accumulator"});
       free_window_buffers(c, c.epilogue_frees, Stream::Compute);
     }
@@ -121,13 +131,14 @@ void emit_epilogue(Ctx& c, IpgPass& pass, std::uint32_t set, bool boundary, std:
       c.step_frees.push_back(c.kept_stage1_buf);
     }
     if (boundary) {
+      c.averaged_pass = pass.grad_pass;  // averaged_gradients views this pass's T3
       if (c.padding_buf == kNone) {
         Buffer b = make_buffer("averaged_gradients padding zeros", "T4", BufferCategory::Grad,
                                MemoryPool::Device, c.ga, 0, false);
         b.slot = c.slots.padding();
         c.padding_buf = c.e.buffer(std::move(b));
       }
-      c.e.alloc(c.padding_buf);
+      c.e.alloc(c.padding_buf, Stream::Compute, kNone, true);  // torch.zeros
       c.step_frees.push_back(c.padding_buf);
     }
   }
@@ -147,19 +158,26 @@ struct Passes {
 // The hook side of one gradient (§4.2): SETUP_BUCKETS, autograd storage, GA-attribute move, insert.
 void on_grad(Ctx& c, IpgPass& pass, std::size_t& cursor, std::uint32_t p, bool boundary,
              std::uint32_t micro, std::uint32_t set) {
+  // Stage 1 accumulates into the p.grad of the earlier micro-steps; stage 2 (and the GA
+  // attribute mode, which moves p.grad away) gets a fresh one, allocated before autograd writes
+  // it. A param in no optimizer group has no hook and no modelled grad storage (no dst).
+  const bool grouped = c.plan.param_group[p] != PartitionPlan::kNoGroup;
+  const bool first = micro == 0;
+  const CopyMode mode = c.grad_live[p] ? CopyMode::Add : CopyMode::Assign;
+  if (grouped && (c.stage == 2 || first || c.ga_attr)) c.alloc_grad(p);
   c.e.grad_ready({.param = p,
                   .src = c.lp_home[p],
-                  .dst = region(c.grad_buf[p], 0, c.m.params[p].numel),
+                  .dst = grouped ? region(c.grad_buf[p], 0, c.m.params[p].numel) : Region{},
+                  .mode = mode,
+                  .scale = c.loss_scale_gas,
                   .label = "grad ready " + c.pname(p)});
-  if (c.plan.param_group[p] == PartitionPlan::kNoGroup) return;  // no optimizer group: no hook
+  if (!grouped) return;  // no optimizer group: no hook
   if (c.hooks && !c.v0144 && !c.ready_for_gradients) {
     c.ready_for_gradients = true;
     if (c.contiguous) alloc_ipg(c);
   }
-  const bool first = micro == 0;
-  // Stage 1 accumulates into the existing p.grad across the window; stage 2 gets a fresh one.
-  if (c.stage == 2 || first || c.ga_attr) c.alloc_grad(p);
   if (c.ga_attr && c.grad_buf[p] != kNone) {
+    const bool first_accum = !c.grad_accum_live[p];  // p.grad_accum is None: it is assigned
     if (!c.grad_accum_live[p]) {
       c.e.alloc(c.grad_accum_buf[p]);
       c.grad_accum_live[p] = true;
@@ -168,6 +186,7 @@ void on_grad(Ctx& c, IpgPass& pass, std::size_t& cursor, std::uint32_t p, bool b
               .elements = c.m.params[p].numel,
               .src = region(c.grad_buf[p]),
               .dst = region(c.grad_accum_buf[p]),
+              .mode = first_accum ? CopyMode::Assign : CopyMode::Add,
               .label = "grad_accum += grad"});
     c.free_grad(p);
   }

@@ -141,17 +141,24 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
     plans[ins.flush].entries.push_back(
         ins.copied ? FlushEntry{ins.param, c.ipg[ins.buffer_index], ins.offset}
                    : FlushEntry{ins.param, c.grad_buf[ins.param], 0});
-  pass.flush_plan.assign(nf, kNone);
-  for (std::uint32_t f = 0; f < nf; ++f)
-    if (!plans[f].entries.empty()) pass.flush_plan[f] = c.e.flush_plan(std::move(plans[f]));
+  pass.flush_plan.assign(nf, kNone);  // an empty flush shares the one empty plan
+  for (std::uint32_t f = 0; f < nf; ++f) pass.flush_plan[f] = c.e.flush_plan(std::move(plans[f]));
+  if (c.contiguous && !c.offload) {
+    GradPass gp;
+    gp.flush_plans = pass.flush_plan;
+    gp.t3.push_back(pass.gip_buf[0]);
+    if (second_set) gp.t3.push_back(pass.gip_buf[1]);
+    pass.grad_pass = c.e.grad_pass(std::move(gp));
+  }
 }
 
 namespace {
 
-// In place on `src` (reduce: the result lands in the root's `src`).
+// The sum of `src` over the ranks, averaged (c.average), lands in `dst` (empty: in place; a
+// reduce: on the root only).
 std::uint32_t flush_collective(Ctx& c, CollectiveKind k, Elements numel, Stream st,
                                const std::string& tag, std::uint32_t seq, Region src,
-                               std::uint32_t root = kNone) {
+                               std::uint32_t root = kNone, Region dst = {}) {
   return c.e.collective({.kind = k,
                          .dtype = c.cd,
                          .numel = numel,
@@ -160,12 +167,17 @@ std::uint32_t flush_collective(Ctx& c, CollectiveKind k, Elements numel, Stream 
                          .root = root,
                          .flush = seq,
                          .src = src,
+                         .dst = dst,
+                         .scale = c.average,
                          .stream = st,
                          .label = collective_label(tag, k, numel, numel, root)});
 }
 
-// One reduction of `total` elements gathered from `pieces` slices: flattened into a temporary
-// (cast to CD) unless it is one slice already in CD, `src` (empty: the slices are not carried).
+// One reduction of `total` elements gathered from `pieces` slices (`src`: a region or a list):
+// flattened into a temporary (cast to CD) unless it is one slice already in CD. The reduced
+// result goes back where the slices are (the collective's dst): DeepSpeed copies the temporary
+// back into the bucket after the collective (§4.4), a copy whose cost is not modelled (X4); it
+// copies back only the rank's owned slices, the others are discarded unread.
 void reduce_chunk(Ctx& c, CollectiveKind k, Elements total, std::size_t pieces, Stream st,
                   const std::string& tag, std::uint32_t seq, Region src, std::uint32_t root) {
   const bool flatten = pieces > 1 || c.cd != c.lp;
@@ -176,11 +188,12 @@ void reduce_chunk(Ctx& c, CollectiveKind k, Elements total, std::size_t pieces, 
     c.e.copy({.stream = st,
               .dtype = c.cd,
               .elements = total,
-              .src = pieces == 1 ? src : Region{},
+              .src = src,
               .dst = region(tmp),
               .label = tag + ": flatten"});
   }
-  flush_collective(c, k, total, st, tag, seq, flatten ? region(tmp) : src, root);
+  flush_collective(c, k, total, st, tag, seq, flatten ? region(tmp) : src, root,
+                   flatten ? src : Region{});
   if (flatten) c.e.free(tmp, st);
 }
 
@@ -195,6 +208,9 @@ const std::vector<PlannedReduction>& owner_reductions(Ctx& c, IpgPass& pass, std
   if (pass.reductions_ready[f]) return out;
   pass.reductions_ready[f] = true;
   const auto slices = owner_slices(c.plan, c.m, pass.flushes[f].params);
+  const PlannedFlush& fl = pass.flushes[f];
+  const std::uint32_t bucket =
+      fl.extra_large ? c.grad_buf[fl.params.front()] : c.ipg[fl.buffer_index];
   auto add_chunks = [&](const std::vector<BucketSlice>& chunk_slices, std::uint32_t root) {
     std::vector<Elements> sizes;
     sizes.reserve(chunk_slices.size());
@@ -202,7 +218,16 @@ const std::vector<PlannedReduction>& owner_reductions(Ctx& c, IpgPass& pass, std
     for (const auto& [b, e] : chunk_gt(sizes, c.r)) {
       Elements total = 0;
       for (std::size_t i = b; i < e; ++i) total += sizes[i];
-      out.push_back({total, chunk_slices[b].offset, e - b, root});
+      // All owners' slices tile the bucket in order, so an all-reduce chunk is one range; one
+      // owner's slices (reduce to it) are a list, the same on every rank.
+      Region src = region(bucket, chunk_slices[b].offset, total);
+      if (root != kNone && e - b > 1) {
+        std::vector<Piece> pieces;
+        for (std::size_t i = b; i < e; ++i)
+          pieces.push_back({bucket, chunk_slices[i].offset, chunk_slices[i].length});
+        src = list_region(c.e.list(std::move(pieces)));
+      }
+      out.push_back({total, chunk_slices[b].offset, e - b, root, src});
     }
   };
   if (c.multi_rank) {
@@ -239,7 +264,7 @@ void reduce_contiguous(Ctx& c, IpgPass& pass, std::uint32_t f, Stream st, const 
     const bool to_owner = red.root != kNone;
     if (to_owner && c.overlap) c.e.sync(tag + ": synchronize before reduce");
     reduce_chunk(c, to_owner ? CollectiveKind::Reduce : CollectiveKind::AllReduce, red.total,
-                 red.pieces, st, tag, seq, region(src, red.offset, red.total), red.root);
+                 red.pieces, st, tag, seq, red.src, red.root);
   }
 }
 
@@ -249,9 +274,14 @@ void reduce_fallback(Ctx& c, const PlannedFlush& fl, Stream st, const std::strin
                      std::uint32_t seq) {
   if (fl.params.empty()) return;
   if (c.overlap) c.e.sync(tag + ": synchronize before all_reduce");
-  // One tensor is reduced in place in its own gradient; several are flattened first.
+  // One tensor is reduced in place in its own gradient; several are flattened first (their
+  // grads in insertion order) and the result copied back into them.
+  std::vector<Piece> grads;
+  for (std::uint32_t p : fl.params) grads.push_back({c.grad_buf[p], 0, c.m.params[p].numel});
   reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, fl.params.size(), st, tag, seq,
-               region(fl.params.size() == 1 ? c.grad_buf[fl.params.front()] : kNone), kNone);
+               fl.params.size() == 1 ? region(c.grad_buf[fl.params.front()])
+                                     : list_region(c.e.list(std::move(grads))),
+               kNone);
 }
 
 void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, std::uint32_t micro,
@@ -274,6 +304,7 @@ void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, s
                 .dtype = c.lp,
                 .slot = touching,
                 .dst = touched,
+                .mode = CopyMode::Add,
                 .deps = {h2d},
                 .label = "add accumulated grads"});
     }
@@ -288,7 +319,10 @@ void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, s
   }
   if (boundary) {
     CopySpec owned = c.transfer(OpKind::DeviceToHost, c.mw);
-    owned.slot = pass.owned_slot[f];  // each owned slice into its group's B4 (not carried)
+    owned.slot = pass.owned_slot[f];  // each owned slice into its group's B4, cast to MW
+    owned.src = c.e.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = pass.flush_plan[f]});
+    owned.dst = c.e.derived(
+        {.kind = DerivedKind::OwnedPartition, .flush_plan = pass.flush_plan[f], .buffers = c.b4});
     owned.label = "owned gradient slices to fp32 CPU partition (B4)";
     c.e.copy(std::move(owned));
   }
@@ -327,13 +361,18 @@ void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool 
     if (!fl.params.empty()) {
       c.e.alloc(pass.gip_buf[set][f], st);  // lazily, at the rank's first in-partition copy
       (set == 0 ? c.step_frees : c.epilogue_frees).push_back(pass.gip_buf[set][f]);
-      // Into the T3 piece of the flush that first touches the rank, at its cursor (not carried).
-      Region touched;  // the rank's touching grads, whole, insertion order
+      // The rank's touching grads, whole, insertion order, into the T3 piece of the flush that
+      // first touches the rank, packed after the earlier flushes' (§4.5).
+      Region touched;
       touched.flush_grads = pass.flush_plan[f];
       c.e.copy({.stream = st,
                 .dtype = c.lp,
                 .slot = pass.copy_slot[f],
                 .src = touched,
+                .dst = c.e.derived({.kind = DerivedKind::PartitionGrads,
+                                    .pass = pass.grad_pass,
+                                    .set = set,
+                                    .flush = f}),
                 .label = tag + ": copy the rank's grads into grads_in_partition"});
     }
   } else if (c.stage == 2) {

@@ -31,6 +31,8 @@ Ctx::Ctx(const ScheduleInput& input, Emitter& emitter)
   // §4.1: hooks exist iff stage 2 or overlap_comm or GA-attribute mode or contiguous_gradients
   // (v0.14.4: only stage 2 or overlap_comm).
   hooks = v0144 ? (stage == 2 || overlap) : (stage == 2 || overlap || ga_attr || contiguous);
+  average = ds.gradient_allreduce_op == GradientAllreduceOp::Mean ? 1.0 / world : 1.0;
+  loss_scale_gas = gas > 1 ? 1.0 / gas : 1.0;
   grad_buf.assign(m.params.size(), kNone);
   grad_accum_buf.assign(m.params.size(), kNone);
   grad_live.assign(m.params.size(), false);
@@ -49,9 +51,9 @@ CopySpec Ctx::transfer(OpKind kind, DType dt) const {
   return c;
 }
 
-void Ctx::alloc_grad(std::uint32_t p) {
+void Ctx::alloc_grad(std::uint32_t p, bool zero_fill) {
   if (grad_buf[p] == kNone || grad_live[p]) return;
-  e.alloc(grad_buf[p]);
+  e.alloc(grad_buf[p], Stream::Compute, kNone, zero_fill);
   grad_live[p] = true;
 }
 

@@ -58,6 +58,7 @@ void engine_allreduce(Ctx& c, const std::vector<Elements>& sizes, const std::vec
          .out_numel = total,
          .op = ReduceOp::Sum,
          .src = flatten ? region(tmp) : items[b],
+         .scale = c.average,  // post-scaled by 1/W (§3.5)
          .label = collective_label("engine all-reduce", CollectiveKind::AllReduce, total, total)});
     if (flatten) {
       c.e.copy({.dtype = item_dt,
@@ -76,7 +77,7 @@ void stage0_reduce(Ctx& c) {
   std::vector<Region> items;
   for (std::uint32_t p = 0; p < c.m.params.size(); ++p) {
     if (!c.m.params[p].trainable) continue;
-    c.alloc_grad(p);  // a param without a grad gets a zero grad (no-op when it has one)
+    c.alloc_grad(p, true);  // a param without a grad gets a zero grad (no-op when it has one)
     sizes.push_back(c.m.params[p].numel);
     items.push_back(region(c.grad_buf[p]));
   }
@@ -129,7 +130,7 @@ std::vector<std::uint32_t> emit_engine_init(Ctx& c) {
     if (bf16opt) {
       fp32_grads.push_back(c.e.buffer(engine_buffer("fp32 gradient buffer (full) [" + gs + "]",
                                                     BufferCategory::Grad, c.ga, fg.aligned, true)));
-      c.e.alloc(fp32_grads.back());
+      c.e.alloc(fp32_grads.back(), Stream::Compute, kNone, true);  // torch.zeros
     } else {  // FP16_Optimizer runs a dummy step at init: Adam states exist from the start
       c.b3.push_back(c.e.buffer(engine_buffer("optimizer states [" + gs + "]",
                                               BufferCategory::OptimState, c.mw, 2 * master, true)));
@@ -158,10 +159,20 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
           engine_buffer("optimizer states", BufferCategory::OptimState, c.mw, 2 * n, true)));
       c.e.alloc(c.b3.back());
     }
-    // Master and gradients are the module's separate tensors (lists: not carried).
+    // Master and gradients are the module's separate tensors, in group order: the update
+    // writes the weights in place (lp_out = master).
+    std::vector<Piece> weights, grads;
+    for (const FlatGroup& fg : c.plan.groups)
+      for (std::uint32_t p : fg.params) {
+        weights.push_back({c.lp_home[p].buffer, c.lp_home[p].offset, c.m.params[p].numel});
+        grads.push_back({c.grad_buf[p], 0, c.m.params[p].numel});
+      }
     UpdateCall call;
+    call.master = list_region(c.e.list(std::move(weights)));
+    call.grad = list_region(c.e.list(std::move(grads)));
     call.exp_avg = region(c.b3.front(), 0, n);
     call.exp_avg_sq = region(c.b3.front(), n, n);
+    call.lp_out = call.master;
     c.e.optimizer_step({.dtype = c.mw, .elements = n, .call = call, .label = "optimizer step"});
   }
   for (std::size_t g = 0; g < c.plan.groups.size() && c.path != OptimizerPath::Plain; ++g) {
@@ -269,12 +280,17 @@ void emit_engine_allreduce_program(Ctx& c) {
       const bool boundary = c.managed && micro + 1 == c.gas;
       emit_forward_backward(c.e, c.m, c.in.training, c.activation, c.ready_layer,
                             [&](std::uint32_t p) {
+                              // Later micro-steps accumulate into p.grad; BF16_Optimizer
+                              // zeroes the grads at each backward prologue (§3.4).
+                              const bool add = c.grad_live[p] && !bf16opt;
+                              if (micro == 0)
+                                c.alloc_grad(p);  // later micro-steps accumulate into p.grad
                               c.e.grad_ready({.param = p,
                                               .src = c.lp_home[p],
                                               .dst = region(c.grad_buf[p], 0, c.m.params[p].numel),
+                                              .mode = add ? CopyMode::Add : CopyMode::Assign,
+                                              .scale = c.loss_scale_gas,
                                               .label = "grad ready " + c.pname(p)});
-                              if (micro == 0)
-                                c.alloc_grad(p);  // later micro-steps accumulate into p.grad
                             });
       if (bf16opt) {  // backward epilogue: every bf16 grad is added into the fp32 buffer
         c.e.set_phase(Phase::Epilogue);
@@ -288,10 +304,13 @@ void emit_engine_allreduce_program(Ctx& c) {
             into.push_back({c.fp32_grads[g], fg.flat_offset[i], c.m.params[p].numel});
           }
         }
+        // DeepSpeed zeroes the buffer after each step and adds into it: the first micro-step's
+        // add is an assign (0 + g), the later ones accumulate.
         c.e.copy({.dtype = c.ga,
                   .elements = grads_in_groups(c),
                   .src = list_region(c.e.list(std::move(grads))),
                   .dst = list_region(c.e.list(std::move(into))),
+                  .mode = micro == 0 ? CopyMode::Assign : CopyMode::Add,
                   .label = "add bf16 grads into the fp32 gradient buffer"});
       }
       if (!boundary) continue;

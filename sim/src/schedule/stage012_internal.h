@@ -99,6 +99,7 @@ struct PlannedReduction {
   Elements offset = 0;  ///< bucket offset of the first slice (the input when `pieces` is 1)
   std::size_t pieces = 0;
   std::uint32_t root = kNone;
+  Region src{};  ///< the slices in the bucket: one range (all-reduce) or a list (one owner's)
 };
 
 /// One backward's (or boundary pass's) bucket history. The last flush is the epilogue's (possibly
@@ -116,6 +117,8 @@ struct IpgPass {
   std::vector<std::uint32_t> b8_buf;  ///< per flush: CPU accumulators (offload, GAS > 1)
   /// Per flush: its Schedule::flush_plans entry (where each gradient is reduced from).
   std::vector<std::uint32_t> flush_plan;
+  /// Its Schedule::grad_passes entry (contiguous gradients without offload: grads_in_partition).
+  std::uint32_t grad_pass = kNone;
   std::vector<bool> b8_live;       ///< per flush: B8 allocated (once, then persistent)
   std::uint32_t all_slot = kNone;  ///< Touching(params)
   /// Per flush: its owner-slice reductions, computed once (O(ranks touched)) and reused by every
@@ -193,6 +196,8 @@ struct Ctx {
       epilogue_frees;                 ///< second grads_in_partition pieces (stage 2, GAS > 1)
   std::vector<bool> grad_accum_live;  ///< per param: grad_accum allocated (GA attribute mode)
   std::vector<std::uint32_t> t6, t7;  ///< per group: step temporaries (created lazily)
+  /// The grad pass whose boundary epilogue built averaged_gradients (kNone: not carried).
+  std::uint32_t averaged_pass = kNone;
   std::uint32_t padding_buf = kNone;  ///< T4 zeros appended to averaged_gradients (lazily)
   std::uint32_t kept_stage1_buf =
       kNone;  ///< stage 1, non-contiguous: grads kept after the epilogue
@@ -201,7 +206,14 @@ struct Ctx {
   /// after the work enqueued so far on the stream that produced the data (Reduce with overlap_comm,
   /// else Compute); the caller completes the spec (elements or slot, buffer, label).
   CopySpec transfer(OpKind kind, DType dt) const;
-  void alloc_grad(std::uint32_t p);
+  /// What the data-parallel reductions multiply their sum by: 1/W with gradient_allreduce_op
+  /// "mean" (DeepSpeed's div_ by the world size before or after the collective), 1 with "sum".
+  double average = 1.0;
+  /// What autograd's gradient is scaled by: the engine divides the loss by the accumulation
+  /// steps (engine _scale_loss_by_gas) when there are several.
+  double loss_scale_gas = 1.0;
+  /// `zero_fill`: a zero gradient for a param autograd gave none (torch.zeros).
+  void alloc_grad(std::uint32_t p, bool zero_fill = false);
   void free_grad(std::uint32_t p, Stream st = Stream::Compute);
   const std::string& pname(std::uint32_t p) const { return m.params[p].name; }
 };

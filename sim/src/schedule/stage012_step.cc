@@ -68,9 +68,22 @@ void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
                                      c.slots.flat_copy(g), false));
   const std::uint32_t t6 = c.t6[g];
   c.e.alloc(t6);
+  // averaged_gradients[g], and the same with the flat copy once made (a single tensor is not
+  // copied: FlatCopy is 0). Not carried without grads_in_partition (non-contiguous: X6).
+  const bool carried = c.averaged_pass != kNone;
+  const Region averaged =
+      carried
+          ? c.e.derived({.kind = DerivedKind::AveragedGrads, .pass = c.averaged_pass, .group = g})
+          : Region{};
+  const Region flat = carried ? c.e.derived({.kind = DerivedKind::AveragedGrads,
+                                             .pass = c.averaged_pass,
+                                             .group = g,
+                                             .flat = t6})
+                              : Region{};
   c.e.copy({.dtype = flat_dt,
             .slot = c.e.schedule().buffers[t6].slot,
-            .dst = region(t6),  // from averaged_gradients (not carried)
+            .src = averaged,
+            .dst = region(t6),
             .label = "flatten averaged_gradients"});
   std::uint32_t grad_mw = t6;
   if (flat_dt != c.mw) {  // cast to the master dtype; the flat copy goes right after
@@ -82,7 +95,8 @@ void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
     c.e.alloc(grad_mw);
     c.e.copy({.dtype = c.mw,
               .elements = s,
-              .dst = region(grad_mw),  // from T6, or the one averaged gradient (not carried)
+              .src = flat,  // T6, or the one averaged gradient
+              .dst = region(grad_mw),
               .label = "cast grads to the master dtype"});
     c.e.free(t6);
   }
@@ -91,8 +105,8 @@ void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
     c.step_frees.clear();
   }
   if (g >= c.b3.size() || c.b3[g] == kNone) alloc_adam(c, g, MemoryPool::Device);  // first update
-  // The flat fp32 T6 itself when no cast is needed: derived from averaged_gradients (not carried).
-  optimizer_op(c, s, Stream::Compute, g, grad_mw == t6 ? Region{} : region(grad_mw));
+  // The flat T6 itself (or the one averaged gradient) when no cast is needed.
+  optimizer_op(c, s, Stream::Compute, g, grad_mw == t6 ? flat : region(grad_mw));
   c.e.free(grad_mw);
   write_back(c, s, g);
 }
