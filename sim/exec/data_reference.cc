@@ -188,16 +188,21 @@ ReferenceRun reference_train(const DataOptions& o, const ReferenceSpec& spec) {
     std::vector<std::vector<float>> g(T);
     double sq = 0;
     for (std::uint32_t t = 0; t < T; ++t) {
-      g[t].resize(spec.tensors[t]);
-      for (Elements i = 0; i < spec.tensors[t]; ++i) {
-        double sum = 0;
-        for (std::uint32_t rank = 0; rank < spec.world; ++rank) {
-          float acc = 0;
-          for (std::uint32_t mi = 0; mi < spec.grad_accum; ++mi)
-            acc = round_to(spec.lp,
-                           acc + round_to(spec.lp, stand_in_grad(o, rank, k, mi, t, i) * ls));
-          sum += acc;
+      const Elements n = spec.tensors[t];
+      g[t].resize(n);
+      std::vector<double> sums(n, 0.0);
+      std::vector<float> acc(n);
+      for (std::uint32_t rank = 0; rank < spec.world; ++rank) {
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (std::uint32_t mi = 0; mi < spec.grad_accum; ++mi) {
+          const StandInGrads grads(o, rank, k, mi, t);
+          for (Elements i = 0; i < n; ++i)
+            acc[i] = round_to(spec.lp, acc[i] + round_to(spec.lp, grads(i) * ls));
         }
+        for (Elements i = 0; i < n; ++i) sums[i] += acc[i];
+      }
+      for (Elements i = 0; i < n; ++i) {
+        const double sum = sums[i];
         float reduced = round_to(spec.lp, sum);
         if (spec.average)
           reduced = round_to(spec.lp, reduced * (1.0f / static_cast<float>(spec.world)));

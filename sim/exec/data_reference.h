@@ -44,7 +44,7 @@ struct ReferenceRun {
 };
 
 /// One copy of the model trained without partitioning: each step, every rank's stand-in gradient
-/// (stand_in_grad x the loss scale, rounded to lp as autograd stores it; summed over micro-steps in
+/// (StandInGrads x the loss scale, rounded to lp as autograd stores it; summed over micro-steps in
 /// lp), summed over ranks exactly (in double) and rounded to lp once, averaged, cast to fp32,
 /// unscaled (and clipped by the global norm), AdamW; an overflow step (an inf in rank 0's first
 /// gradient) is skipped and lowers the loss scale.

@@ -81,7 +81,73 @@ void store(DType t, unsigned char* p, Elements i, double v) {
   }
 }
 
+// d[i] = f(i) (or d[i] + f(i)) for n elements of dtype t, f computing in float: the dtype's
+// switch outside the loop.
+template <class F>
+void write_run(DType t, unsigned char* d, Elements n, bool accumulate, F&& f) {
+  switch (t) {
+    case DType::Float16:
+    case DType::BFloat16: {
+      const bool f16 = t == DType::Float16;
+      for (Elements i = 0; i < n; ++i) {
+        float v = f(i);
+        std::uint16_t h;
+        if (accumulate) {
+          std::memcpy(&h, d + 2 * i, 2);
+          v = (f16 ? fp16_to_float(h) : bf16_to_float(h)) + v;
+        }
+        h = f16 ? float_to_fp16(v) : float_to_bf16(v);
+        std::memcpy(d + 2 * i, &h, 2);
+      }
+      return;
+    }
+    case DType::Float32:
+      for (Elements i = 0; i < n; ++i) {
+        float v = f(i);
+        if (accumulate) {
+          float old;
+          std::memcpy(&old, d + 4 * i, 4);
+          v = old + v;
+        }
+        std::memcpy(d + 4 * i, &v, 4);
+      }
+      return;
+    default:
+      for (Elements i = 0; i < n; ++i) {
+        const float v = f(i);
+        store(t, d, i, accumulate ? static_cast<float>(load(t, d, i)) + v : v);
+      }
+  }
+}
+
 bool wide(DType t) { return t == DType::Float64 || t == DType::Int64; }
+
+// The plain casts between 16-bit storage and fp32 (the master copies, the grad casts, the
+// write-backs) as tight loops; false for any other pair.
+bool cast16(unsigned char* d, DType dt, const unsigned char* s, DType st, Elements n) {
+  const bool half = st == DType::Float16 || st == DType::BFloat16;
+  if (half && dt == DType::Float32) {
+    const bool f16 = st == DType::Float16;
+    for (Elements i = 0; i < n; ++i) {
+      std::uint16_t h;
+      std::memcpy(&h, s + 2 * i, 2);
+      const float f = f16 ? fp16_to_float(h) : bf16_to_float(h);
+      std::memcpy(d + 4 * i, &f, 4);
+    }
+    return true;
+  }
+  if (st == DType::Float32 && (dt == DType::Float16 || dt == DType::BFloat16)) {
+    const bool f16 = dt == DType::Float16;
+    for (Elements i = 0; i < n; ++i) {
+      float f;
+      std::memcpy(&f, s + 4 * i, 4);
+      const std::uint16_t h = f16 ? float_to_fp16(f) : float_to_bf16(f);
+      std::memcpy(d + 2 * i, &h, 2);
+    }
+    return true;
+  }
+  return false;
+}
 
 // dst[i] (=|+=) src[i] x scale for n elements; src null: zeros. The arithmetic is float32's (as
 // PyTorch's copy_, mul_ and add_ on half/bfloat16/float tensors compute), double for 64-bit
@@ -90,6 +156,11 @@ void convert(unsigned char* d, DType dt, const unsigned char* s, DType st, Eleme
              bool accumulate) {
   if (s && !accumulate && scale == 1.0 && dt == st) {
     std::memmove(d, s, n * dtype_size(dt));
+    return;
+  }
+  if (s && !accumulate && scale == 1.0 && cast16(d, dt, s, st, n)) return;
+  if (!s && !accumulate) {  // zeros: all-zero bytes in every dtype
+    std::memset(d, 0, n * dtype_size(dt));
     return;
   }
   const bool dbl = wide(dt) || wide(st);
@@ -137,17 +208,13 @@ void RingRegistry::abort_all() {
 
 float initial_weight(std::uint64_t seed, std::uint32_t rank, std::uint32_t buffer, Elements index) {
   // A salt keeps the weights independent of the gradients of the same key.
-  return 0.25f * synthetic_grad(mix(seed ^ 0x5EEDull), rank, 0, 0, buffer, index);
+  return 0.25f * SyntheticGrads(mix(seed ^ 0x5EEDull), rank, 0, 0, buffer)(index);
 }
 
-float stand_in_grad(const DataOptions& o, std::uint32_t rank, std::uint32_t step,
-                    std::uint32_t micro_step, std::uint32_t param, Elements index) {
-  double g = synthetic_grad(o.seed, rank, step, micro_step, param, index);
-  if (o.quantum_bits > 0) {
-    const double q = std::ldexp(1.0, static_cast<int>(o.quantum_bits));
-    g = std::nearbyint(g * q) / q;
-  }
-  return static_cast<float>(g * o.grad_scale);
+float StandInGrads::operator()(Elements index) const {
+  double g = g_(index);
+  if (quantum_ > 0) g = std::nearbyint(g * quantum_) / quantum_;
+  return static_cast<float>(g * scale_);
 }
 
 DataPath::DataPath(const Schedule& s, const DataOptions& o, std::uint32_t rank, RingRegistry& rings)
@@ -163,7 +230,9 @@ DataPath::DataPath(const Schedule& s, const DataOptions& o, std::uint32_t rank, 
   const std::uint32_t role = s.role_of(rank);
   for (std::uint32_t b = 0; b < s.buffers.size(); ++b)
     if (s.buffers[b].executor_owned) {  // provided before op 0 (zeros)
-      store_[b].assign(s.buffer_numel(b, role) * dtype_size(s.buffers[b].dtype), 0);
+      const Bytes bytes = s.buffer_numel(b, role) * dtype_size(s.buffers[b].dtype);
+      store_[b].data.reset(new unsigned char[bytes]());
+      store_[b].bytes = bytes;
       live_[b] = true;
     }
   for (const UpdateCall& u : s.updates)
@@ -172,23 +241,32 @@ DataPath::DataPath(const Schedule& s, const DataOptions& o, std::uint32_t rank, 
 
 Status DataPath::allocate(std::uint32_t b, Bytes bytes, bool zero_fill, bool init_weights) {
   if (b >= store_.size()) return data_error("expected a buffer index, got #" + std::to_string(b));
-  // Undefined contents are poisoned with all-ones bytes (NaN in every float dtype), so a read of
-  // something nothing wrote shows.
-  store_[b].assign(bytes, zero_fill ? 0 : 0xFF);
+  // Contents nothing wrote are never read (data_mode_gap checked the whole program before the
+  // run), so a buffer is left uninitialised unless it is zero-filled: no pass over its pages.
+  Storage& st = store_[b];
+  st.data.reset(zero_fill ? new unsigned char[bytes]() : new unsigned char[bytes]);
+  st.bytes = bytes;
   live_[b] = true;
   if (init_weights && !zero_fill) {
     const DType t = s_.buffers[b].dtype;
     const Elements n = bytes / dtype_size(t);
-    for (Elements i = 0; i < n; ++i)
-      store(t, store_[b].data(), i, initial_weight(o_.seed, rank_, b, i));
+    const SyntheticGrads w(mix(o_.seed ^ 0x5EEDull), rank_, 0, 0, b);  // initial_weight's values
+    for (Elements i = 0; i < n; ++i) store(t, st.data.get(), i, 0.25f * w(i));
   }
   return {};
 }
 
+std::vector<std::vector<unsigned char>> DataPath::take_buffers() {
+  std::vector<std::vector<unsigned char>> out(store_.size());
+  for (std::size_t b = 0; b < store_.size(); ++b)
+    if (live_[b]) out[b].assign(store_[b].data.get(), store_[b].data.get() + store_[b].bytes);
+  return out;
+}
+
 Status DataPath::release(std::uint32_t b) {
   if (b < store_.size()) {
-    store_[b].clear();
-    store_[b].shrink_to_fit();
+    store_[b].data.reset();
+    store_[b].bytes = 0;
     live_[b] = false;
   }
   return {};
@@ -200,16 +278,16 @@ Status DataPath::check(const OperandPiece& p, const char* what) const {
     return data_error(std::string(what) + ": buffer #" + std::to_string(p.buffer) +
                       " is not allocated");
   const Bytes end = (p.offset + p.length) * dtype_size(p.dtype);
-  if (end > store_[p.buffer].size())
+  if (end > store_[p.buffer].bytes)
     return data_error(std::string(what) + ": elements [" + std::to_string(p.offset) + ", " +
                       std::to_string(p.offset + p.length) + ") lie outside buffer #" +
-                      std::to_string(p.buffer) + " (" + std::to_string(store_[p.buffer].size()) +
+                      std::to_string(p.buffer) + " (" + std::to_string(store_[p.buffer].bytes) +
                       " bytes)");
   return {};
 }
 
 unsigned char* DataPath::at(const OperandPiece& p) {
-  return store_[p.buffer].data() + p.offset * dtype_size(p.dtype);
+  return store_[p.buffer].data.get() + p.offset * dtype_size(p.dtype);
 }
 
 Status DataPath::copy(const Operand& src, const Operand& dst, double scale, bool accumulate) {
@@ -264,20 +342,21 @@ Status DataPath::grad_ready(const WorkCall& c) {
       rank_ == 0 && c.micro_step == 0 && !injected_.count(c.step) &&
       std::binary_search(o_.overflow_steps.begin(), o_.overflow_steps.end(), c.step);
   if (inject) injected_.insert(c.step);
+  const StandInGrads grads(o_, rank_, c.step, c.micro_step, c.param);
   Elements index = 0;
   for (const OperandPiece& p : c.dst) {
     if (p.buffer == kNone) {
       index += p.length;
       continue;
     }
-    unsigned char* d = at(p);
-    for (Elements i = 0; i < p.length; ++i, ++index) {
+    const Elements first = index;
+    write_run(p.dtype, at(p), p.length, c.accumulate, [&](Elements i) {
       // Autograd's gradient of the scaled loss, in the gradient's dtype; an injected overflow
       // is an inf where the backward would produce one.
-      float g = stand_in_grad(o_, rank_, c.step, c.micro_step, c.param, index) * ls;
-      if (inject && index == 0) g = INFINITY;
-      store(p.dtype, d, i, c.accumulate ? static_cast<float>(load(p.dtype, d, i)) + g : g);
-    }
+      const Elements k = first + i;
+      return inject && k == 0 ? INFINITY : grads(k) * ls;
+    });
+    index += p.length;
   }
   return {};
 }
@@ -329,19 +408,32 @@ Status DataPath::optimizer_step(const WorkCall& c) {
   const double loss_scale = loss_scaled_ ? scaler_.scale() : 1.0;
   const double combined =
       u.norms.empty() ? loss_scale : combined_scale(loss_scale, total_norm, o_.gradient_clipping);
-  std::vector<float> p = gather(u.master), m = gather(u.exp_avg), v = gather(u.exp_avg_sq),
-                     g = gather(u.grad);
-  if (combined != 1.0) {
-    const auto inv = static_cast<float>(1.0 / combined);
-    for (float& x : g) x *= inv;
-  }
   AdamWParams h;
   h.lr = o_.lr;
   h.beta1 = o_.beta1;
   h.beta2 = o_.beta2;
   h.eps = o_.eps;
   h.weight_decay = o_.weight_decay;
-  adamw_step(h, ++update_steps_[c.update], p.data(), m.data(), v.data(), g.data(), n);
+  const std::uint64_t t = ++update_steps_[c.update];
+  const auto inv = static_cast<float>(1.0 / combined);
+  const auto plain = [](const Operand& x) {
+    return x.size() == 1 && x[0].buffer != kNone && x[0].dtype == DType::Float32;
+  };
+  if (plain(u.master) && plain(u.exp_avg) && plain(u.exp_avg_sq) && plain(u.grad)) {
+    // fp32 in place, as DeepSpeed's grad.mul_(1/combined) and the optimizer's step() run.
+    auto* g = reinterpret_cast<float*>(at(u.grad[0]));  // NOLINT: fp32 storage
+    if (combined != 1.0)
+      for (Elements i = 0; i < n; ++i) g[i] *= inv;
+    adamw_step(h, t, reinterpret_cast<float*>(at(u.master[0])),       // NOLINT
+               reinterpret_cast<float*>(at(u.exp_avg[0])),            // NOLINT
+               reinterpret_cast<float*>(at(u.exp_avg_sq[0])), g, n);  // NOLINT
+    return {};
+  }
+  std::vector<float> p = gather(u.master), m = gather(u.exp_avg), v = gather(u.exp_avg_sq),
+                     g = gather(u.grad);
+  if (combined != 1.0)
+    for (float& x : g) x *= inv;
+  adamw_step(h, t, p.data(), m.data(), v.data(), g.data(), n);
   scatter(u.master, p);
   scatter(u.exp_avg, m);
   scatter(u.exp_avg_sq, v);

@@ -41,10 +41,21 @@ class RingRegistry {
 /// init broadcasts make them agree.
 float initial_weight(std::uint64_t seed, std::uint32_t rank, std::uint32_t buffer, Elements index);
 
-/// The stand-in backward's gradient element before the loss scale (DataOptions' quantum and
-/// grad_scale applied).
-float stand_in_grad(const DataOptions& o, std::uint32_t rank, std::uint32_t step,
-                    std::uint32_t micro_step, std::uint32_t param, Elements index);
+/// The stand-in backward's gradients of one (rank, step, micro-step, param) before the loss scale:
+/// synthetic_grad with DataOptions' quantum and grad_scale applied.
+class StandInGrads {
+ public:
+  StandInGrads(const DataOptions& o, std::uint32_t rank, std::uint32_t step,
+               std::uint32_t micro_step, std::uint32_t param)
+      : g_(o.seed, rank, step, micro_step, param),
+        quantum_(o.quantum_bits > 0 ? static_cast<double>(std::uint64_t{1} << o.quantum_bits) : 0),
+        scale_(o.grad_scale) {}
+  float operator()(Elements index) const;
+
+ private:
+  SyntheticGrads g_;
+  double quantum_, scale_;
+};
 
 class DataPath {
  public:
@@ -58,7 +69,8 @@ class DataPath {
 
   double loss_scale() const { return scaler_.scale(); }
   std::uint64_t skipped_steps() const { return skipped_; }
-  std::vector<std::vector<unsigned char>> take_buffers() { return std::move(store_); }
+  /// Every live buffer's bytes (empty: not live).
+  std::vector<std::vector<unsigned char>> take_buffers();
 
  private:
   unsigned char* at(const OperandPiece& p);
@@ -74,7 +86,11 @@ class DataPath {
   const DataOptions& o_;
   std::uint32_t rank_;
   RingRegistry& rings_;
-  std::vector<std::vector<unsigned char>> store_;
+  struct Storage {
+    std::unique_ptr<unsigned char[]> data;
+    Bytes bytes = 0;
+  };
+  std::vector<Storage> store_;
   std::vector<bool> live_;
   std::set<std::uint32_t> overflow_buffers_;  ///< the updates' overflow flags
   DynamicLossScaler scaler_;
