@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "op_fields.h"
 #include "zerosim/units.h"
 
 namespace zerosim::exec {
@@ -123,7 +124,7 @@ struct Walk {
       case OpKind::Alloc: {
         live[op.buffer] = true;
         written[op.buffer].clear();
-        if (i == weights_alloc)  // the model's construction: its initial weights
+        if (i == weights_alloc || op_zero_fill(op))  // initial weights / torch.zeros
           written[op.buffer].add(0, s.buffer_numel(op.buffer, s.role_of(rank)));
         return {};
       }
@@ -139,10 +140,15 @@ struct Walk {
         if (op.src.empty()) return missing(i, "src");
         if (op.dst.empty()) return missing(i, "dst");
         if (Status e = read(i, "src", get(op, op.src, true))) return e;
+        if (op_adds(op))  // dst += src: the accumulator must hold something
+          if (Status e = read(i, "dst (accumulated into)", get(op, op.dst, false))) return e;
         return write(i, "dst", get(op, op.dst, false));
       }
       case OpKind::GradReady:
         if (op.dst.empty()) return missing(i, "dst (the gradient)");
+        if (op_adds(op))  // autograd accumulating into a live p.grad
+          if (Status e = read(i, "dst (the gradient, accumulated into)", get(op, op.dst, false)))
+            return e;
         return write(i, "dst (the gradient)", get(op, op.dst, false));
       case OpKind::OptimizerStep: {
         if (op.update == kNone || op.update >= s.updates.size())

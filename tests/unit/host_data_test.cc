@@ -262,3 +262,29 @@ TEST(DataModeRefuses, TodaysBuilderSchedules) {
 
 }  // namespace
 }  // namespace zerosim::exec
+
+namespace zerosim::exec {
+namespace {
+
+// A rank that fails in data mode ends the run in bounded time with a report naming it; the ranks
+// waiting for it in the all-reduce return.
+TEST(DataMode, AFailingRankEndsTheRun) {
+  const Schedule s = plain_dp_schedule({kTensors, 4, 1, DType::Float16});
+  auto g = lower_schedule(s);
+  ASSERT_TRUE(g.ok());
+  HostOptions o = data_options(0);
+  o.stall_timeout = std::chrono::milliseconds(3000);
+  o.fail_rank = 2;
+  o.fail_op = find_op(s, "all-reduce grads");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = run_host(s, g.value(), o);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.diagnostics().to_string().find("rank 2, op " + std::to_string(o.fail_op) +
+                                               " (\"all-reduce grads\"): injected failure"),
+            std::string::npos)
+      << run.diagnostics().to_string();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+}
+
+}  // namespace
+}  // namespace zerosim::exec
