@@ -69,6 +69,8 @@ class DataPath {
 
   double loss_scale() const { return scaler_.scale(); }
   std::uint64_t skipped_steps() const { return skipped_; }
+  /// A live buffer's storage (tests; a backend's readout). Precondition: the buffer is live.
+  unsigned char* bytes(std::uint32_t buffer) { return store_[buffer].data.get(); }
   /// Every live buffer's bytes (empty: not live).
   std::vector<std::vector<unsigned char>> take_buffers();
 

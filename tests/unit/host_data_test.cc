@@ -288,3 +288,187 @@ TEST(DataMode, AFailingRankEndsTheRun) {
 
 }  // namespace
 }  // namespace zerosim::exec
+
+namespace zerosim::exec {
+namespace {
+
+// The data path's calls one by one, on one rank of a one-rank world (collectives of one rank).
+struct OneRank {
+  Schedule s = plain_dp_schedule({{8}, 1, 1, DType::Float16});
+  DataOptions o;
+  RingRegistry rings{std::chrono::milliseconds(2000)};
+  std::unique_ptr<DataPath> dp;
+  static constexpr std::uint32_t kLp = 0, kMaster = 1, kStates = 2, kGrad = 3;
+  OneRank() {
+    // Executor-owned scratch: an overflow flag the update names.
+    Buffer flag;
+    flag.name = "overflow flag (scratch)";
+    flag.dtype = DType::UInt8;
+    flag.numel = 1;
+    flag.executor_owned = true;
+    s.buffers.push_back(flag);
+    s.updates[0].overflow = {flag_buffer(), 0, 0, 1};
+    o.overflow_steps = {1, 2};
+    dp = std::make_unique<DataPath>(s, o, 0, rings);
+  }
+  std::uint32_t flag_buffer() const { return static_cast<std::uint32_t>(s.buffers.size() - 1); }
+  void set32(std::uint32_t b, const std::vector<float>& v) {
+    std::memcpy(dp->bytes(b), v.data(), 4 * v.size());
+  }
+  std::vector<float> get(std::uint32_t b, DType t, Elements n) {
+    std::vector<float> v;
+    for (Elements i = 0; i < n; ++i) {
+      float f;
+      if (t == DType::Float32) {
+        std::memcpy(&f, dp->bytes(b) + 4 * i, 4);
+      } else {
+        std::uint16_t h;
+        std::memcpy(&h, dp->bytes(b) + 2 * i, 2);
+        f = t == DType::Float16 ? fp16_to_float(h) : bf16_to_float(h);
+      }
+      v.push_back(f);
+    }
+    return v;
+  }
+  Status all_reduce_flag(std::uint32_t step) {
+    CollectiveCall c;
+    c.kind = CollectiveKind::AllReduce;
+    c.numel = c.out_numel = 1;
+    c.dtype = DType::UInt8;
+    c.reduce_op = ReduceOp::Max;
+    c.step = step;
+    c.src = {{flag_buffer(), 0, 1, DType::UInt8}};
+    return dp->collective(c);
+  }
+};
+
+WorkCall copy_call(OperandPiece src, OperandPiece dst, double scale, bool add) {
+  WorkCall w;
+  w.kind = OpKind::Copy;
+  w.src = {src};
+  w.dst = {dst};
+  w.scale = scale;
+  w.accumulate = add;
+  return w;
+}
+
+TEST(DataPath, CopiesCastScaleAndAccumulateWithRoundToNearestEven) {
+  OneRank r;
+  ASSERT_FALSE(r.dp->allocate(OneRank::kLp, 16, /*zero_fill=*/true, false));
+  EXPECT_EQ(r.get(OneRank::kLp, DType::Float16, 8), std::vector<float>(8, 0.0f));
+  ASSERT_FALSE(r.dp->allocate(OneRank::kMaster, 32, false, false));
+  // 1 + 2^-11 is a tie between fp16's 1 and 1 + 2^-10: to even, 1; 1 + 3·2^-11 rounds up.
+  r.set32(OneRank::kMaster, {1.0f + 0x1p-11f, 1.0f + 0x3p-11f, 65520.0f, 3.0f, 1, 1, 1, 1});
+  const OperandPiece m{OneRank::kMaster, 0, 8, DType::Float32};
+  const OperandPiece lp{OneRank::kLp, 0, 8, DType::Float16};
+  ASSERT_FALSE(r.dp->work(copy_call(m, lp, 1.0, false)));
+  std::vector<float> got = r.get(OneRank::kLp, DType::Float16, 4);
+  EXPECT_EQ(got[0], 1.0f);
+  EXPECT_EQ(got[1], 1.0f + 0x1p-9f);
+  EXPECT_TRUE(std::isinf(got[2]));  // 65520 rounds to infinity in fp16
+  EXPECT_EQ(got[3], 3.0f);
+  // dst += src x 0.5 in float, rounded once: 3 + 1.5 = 4.5.
+  ASSERT_FALSE(r.dp->work(copy_call(m, lp, 0.5, true)));
+  EXPECT_EQ(r.get(OneRank::kLp, DType::Float16, 4)[3], 4.5f);
+  // Zeros (a piece with no buffer) assigned and lengths that differ refused.
+  ASSERT_FALSE(r.dp->work(copy_call({kNone, 0, 8, DType::Float32}, m, 1.0, false)));
+  EXPECT_EQ(r.get(OneRank::kMaster, DType::Float32, 8), std::vector<float>(8, 0.0f));
+  Status bad = r.dp->work(copy_call({OneRank::kMaster, 0, 4, DType::Float32}, lp, 1.0, false));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->message, "expected src and dst of equal length, got 4 and 8 elements");
+  // A region outside its buffer and a buffer not allocated are errors, not overruns.
+  bad = r.dp->work(copy_call({OneRank::kMaster, 4, 8, DType::Float32}, lp, 1.0, false));
+  ASSERT_TRUE(bad);
+  EXPECT_NE(bad->message.find("lie outside buffer #1"), std::string::npos) << bad->message;
+  bad = r.dp->work(copy_call({OneRank::kGrad, 0, 8, DType::Float16}, lp, 1.0, false));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->message, "src: buffer #3 is not allocated");
+}
+
+TEST(DataPath, TheStandInBackwardWritesScaledSyntheticGradients) {
+  OneRank r;
+  ASSERT_FALSE(r.dp->allocate(OneRank::kGrad, 16, false, false));
+  WorkCall w;
+  w.kind = OpKind::GradReady;
+  w.param = 0;
+  w.dst = {{OneRank::kGrad, 0, 8, DType::Float16}};
+  ASSERT_FALSE(r.dp->work(w));
+  const StandInGrads g(r.o, 0, 0, 0, 0);
+  for (Elements i = 0; i < 8; ++i)  // x the fp16 loss scale 2^16, rounded as autograd stores it
+    EXPECT_EQ(r.get(OneRank::kGrad, DType::Float16, 8)[i],
+              fp16_to_float(float_to_fp16(g(i) * 65536.0f)));
+  w.accumulate = true;  // a second micro-step adds
+  w.micro_step = 1;
+  const std::vector<float> before = r.get(OneRank::kGrad, DType::Float16, 8);
+  ASSERT_FALSE(r.dp->work(w));
+  const StandInGrads g1(r.o, 0, 0, 1, 0);
+  EXPECT_EQ(r.get(OneRank::kGrad, DType::Float16, 8)[5],
+            fp16_to_float(float_to_fp16(before[5] + g1(5) * 65536.0f)));
+}
+
+// DeepSpeed's loss scaling through the data path: an overflow step's backward writes an inf, the
+// overflow all-reduce sees it, the step is skipped and the scaler's hysteresis (2) absorbs the
+// first overflow and halves the scale at the second; an update while the flag is set is an error.
+TEST(DataPath, OverflowStepsSkipAndLowerTheLossScale) {
+  OneRank r;
+  ASSERT_FALSE(r.dp->allocate(OneRank::kGrad, 16, false, false));
+  for (std::uint32_t step : {0u, 1u, 2u}) {
+    WorkCall w;
+    w.kind = OpKind::GradReady;
+    w.step = step;
+    w.dst = {{OneRank::kGrad, 0, 8, DType::Float16}};
+    ASSERT_FALSE(r.dp->work(w));
+    const bool inf = std::isinf(r.get(OneRank::kGrad, DType::Float16, 1)[0]);
+    EXPECT_EQ(inf, step >= 1) << "step " << step;
+    // The local check is not an op of the IR yet: set the flag as it would.
+    r.dp->bytes(r.flag_buffer())[0] = inf ? 1 : 0;
+    ASSERT_FALSE(r.all_reduce_flag(step));
+  }
+  r.dp->finish();
+  EXPECT_EQ(r.dp->skipped_steps(), 2u);
+  EXPECT_EQ(r.dp->loss_scale(), 32768.0);  // 65536, hysteresis 2: the second overflow halves it
+  DynamicLossScaler ref;
+  for (bool overflow : {false, true, true}) ref.update(overflow);
+  EXPECT_EQ(r.dp->loss_scale(), ref.scale());
+  // An update while the flag says overflow: the schedule and the data disagree.
+  OneRank u;
+  for (std::uint32_t b : {OneRank::kMaster, OneRank::kStates})
+    ASSERT_FALSE(u.dp->allocate(b, b == OneRank::kStates ? 64 : 32, true, false));
+  ASSERT_FALSE(u.dp->allocate(5, 32, true, false));  // fp32 grads
+  u.dp->bytes(u.flag_buffer())[0] = 1;
+  WorkCall step;
+  step.kind = OpKind::OptimizerStep;
+  step.update = 0;
+  step.operands.master = {{OneRank::kMaster, 0, 8, DType::Float32}};
+  step.operands.grad = {{5, 0, 8, DType::Float32}};
+  step.operands.exp_avg = {{OneRank::kStates, 0, 8, DType::Float32}};
+  step.operands.exp_avg_sq = {{OneRank::kStates, 8, 8, DType::Float32}};
+  step.operands.overflow = {{u.flag_buffer(), 0, 1, DType::UInt8}};
+  Status e = u.dp->work(step);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("the overflow flag is set"), std::string::npos);
+  u.dp->bytes(u.flag_buffer())[0] = 0;
+  EXPECT_FALSE(u.dp->work(step));
+}
+
+// A collective's output x scale (DeepSpeed's averaging), on a one-rank group.
+TEST(DataPath, ACollectiveScalesItsOutput) {
+  OneRank r;
+  ASSERT_FALSE(r.dp->allocate(OneRank::kMaster, 32, false, false));
+  r.set32(OneRank::kMaster, {1, 2, 3, 4, 5, 6, 7, 8});
+  CollectiveCall c;
+  c.kind = CollectiveKind::AllReduce;
+  c.numel = c.out_numel = 8;
+  c.dtype = DType::Float32;
+  c.reduce_op = ReduceOp::Sum;
+  c.scale = 0.25;
+  c.src = {{OneRank::kMaster, 0, 8, DType::Float32}};
+  ASSERT_FALSE(r.dp->collective(c));
+  EXPECT_EQ(r.get(OneRank::kMaster, DType::Float32, 8),
+            (std::vector<float>{0.25f, 0.5f, 0.75f, 1, 1.25f, 1.5f, 1.75f, 2}));
+  c.dtype = DType::Float16;  // buffers in another dtype than the call's: refused
+  EXPECT_TRUE(r.dp->collective(c));
+}
+
+}  // namespace
+}  // namespace zerosim::exec
