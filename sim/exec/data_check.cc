@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "op_fields.h"
 #include "zerosim/units.h"
 
 namespace zerosim::exec {
@@ -124,7 +123,7 @@ struct Walk {
       case OpKind::Alloc: {
         live[op.buffer] = true;
         written[op.buffer].clear();
-        if (i == weights_alloc || op_zero_fill(op))  // initial weights / torch.zeros
+        if (i == weights_alloc || op.zero_fill)  // initial weights / torch.zeros
           written[op.buffer].add(0, s.buffer_numel(op.buffer, s.role_of(rank)));
         return {};
       }
@@ -140,13 +139,13 @@ struct Walk {
         if (op.src.empty()) return missing(i, "src");
         if (op.dst.empty()) return missing(i, "dst");
         if (Status e = read(i, "src", get(op, op.src, true))) return e;
-        if (op_adds(op))  // dst += src: the accumulator must hold something
+        if (op.copy_mode == CopyMode::Add)  // dst += src: the accumulator must hold something
           if (Status e = read(i, "dst (accumulated into)", get(op, op.dst, false))) return e;
         return write(i, "dst", get(op, op.dst, false));
       }
       case OpKind::GradReady:
         if (op.dst.empty()) return missing(i, "dst (the gradient)");
-        if (op_adds(op))  // autograd accumulating into a live p.grad
+        if (op.copy_mode == CopyMode::Add)  // autograd accumulating into a live p.grad
           if (Status e = read(i, "dst (the gradient, accumulated into)", get(op, op.dst, false)))
             return e;
         return write(i, "dst (the gradient)", get(op, op.dst, false));

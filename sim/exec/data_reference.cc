@@ -39,6 +39,7 @@ Schedule plain_dp_schedule(const PlainDpSpec& spec) {
   s.meta.world = spec.world;
   s.meta.gpus_per_node = spec.world;
   s.meta.steps = spec.steps;
+  s.meta.grad_accum = spec.grad_accum;
   s.meta.lp = spec.lp;
   s.meta.grad_accum_dtype = spec.lp;
   s.meta.comm = spec.lp;
@@ -114,19 +115,21 @@ Schedule plain_dp_schedule(const PlainDpSpec& spec) {
   alloc(master, Phase::Init, 0);
   copy(Phase::Init, 0, n, DType::Float32, {module}, {master}, "master from the LP params");
   alloc(states, Phase::Init, 0);
-  Region zeros;
-  zeros.list = 1;
-  copy(Phase::Init, 0, 2 * n, DType::Float32, zeros, {states}, "zero the optimizer states");
+  s.ops.back().zero_fill = true;  // Adam's moments start at 0 (torch.zeros_like)
   Region flat_src;
   flat_src.list = 0;
   for (std::uint32_t k = 0; k < spec.steps; ++k) {
-    for (std::uint32_t t = T; t-- > 0;) {
-      alloc(grad[t], Phase::Backward, k);
-      Op& o = op(OpKind::GradReady, Phase::Backward, k, "grad ready " + std::to_string(t));
-      o.param = t;
-      o.src = {module, offset[t], 0, spec.tensors[t]};
-      o.dst = {grad[t], 0, 0, spec.tensors[t]};
-    }
+    for (std::uint32_t mi = 0; mi < spec.grad_accum; ++mi)
+      for (std::uint32_t t = T; t-- > 0;) {
+        if (mi == 0) alloc(grad[t], Phase::Backward, k);
+        Op& o = op(OpKind::GradReady, Phase::Backward, k, "grad ready " + std::to_string(t));
+        o.micro_step = mi;
+        o.param = t;
+        o.src = {module, offset[t], 0, spec.tensors[t]};
+        o.dst = {grad[t], 0, 0, spec.tensors[t]};
+        o.copy_mode = mi == 0 ? CopyMode::Assign : CopyMode::Add;  // autograd into a live p.grad
+        o.scale = 1.0 / spec.grad_accum;                           // the engine's loss / GA
+      }
     alloc(flat, Phase::BoundaryReduce, k);
     copy(Phase::BoundaryReduce, k, n, spec.lp, flat_src, {flat}, "flatten grads");
     Op& ar = op(OpKind::Collective, Phase::BoundaryReduce, k, "all-reduce grads");
@@ -134,6 +137,7 @@ Schedule plain_dp_schedule(const PlainDpSpec& spec) {
     ar.dtype = spec.lp;
     ar.reduce_op = ReduceOp::Sum;
     ar.src = {flat};
+    ar.scale = 1.0 / spec.world;  // the engine's averaging
     alloc(g32, Phase::Step, k);
     copy(Phase::Step, k, n, DType::Float32, {flat}, {g32}, "cast grads to fp32");
     free_(flat, Phase::Step, k);
@@ -196,8 +200,10 @@ ReferenceRun reference_train(const DataOptions& o, const ReferenceSpec& spec) {
         std::fill(acc.begin(), acc.end(), 0.0f);
         for (std::uint32_t mi = 0; mi < spec.grad_accum; ++mi) {
           const StandInGrads grads(o, rank, k, mi, t);
+          const float micro =
+              spec.scale_micro_steps ? 1.0f / static_cast<float>(spec.grad_accum) : 1.0f;
           for (Elements i = 0; i < n; ++i)
-            acc[i] = round_to(spec.lp, acc[i] + round_to(spec.lp, grads(i) * ls));
+            acc[i] = round_to(spec.lp, acc[i] + round_to(spec.lp, grads(i) * ls * micro));
         }
         for (Elements i = 0; i < n; ++i) sums[i] += acc[i];
       }

@@ -19,10 +19,12 @@ struct PlainDpSpec {
   std::uint32_t world = 2;
   std::uint32_t steps = 1;
   DType lp = DType::Float16;
+  std::uint32_t grad_accum = 1;  ///< micro-steps per step: grad_ready x 1/grad_accum, then Add
 };
 
 /// The module's parameters are buffer 0 (the tensors concatenated in order), the fp32 master
-/// buffer 1 and Adam's moments buffer 2; comms[0] is the world.
+/// buffer 1 and Adam's moments buffer 2 (zero-filled); comms[0] is the world. The all-reduce
+/// averages (x 1/world), as DeepSpeed's engine does.
 Schedule plain_dp_schedule(const PlainDpSpec& spec);
 
 struct ReferenceSpec {
@@ -34,6 +36,8 @@ struct ReferenceSpec {
   std::uint32_t weights_buffer = 0;
   /// Whether the step's gradient is the mean over ranks (DeepSpeed averages) or the sum.
   bool average = true;
+  /// Whether each micro-step's gradient is the loss's x 1/grad_accum (the engine's scaling).
+  bool scale_micro_steps = true;
 };
 
 struct ReferenceRun {
@@ -44,8 +48,9 @@ struct ReferenceRun {
 };
 
 /// One copy of the model trained without partitioning: each step, every rank's stand-in gradient
-/// (StandInGrads x the loss scale, rounded to lp as autograd stores it; summed over micro-steps in
-/// lp), summed over ranks exactly (in double) and rounded to lp once, averaged, cast to fp32,
+/// (StandInGrads x the loss scale x 1/grad_accum, rounded to lp as autograd stores it; summed over
+/// micro-steps in lp), summed over ranks exactly (in double) and rounded to lp once, averaged, cast
+/// to fp32,
 /// unscaled (and clipped by the global norm), AdamW; an overflow step (an inf in rank 0's first
 /// gradient) is skipped and lowers the loss scale.
 ReferenceRun reference_train(const DataOptions& o, const ReferenceSpec& spec);

@@ -4,8 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "op_fields.h"
-
 namespace zerosim::exec {
 
 std::string where(const Schedule& s, std::uint32_t rank, std::uint32_t op) {
@@ -144,8 +142,7 @@ Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocato
         st = allocator.allocate(op.buffer, bytes, b.pool, b.category);
         const bool init_weights = i == weights_alloc;
         if (!st)
-          st =
-              device.allocate(op.buffer, bytes, b.pool, b.category, op_zero_fill(op), init_weights);
+          st = device.allocate(op.buffer, bytes, b.pool, b.category, op.zero_fill, init_weights);
         break;
       }
       case OpKind::Free:
@@ -174,7 +171,7 @@ Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocato
         if (v.operands) {
           c.src = operand(s, op, op.src, v.rank, true);
           c.dst = operand(s, op, op.dst, v.rank, false);
-          c.scale = op_scale(op);
+          c.scale = op.scale;
         }
         st = device.collective(op.stream, c);
         ++run.collectives;
@@ -197,8 +194,8 @@ Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocato
           if (v.operands) {
             w.src = operand(s, op, op.src, v.rank, true);
             w.dst = operand(s, op, op.dst, v.rank, false);
-            w.accumulate = op_adds(op);
-            w.scale = op_scale(op);
+            w.accumulate = op.copy_mode == CopyMode::Add;
+            w.scale = op.scale;
             if (op.kind == OpKind::OptimizerStep && op.update < s.updates.size()) {
               const UpdateCall& u = s.updates[op.update];
               UpdateOperands& o = w.operands;

@@ -337,7 +337,9 @@ Status DataPath::grad_ready(const WorkCall& c) {
   begin_step(c.step);
   for (const OperandPiece& p : c.dst)
     if (Status e = check(p, "dst (the gradient)")) return e;
+  // The gradient of the loss x the loss scale x Op::scale (the engine's 1/accumulation steps).
   const float ls = static_cast<float>(loss_scaled_ ? scaler_.scale() : 1.0);
+  const auto op_scale = static_cast<float>(c.scale);
   const bool inject =
       rank_ == 0 && c.micro_step == 0 && !injected_.count(c.step) &&
       std::binary_search(o_.overflow_steps.begin(), o_.overflow_steps.end(), c.step);
@@ -353,8 +355,12 @@ Status DataPath::grad_ready(const WorkCall& c) {
     write_run(p.dtype, at(p), p.length, c.accumulate, [&](Elements i) {
       // Autograd's gradient of the scaled loss, in the gradient's dtype; an injected overflow
       // is an inf where the backward would produce one.
+      // Accumulating, autograd adds the new gradient as stored (rounded to the dtype) to p.grad.
       const Elements k = first + i;
-      return inject && k == 0 ? INFINITY : grads(k) * ls;
+      const float g = inject && k == 0 ? INFINITY : grads(k) * ls * op_scale;
+      return p.dtype == DType::Float16    ? fp16_to_float(float_to_fp16(g))
+             : p.dtype == DType::BFloat16 ? bf16_to_float(float_to_bf16(g))
+                                          : g;
     });
     index += p.length;
   }

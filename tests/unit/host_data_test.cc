@@ -67,17 +67,21 @@ struct Case {
   std::uint32_t world;
   DType lp;
   std::uint32_t quantum_bits;
+  std::uint32_t grad_accum = 1;
 };
 
 class PlainDp : public ::testing::TestWithParam<Case> {};
 
 // With gradients that are multiples of 2^-q small enough that every partial sum is exact in the
 // 16-bit dtype, the ring all-reduce's per-hop rounding changes nothing and the order of summation
-// does not matter: data mode equals the reference bit for bit.
+// does not matter: data mode equals the reference bit for bit. Averaging by a power-of-two world
+// and scaling by 1/grad_accum are exact too; at 3 ranks x 1/3 both round the same sum once, the
+// same way (the schedule's all-reduce x scale and the reference's mean are one float
+// multiplication).
 TEST_P(PlainDp, EqualsTheReferenceBitForBit) {
   const Case c = GetParam();
   const std::uint32_t steps = 3;
-  const Schedule s = plain_dp_schedule({kTensors, c.world, steps, c.lp});
+  const Schedule s = plain_dp_schedule({kTensors, c.world, steps, c.lp, c.grad_accum});
   auto g = lower_schedule(s);
   ASSERT_TRUE(g.ok()) << g.diagnostics().to_string();
   const HostOptions o = data_options(c.quantum_bits);
@@ -88,10 +92,14 @@ TEST_P(PlainDp, EqualsTheReferenceBitForBit) {
   rs.world = c.world;
   rs.steps = steps;
   rs.lp = c.lp;
-  rs.average = false;  // the schedule's all-reduce sums (no Op::scale yet)
+  rs.grad_accum = c.grad_accum;
   const ReferenceRun ref = reference_train(o.data_options, rs);
   const Compared cmp = compare(run.value(), ref, c.lp);
   EXPECT_EQ(cmp.bitwise, cmp.elements) << "max |difference| " << cmp.max_abs;
+  // Not averaging (or not scaling the micro-steps) gives other weights: the test sees the scales.
+  ReferenceSpec sum = rs;
+  sum.average = false;
+  EXPECT_LT(compare(run.value(), reference_train(o.data_options, sum), c.lp).bitwise, cmp.elements);
   // The weights moved (the comparison is not of two untouched copies) ...
   ReferenceSpec none = rs;
   none.steps = 0;
@@ -106,8 +114,9 @@ TEST_P(PlainDp, EqualsTheReferenceBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Exact, PlainDp,
                          ::testing::Values(Case{2, DType::Float16, 6}, Case{4, DType::Float16, 6},
-                                           Case{3, DType::Float16, 6},
-                                           Case{4, DType::BFloat16, 3}));
+                                           Case{3, DType::Float16, 6}, Case{4, DType::BFloat16, 3},
+                                           Case{4, DType::Float16, 6, 2},
+                                           Case{2, DType::BFloat16, 3, 4}));
 
 // Full 24-bit gradients: the ring rounds each hop's partial sum to fp16, the reference rounds the
 // exact sum once, so a reduced gradient may differ by an ulp of the sum. Adam divides the moment by
@@ -126,7 +135,6 @@ TEST(PlainDpTolerance, FullPrecisionGradientsWithinTheRingsRounding) {
   rs.tensors = kTensors;
   rs.world = world;
   rs.steps = steps;
-  rs.average = false;
   const Compared cmp = compare(run.value(), reference_train(o.data_options, rs), DType::Float16);
   EXPECT_LE(cmp.max_abs, 2.0 * o.data_options.lr * steps);
   EXPECT_GE(static_cast<double>(cmp.bitwise), 0.95 * static_cast<double>(cmp.elements));
