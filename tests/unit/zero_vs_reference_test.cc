@@ -92,10 +92,14 @@ TEST_P(ZeroVsReference, EveryRanksParametersEqualTheReference) {
   const std::uint32_t alloc = model_weights_alloc(s);
   ASSERT_NE(alloc, kNone);
   rs.weights_buffer = s.ops[alloc].buffer;
-  for (const TensorInfo& t : s.tensors) {
-    rs.tensors.push_back(t.numel);
-    off += t.numel;
-  }
+  for (const TensorInfo& t : s.tensors) rs.tensors.push_back(t.numel);
+  std::uint32_t k = 0;
+  for (const Op& op : s.ops)
+    if (op.kind == OpKind::Collective && op.collective == CollectiveKind::Broadcast &&
+        op.phase == Phase::Init && op.src.buffer == rs.weights_buffer && k < s.tensors.size()) {
+      EXPECT_EQ(op.src.offset, off) << op.label;
+      off += s.tensors[k++].numel;
+    }
   rs.world = world;
   rs.steps = steps;
   rs.grad_accum = v.grad_accum;
