@@ -34,6 +34,7 @@ TEST(IrTypes, CountsDeriveFromTheEnums) {
   expect_count<Phase>("Phase", kPhaseCount, phase_name, "unknown");
   expect_count<BufferCategory>("BufferCategory", kCategoryCount, category_name, "unknown");
   expect_count<MemoryPool>("MemoryPool", kMemoryPoolCount, memory_pool_name, "unknown");
+  expect_count<CopyMode>("CopyMode", kCopyModeCount, copy_mode_name, "unknown");
   expect_count<CollectiveKind>("CollectiveKind", kCollectiveKindCount, collective_name, "unknown");
   expect_count<DType>("DType", kDTypeCount, dtype_name, "?");
   EXPECT_EQ(kAllCategories.size(), kCategoryCount);

@@ -104,16 +104,19 @@ Schedule two_rank_schedule() {
   ar.stream = Stream::Reduce;
   ar.bucket = 0;
   ar.deps = {7};
+  ar.scale = 0.5;  // averaged over the 2 ranks
   ar.label = "flush 0: AR(7)";
   ops.push_back(ar);  // 8
   Op gip = make_op(OpKind::Alloc, Phase::Epilogue);
   gip.buffer = 2;
+  gip.zero_fill = true;  // torch.zeros
   gip.deps = {6, 8};
   ops.push_back(gip);  // 9
   Op post = make_op(OpKind::Copy, Phase::Epilogue);
   post.slot = 0;
   post.dst = {2, 0, 0, 0};  // the role's grads_in_partition
-  ops.push_back(post);      // 10
+  post.copy_mode = CopyMode::Add;
+  ops.push_back(post);  // 10
   Op fr = make_op(OpKind::Free, Phase::Epilogue);
   fr.buffer = 1;
   ops.push_back(fr);  // 11
@@ -251,7 +254,9 @@ void expect_equal(const Schedule& a, const Schedule& b) {
                 x.flops == y.flops && x.elements == y.elements && x.slot == y.slot &&
                 x.dtype == y.dtype && x.collective == y.collective && x.numel == y.numel &&
                 x.out_numel == y.out_numel && x.comm == y.comm && x.reduce_op == y.reduce_op &&
-                x.root == y.root && x.deps == y.deps && x.label == y.label)
+                x.root == y.root && x.deps == y.deps && x.label == y.label &&
+                x.zero_fill == y.zero_fill && x.copy_mode == y.copy_mode && x.scale == y.scale &&
+                x.src == y.src && x.dst == y.dst && x.update == y.update)
         << "op " << i;
   }
 }
@@ -260,7 +265,7 @@ TEST(ScheduleIo, StructLayoutIsTheOneTheFormatCovers) {
   // A new Buffer/Op field changes these sizes: add it to schedule_writer.cc, schedule_reader.cc,
   // expect_equal above and scenarios/README.md, then update the numbers (x86-64, g++).
   EXPECT_EQ(sizeof(Buffer), 88u);
-  EXPECT_EQ(sizeof(Op), 232u);
+  EXPECT_EQ(sizeof(Op), 240u);
 }
 
 TEST(ScheduleIo, WritesTheGoldenFile) {
@@ -279,10 +284,17 @@ TEST(ScheduleIo, OpsAreCompactAndKeysOrdered) {
   EXPECT_NE(text.find("\n    {\"kind\":\"alloc\",\"phase\":\"init\",\"buffer\":0},\n"),
             std::string::npos);
   EXPECT_NE(text.find("\n    {\"kind\":\"collective\",\"stream\":\"reduce\",\"phase\":\"backward\","
-                      "\"bucket\":0,\"numel\":7,\"out_numel\":7,\"reduce_op\":\"sum\","
-                      "\"deps\":[7],\"label\":\"flush 0: AR(7)\"},\n"),
+                      "\"bucket\":0,\"scale\":0.5,\"numel\":7,\"out_numel\":7,"
+                      "\"reduce_op\":\"sum\",\"deps\":[7],\"label\":\"flush 0: AR(7)\"},\n"),
             std::string::npos)
       << text;
+  // zero_fill next to the buffer it fills, copy_mode after the operands it applies to.
+  EXPECT_NE(text.find("\n    {\"kind\":\"alloc\",\"phase\":\"epilogue\",\"buffer\":2,"
+                      "\"zero_fill\":true,\"deps\":[6,8]},\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("\n    {\"kind\":\"copy\",\"phase\":\"epilogue\",\"slot\":0,"
+                      "\"dst\":{\"buffer\":2},\"copy_mode\":\"add\"},\n"),
+            std::string::npos);
   EXPECT_NE(text.find("\n    {\"kind\":\"forward\",\"layer\":0,\"flops\":1500000000.0,"
                       "\"label\":\"fwd layers.0\"}"),
             std::string::npos);
@@ -586,6 +598,48 @@ TEST(ScheduleIoBadInput, UpdatesAndScratchAreChecked) {
                                    "{\"kind\":\"alloc\",\"phase\":\"init\",\"buffer\":4}")),
             "two_rank.json: /ops/1/buffer: expected a buffer the program allocates, got \"norms\", "
             "which the executor owns (no Alloc or Free)\n");
+}
+
+// copy_mode, scale and zero_fill: known names and types, and only on the kinds they apply to.
+TEST(ScheduleIoBadInput, CopyModeScaleAndZeroFillAreChecked) {
+  const std::string good = write(two_rank_schedule());
+  const std::string add = "\"copy_mode\":\"add\"";
+  EXPECT_EQ(
+      errors_of(replace_once(good, add, "\"copy_mode\":\"ad\"")),
+      "two_rank.json: /ops/10/copy_mode: expected one of \"assign\", \"add\", got \"ad\" (did "
+      "you mean \"add\"?)\n");
+  EXPECT_EQ(errors_of(replace_once(good, add, "\"copy_mode\":1")),
+            "two_rank.json: /ops/10/copy_mode: expected one of \"assign\", \"add\", got 1\n");
+  EXPECT_EQ(errors_of(replace_once(good, add, add + ",\"zero_fill\":true")),
+            "two_rank.json: /ops/10/zero_fill: expected zero_fill only on an alloc op, got it on a "
+            "copy op\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"buffer\":2,\"zero_fill\":true",
+                                   "\"buffer\":2,\"zero_fill\":1")),
+            "two_rank.json: /ops/9/zero_fill: expected true or false, got 1\n");
+  const std::string avg = "\"scale\":0.5";
+  EXPECT_EQ(errors_of(replace_once(good, avg, "\"scale\":-1")),
+            "two_rank.json: /ops/8/scale: expected a finite scale above 0, got -1\n");
+  EXPECT_EQ(errors_of(replace_once(good, avg, "\"scale\":0")),
+            "two_rank.json: /ops/8/scale: expected a finite scale above 0, got 0\n");
+  EXPECT_EQ(errors_of(replace_once(good, avg, "\"scale\":\"half\"")),
+            "two_rank.json: /ops/8/scale: expected a number in [-1.79769e+308, 1.79769e+308], got "
+            "\"half\"\n");
+  EXPECT_EQ(
+      errors_of(replace_once(good, avg, avg + "," + add)),
+      "two_rank.json: /ops/8/copy_mode: expected \"add\" only on copy, copy_to_bucket, "
+      "write_back, host_to_device, device_to_host or grad_ready, got it on a collective op\n");
+  EXPECT_EQ(
+      errors_of(replace_once(good, "\"reduce_op\":\"max\"", "\"reduce_op\":\"max\",\"scale\":2")),
+      "two_rank.json: /ops/12/scale: expected no scale on an all_reduce (max) op (only "
+      "copy-like ops, grad_ready and sum all_reduce, reduce or reduce_scatter_tensor scale), "
+      "got 2\n");
+  EXPECT_EQ(errors_of(replace_once(good, "\"root\":0,\"label\":\"broadcast model\"",
+                                   "\"root\":0,\"scale\":2,\"label\":\"broadcast model\"")),
+            "two_rank.json: /ops/2/scale: expected no scale on a broadcast op (only copy-like ops, "
+            "grad_ready and sum all_reduce, reduce or reduce_scatter_tensor scale), got 2\n");
+  EXPECT_EQ(errors_of(replace_once(good, "{\"kind\":\"sync\"", "{\"kind\":\"sync\",\"scale\":2")),
+            "two_rank.json: /ops/18/scale: expected no scale on a sync op (only copy-like ops, "
+            "grad_ready and sum all_reduce, reduce or reduce_scatter_tensor scale), got 2\n");
 }
 
 TEST(ScheduleIoBadInput, UnknownCommunicator) {

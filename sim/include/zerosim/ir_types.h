@@ -87,6 +87,12 @@ std::string_view phase_name(
 enum class ReduceOp : std::uint8_t { None, Sum, Max };
 std::string_view reduce_op_name(ReduceOp r);  ///< "", "sum", "max"
 
+/// How a data op writes its destination: Assign replaces it (copy_, a fresh p.grad), Add
+/// accumulates into it (DeepSpeed's add_ into grads_in_partition, autograd into a live p.grad).
+enum class CopyMode : std::uint8_t { Assign, Add };
+inline constexpr std::size_t kCopyModeCount = static_cast<std::size_t>(CopyMode::Add) + 1;
+std::string_view copy_mode_name(CopyMode m);  ///< "assign", "add"
+
 enum class BufferCategory : std::uint8_t {
   Param16,     ///< low-precision parameters (flat B1 / stage-3 partitions)
   Param32,     ///< fp32 master weights (B2)

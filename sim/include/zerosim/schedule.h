@@ -126,6 +126,10 @@ struct Op {
   OpKind kind = OpKind::Marker;
   Stream stream = Stream::Compute;
   Phase phase = Phase::Forward;
+  /// Alloc: the buffer is zero-filled when allocated (torch.zeros; DeepSpeed's zero-initialised
+  /// accumulators), so an Add into it before any Assign starts from 0. (Declared beside the
+  /// one-byte enums, in their padding, as copy_mode is: Op stays small for the simulator.)
+  bool zero_fill = false;
   std::uint32_t step = 0;        ///< optimizer step index (0 first)
   std::uint32_t micro_step = 0;  ///< micro-step inside the step
   std::uint32_t buffer = kNone;  ///< Alloc/Free
@@ -137,11 +141,18 @@ struct Op {
   Elements elements = 0;         ///< Copy/OptimizerStep/WriteBack/H2D/D2H/CopyToBucket size
   std::uint32_t slot = kNone;    ///< when != kNone, `elements` comes from the rank role
   DType dtype = DType::Float16;  ///< element type of `elements` / of the collective
+  /// Copy-like ops and GradReady: whether dst receives the stream (Assign) or accumulates it (Add).
+  CopyMode copy_mode = CopyMode::Assign;
   /// Where the op reads and writes (data ops and collectives; empty: not carried). Copy, WriteBack,
   /// HostToDevice, DeviceToHost, CopyToBucket: the src element stream lands in dst, cast to dst's
   /// dtype. GradReady: the param as the layer sees it, its gradient buffer. Collective: input
   /// and output (dst empty: in place).
   Region src, dst;
+  /// Copy-like ops, GradReady and sum-reducing collectives: the destination receives src x scale
+  /// (a collective: its output is the reduction x scale; GradReady: the gradient of the loss x
+  /// scale, the engine's division by the accumulation steps). DeepSpeed's averaging by 1/world,
+  /// the gradient-accumulation division and the predivide factors (its div_ / mul_ calls).
+  double scale = 1.0;
   // Collective fields (kind == Collective).
   CollectiveKind collective = CollectiveKind::AllReduce;
   Elements numel = 0;      ///< input elements per rank

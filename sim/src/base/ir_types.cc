@@ -109,6 +109,16 @@ std::string_view reduce_op_name(ReduceOp r) {
   return "";
 }
 
+std::string_view copy_mode_name(CopyMode m) {
+  switch (m) {
+    case CopyMode::Assign:
+      return "assign";
+    case CopyMode::Add:
+      return "add";
+  }
+  return "unknown";
+}
+
 std::string_view category_name(BufferCategory c) {
   switch (c) {
     case BufferCategory::Param16:

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <set>
 #include <string>
 #include <string_view>
@@ -29,6 +31,31 @@ std::string index_problem(const char* what, std::uint64_t value, std::uint64_t c
          str(count - 1) + ", got " + str(value);
 }
 
+// Copy, CopyToBucket, WriteBack, HostToDevice, DeviceToHost: the kinds that move a src stream
+// into a dst (schedule.h Op::src).
+bool copy_like(OpKind k) {
+  return k == OpKind::Copy || k == OpKind::CopyToBucket || k == OpKind::WriteBack ||
+         k == OpKind::HostToDevice || k == OpKind::DeviceToHost;
+}
+// A scale multiplies what lands in dst: a copy's stream, the gradient autograd writes (of the
+// loss the engine divided by the accumulation steps), or a sum reduction's result (a max, a
+// broadcast or a gather has no DeepSpeed site that scales it).
+bool may_scale(const Op& op) {
+  return copy_like(op.kind) || op.kind == OpKind::GradReady ||
+         (op.kind == OpKind::Collective && op.reduce_op == ReduceOp::Sum &&
+          (op.collective == CollectiveKind::AllReduce || op.collective == CollectiveKind::Reduce ||
+           op.collective == CollectiveKind::ReduceScatter));
+}
+// copy_mode, scale and zero_fill on the kinds that carry them (the fast path's test).
+bool data_fields_ok(const Op& op) {
+  const bool mode_ok =
+      op.copy_mode == CopyMode::Assign ||
+      (op.copy_mode == CopyMode::Add && (copy_like(op.kind) || op.kind == OpKind::GradReady));
+  const bool scale_ok = op.scale == 1.0 || (may_scale(op) && op.scale > 0 &&
+                                            op.scale <= std::numeric_limits<double>::max());
+  return mode_ok && scale_ok && (!op.zero_fill || op.kind == OpKind::Alloc);
+}
+
 class Lowering {
  public:
   Lowering(const Schedule& s, const std::string& source, LayoutCheck layout)
@@ -50,6 +77,7 @@ class Lowering {
   void check_layout();
   void check_op(const Op& op, std::uint32_t i);
   void check_collective(const Op& op, std::uint32_t i);
+  void check_data_fields(const Op& op, std::uint32_t i);
   /// What a region's length 0 stands for: a collective's input or output count, the op's extent,
   /// or nothing (scalar scratch: the length is explicit).
   enum class Side : std::uint8_t { Src, Dst, Scalar };
@@ -572,6 +600,40 @@ void Lowering::check_op(const Op& op, std::uint32_t i) {
     error(op_ptr(i, "/micro_step"),
           "expected a micro-step below " + str(s_.meta.grad_accum) + ", got " + str(op.micro_step));
   if (op.kind == OpKind::Collective) check_collective(op, i);
+  check_data_fields(op, i);
+}
+
+// copy_mode, scale, zero_fill: only where they mean something (schedule.h Op).
+void Lowering::check_data_fields(const Op& op, std::uint32_t i) {
+  const std::string kind(op_kind_name(op.kind));
+  if (static_cast<std::size_t>(op.copy_mode) >= kCopyModeCount)
+    error(op_ptr(i, "/copy_mode"), "expected \"assign\" or \"add\", got an out-of-range value");
+  else if (op.copy_mode == CopyMode::Add && !copy_like(op.kind) && op.kind != OpKind::GradReady)
+    error(op_ptr(i, "/copy_mode"),
+          "expected \"add\" only on copy, copy_to_bucket, write_back, host_to_device, "
+          "device_to_host or grad_ready, got it on a " +
+              kind + " op");
+  if (op.scale != 1.0) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.17g", op.scale);
+    const std::string what = op.kind == OpKind::Collective
+                                 ? std::string(collective_name(op.collective)) +
+                                       (op.reduce_op == ReduceOp::Max ? " (max)" : "")
+                                 : kind;
+    if (!may_scale(op))
+      error(op_ptr(i, "/scale"),
+            std::string("expected no scale on ") +
+                (std::string_view("aeiou").find(what[0]) != std::string_view::npos ? "an " : "a ") +
+                what +
+                " op (only copy-like ops, grad_ready and sum all_reduce, reduce or "
+                "reduce_scatter_tensor scale), got " +
+                value);
+    else if (!(op.scale > 0 && op.scale <= std::numeric_limits<double>::max()))
+      error(op_ptr(i, "/scale"), std::string("expected a finite scale above 0, got ") + value);
+  }
+  if (op.zero_fill && op.kind != OpKind::Alloc)
+    error(op_ptr(i, "/zero_fill"),
+          "expected zero_fill only on an alloc op, got it on a " + kind + " op");
 }
 
 // Alloc/Free pairing in program order: no double Alloc, no Free of a dead buffer.
@@ -640,7 +702,7 @@ Result<ScheduleGraph> Lowering::run() {
               op.micro_step < s_.meta.grad_accum &&
               (op.update == kNone ||
                (op.kind == OpKind::OptimizerStep && op.update < s_.updates.size())) &&
-              (!memory || !s_.buffers[op.buffer].executor_owned);
+              (!memory || !s_.buffers[op.buffer].executor_owned) && data_fields_ok(op);
     for (std::uint32_t dep : op.deps) ok = ok && dep < i;
     if (ok && op.kind == OpKind::Collective) {
       const bool reduces = op.collective == CollectiveKind::AllReduce ||

@@ -23,7 +23,8 @@ using json::enum_names;
 // Every accepted spelling, per enum, in enum order (index = value). ReduceOp::None is the omitted
 // default, so a written reduce_op is "sum" or "max" (index + 1 = value).
 struct Names {
-  std::vector<std::string> stream, kind, phase, category, pool, dtype, collective, reduce_op;
+  std::vector<std::string> stream, kind, phase, category, pool, dtype, collective, reduce_op,
+      copy_mode;
 };
 const Names& names() {
   static const Names n = {
@@ -35,6 +36,7 @@ const Names& names() {
       enum_names<DType>(kDTypeCount, dtype_name),
       enum_names<CollectiveKind>(kCollectiveKindCount, collective_name),
       {std::string(reduce_op_name(ReduceOp::Sum)), std::string(reduce_op_name(ReduceOp::Max))},
+      enum_names<CopyMode>(kCopyModeCount, copy_mode_name),
   };
   return n;
 }
@@ -332,12 +334,19 @@ void ScheduleReader::read_op(JsonReader& r, Op& o) {
   read_uint(r, "numel", 0, UINT64_MAX, o.numel);
   read_uint(r, "out_numel", 0, UINT64_MAX, o.out_numel);
   read_enum(r, "reduce_op", names().reduce_op, o.reduce_op, 1);
+  read_enum(r, "copy_mode", names().copy_mode, o.copy_mode);
+  // Which kinds may scale, and that a scale is positive, are lower_schedule's.
+  if (auto v = r.get_number("scale", -std::numeric_limits<double>::max(),
+                            std::numeric_limits<double>::max()))
+    o.scale = *v;
+  if (auto v = r.get_bool("zero_fill")) o.zero_fill = *v;
   if (auto v = r.get_string("label")) o.label = *v;
   read_op_refs(r, o);
   static const std::vector<std::string> keys = {
-      "kind",       "stream", "phase",     "step",     "micro_step", "buffer", "layer", "update",
-      "param",      "bucket", "flops",     "elements", "slot",       "dtype",  "src",   "dst",
-      "collective", "numel",  "out_numel", "comm",     "reduce_op",  "root",   "deps",  "label"};
+      "kind",      "stream", "phase",     "step",      "micro_step", "buffer",     "zero_fill",
+      "layer",     "update", "param",     "bucket",    "flops",      "elements",   "slot",
+      "dtype",     "src",    "dst",       "copy_mode", "scale",      "collective", "numel",
+      "out_numel", "comm",   "reduce_op", "root",      "deps",       "label"};
   r.reject_unknown(keys);
 }
 

@@ -153,7 +153,8 @@ ojson update_json(const UpdateCall& u) {
   return j;
 }
 
-// Fields in declaration order of Op; each only when it differs from the default.
+// Fields in declaration order of Op (zero_fill after the buffer it fills, copy_mode after the
+// operands it writes); each only when it differs from the default.
 ojson op_json(const Op& o) {
   const Op d;
   ojson j;
@@ -163,6 +164,7 @@ ojson op_json(const Op& o) {
   if (o.step != d.step) j["step"] = o.step;
   if (o.micro_step != d.micro_step) j["micro_step"] = o.micro_step;
   if (o.buffer != d.buffer) j["buffer"] = o.buffer;
+  if (o.zero_fill != d.zero_fill) j["zero_fill"] = o.zero_fill;
   if (o.layer != d.layer) j["layer"] = o.layer;
   if (o.update != d.update) j["update"] = o.update;
   if (o.param != d.param) j["param"] = o.param;
@@ -173,6 +175,8 @@ ojson op_json(const Op& o) {
   if (o.dtype != d.dtype) j["dtype"] = str(dtype_name(o.dtype));
   if (!o.src.empty()) j["src"] = region_json(o.src);
   if (!o.dst.empty()) j["dst"] = region_json(o.dst);
+  if (o.copy_mode != d.copy_mode) j["copy_mode"] = str(copy_mode_name(o.copy_mode));
+  if (o.scale != d.scale) j["scale"] = o.scale;
   if (o.collective != d.collective) j["collective"] = str(collective_name(o.collective));
   if (o.numel != d.numel) j["numel"] = o.numel;
   if (o.out_numel != d.out_numel) j["out_numel"] = o.out_numel;

@@ -99,11 +99,12 @@ std::uint32_t Emitter::append(Op o) {
   return index;
 }
 
-std::uint32_t Emitter::alloc(std::uint32_t buf, Stream st, std::uint32_t flush) {
+std::uint32_t Emitter::alloc(std::uint32_t buf, Stream st, std::uint32_t flush, bool zero_fill) {
   Op o;
   o.kind = OpKind::Alloc;
   o.stream = st;
   o.buffer = buf;
+  o.zero_fill = zero_fill;
   o.bucket = flush;
   return append(std::move(o));
 }
@@ -156,6 +157,8 @@ std::uint32_t Emitter::grad_ready(GradSpec g) {
   o.dtype = g.dtype;
   o.src = g.src;
   o.dst = g.dst;
+  o.copy_mode = g.mode;
+  o.scale = g.scale;
   o.label = std::move(g.label);
   return append(std::move(o));
 }
@@ -169,6 +172,8 @@ std::uint32_t Emitter::copy(CopySpec c) {
   o.dtype = c.dtype;
   o.src = c.src;
   o.dst = c.dst;
+  o.copy_mode = c.mode;
+  o.scale = c.scale;
   o.param = c.param;
   o.bucket = c.flush;
   o.deps = std::move(c.deps);
@@ -194,6 +199,7 @@ std::uint32_t Emitter::collective(CollectiveSpec c) {
   o.bucket = c.flush;
   o.src = c.src;
   o.dst = c.dst;
+  o.scale = c.scale;
   o.deps = std::move(c.deps);
   o.label = std::move(c.label);
   return append(std::move(o));

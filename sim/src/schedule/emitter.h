@@ -43,6 +43,7 @@ struct CollectiveSpec {
   std::uint32_t comm = 0;       ///< Schedule::comms index
   std::uint32_t flush = kNone;  ///< flush sequence number (Op::bucket)
   Region src{}, dst{};          ///< input and output (dst empty: in place)
+  double scale = 1.0;           ///< the output is the sum x scale (averaging; sum reductions only)
   Stream stream = Stream::Compute;
   std::vector<std::uint32_t> deps{};
   std::string label{};
@@ -54,10 +55,12 @@ struct CopySpec {
   Stream stream = Stream::Compute;
   DType dtype = DType::Float16;
   Elements elements = 0;
-  std::uint32_t slot = kNone;   ///< when != kNone the element count is the rank role's slot value
-  Region src{}, dst{};          ///< read, written (empty: not carried)
-  std::uint32_t param = kNone;  ///< CopyToBucket: the param whose gradient is copied
-  std::uint32_t flush = kNone;  ///< the flush the copy belongs to (Op::bucket)
+  std::uint32_t slot = kNone;  ///< when != kNone the element count is the rank role's slot value
+  Region src{}, dst{};         ///< read, written (empty: not carried)
+  CopyMode mode = CopyMode::Assign;  ///< Add: dst accumulates the stream
+  double scale = 1.0;                ///< dst receives src x scale
+  std::uint32_t param = kNone;       ///< CopyToBucket: the param whose gradient is copied
+  std::uint32_t flush = kNone;       ///< the flush the copy belongs to (Op::bucket)
   /// Issued after the latest op so far on this stream (a non_blocking copy of data that stream
   /// produced): adds that op to deps.
   std::optional<Stream> after{};
@@ -80,7 +83,9 @@ struct GradSpec {
   std::uint32_t param = kNone;
   Elements elements = 0;
   DType dtype = DType::Float16;
-  Region src{}, dst{};  ///< the param as the layer sees it, its gradient buffer
+  Region src{}, dst{};               ///< the param as the layer sees it, its gradient buffer
+  CopyMode mode = CopyMode::Assign;  ///< Add: autograd accumulates into a live gradient
+  double scale = 1.0;                ///< the gradient of the loss x scale (1 / accumulation steps)
   std::string label{};
 };
 
@@ -118,7 +123,9 @@ class Emitter {
   std::uint32_t temp(const std::string& name, Elements numel, DType dt,
                      BufferCategory c = BufferCategory::Temp, const std::string& spec_id = "T5");
 
-  std::uint32_t alloc(std::uint32_t buf, Stream st = Stream::Compute, std::uint32_t flush = kNone);
+  /// `zero_fill`: the buffer starts as zeros (torch.zeros), Op::zero_fill.
+  std::uint32_t alloc(std::uint32_t buf, Stream st = Stream::Compute, std::uint32_t flush = kNone,
+                      bool zero_fill = false);
   std::uint32_t free(std::uint32_t buf, Stream st = Stream::Compute, std::uint32_t flush = kNone);
   std::uint32_t marker(std::string label, Stream st = Stream::Compute,
                        std::vector<std::uint32_t> deps = {});
