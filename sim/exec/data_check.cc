@@ -53,8 +53,18 @@ struct Walk {
 
   Walk(const Schedule& sc, const DataCheckOptions& opt, std::uint32_t r)
       : s(sc), o(opt), rank(r), live(sc.buffers.size(), false), written(sc.buffers.size()) {
+    // Executor-owned scratch is provided before op 0 as zeros (the host device zero-fills it),
+    // except what an update reads as its squared norms or overflow flag: only a local norm or
+    // overflow computation gives those, and the IR has no op for it yet, so they start unwritten.
+    std::vector<bool> computed(sc.buffers.size(), false);
+    for (const UpdateCall& u : sc.updates)
+      for (const Region* scratch : {&u.norms, &u.overflow})
+        if (scratch->buffer < computed.size()) computed[scratch->buffer] = true;
     for (std::uint32_t b = 0; b < s.buffers.size(); ++b)
-      if (s.buffers[b].executor_owned) live[b] = true;  // provided before op 0, contents undefined
+      if (s.buffers[b].executor_owned) {
+        live[b] = true;
+        if (!computed[b]) written[b].add(0, s.buffer_numel(b, s.role_of(rank)));
+      }
   }
 
   Diagnostic gap(std::uint32_t op, const std::string& what) const {
@@ -99,6 +109,7 @@ struct Walk {
   }
 
   Status collective(std::uint32_t i, const Op& op) {
+    if (op.numel == 0 && op.out_numel == 0) return {};  // moves nothing: needs no operand
     if (op.src.empty()) return missing(i, "src");
     const bool in_place = op.dst.empty();
     if (in_place && op.numel != op.out_numel) return missing(i, "dst");

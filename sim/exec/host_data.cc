@@ -465,6 +465,7 @@ Status DataPath::work(const WorkCall& c) {
 
 Status DataPath::collective(const CollectiveCall& c) {
   begin_step(c.step);
+  if (c.numel == 0 && c.out_numel == 0) return {};  // nothing to move (the rendezvous counted it)
   if (c.src.size() != 1 || c.dst.size() > 1)
     return data_error("expected one src region and at most one dst region for a collective");
   OperandPiece in = c.src[0];
