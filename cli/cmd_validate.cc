@@ -23,8 +23,12 @@ std::vector<FlagSpec> validate_flags() {
   auto f = run_flags();
   f.push_back({"--backend", "NAME", "host (CPU threads as ranks); default host"});
   f.push_back({"--no-data", "",
-               "count-only: every op runs, nothing is backed by memory (the only "
-               "mode of this version)"});
+               "count-only: every op runs, nothing is backed by memory (default: data mode, real "
+               "buffers and numerics, when the schedule carries every operand)"});
+  f.push_back({"--seed", "N", "data mode: seed of the synthetic gradients and weights; default 1"});
+  f.push_back({"--data-memory-cap", "BYTES",
+               "data mode: every rank's buffers together at most this; default 17179869184 "
+               "(16 GiB)"});
   f.push_back({"--output", "FILE", "write the measured trace (zerosim trace JSON)"});
   f.push_back({"--collectives-out", "FILE", "write the measured collective log (JSON lines)"});
   f.push_back({"--host-memory-limit", "BYTES", "device bytes per rank; over it a rank fails"});
@@ -99,10 +103,19 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
     if (s.ok())
       ho.stall_timeout = std::chrono::milliseconds(static_cast<long long>(s.value() * 1000));
   }
-  if (ho.data)
-    d.error("zerosim validate", "--no-data",
-            "expected --no-data (count-only mode): data mode needs every op's source and "
-            "destination regions (schedule IR v2 operands), which schedules do not carry yet");
+  if (auto v = args->get("--seed")) {
+    auto n = parse_uint("--seed", *v, 0, UINT64_MAX);
+    d.append(n.diagnostics());
+    if (n.ok()) ho.data_options.seed = n.value();
+  }
+  if (auto v = args->get("--data-memory-cap")) {
+    auto n = parse_uint("--data-memory-cap", *v, 1, UINT64_MAX);
+    d.append(n.diagnostics());
+    if (n.ok()) ho.data_options.memory_cap = n.value();
+  }
+  if (!ho.data && (args->has("--seed") || args->has("--data-memory-cap")))
+    d.error("zerosim validate", args->has("--seed") ? "--seed" : "--data-memory-cap",
+            "expected data mode for this flag, got --no-data");
   if (!check_outputs(args.value(), specs, {"--output", "--collectives-out"}, err))
     return kExitInvalidInput;
   if (report(d, err)) return kExitInvalidInput;
@@ -116,8 +129,18 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
   eo.record_trace = false;
   auto predicted = simulate(s, graph.value(), run->scenario.cluster.gpu, eo);
   if (report(predicted.diagnostics(), err)) return kExitInvalidInput;
-  err << "validate: " << s.meta.world << " ranks x " << s.ops.size()
-      << " ops on the host backend (count-only)...\n";
+  ho.data_options.gradient_clipping = run->scenario.ds.gradient_clipping;
+  ho.data_options.overflow_steps = run->scenario.overflow_steps;
+  if (ho.data)
+    if (auto gap = exec::data_mode_refusal(s, ho)) {  // one line, before anything runs
+      Diagnostics refused;
+      refused.add(*gap);
+      report(refused, err);
+      return kExitInvalidInput;
+    }
+  const char* mode = ho.data ? "data mode" : "count-only";
+  err << "validate: " << s.meta.world << " ranks x " << s.ops.size() << " ops on the host backend ("
+      << mode << ")...\n";
   auto measured = exec::run_host(s, graph.value(), ho);
   if (!measured.ok()) {
     report(measured.diagnostics(), err);
@@ -202,9 +225,9 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
     step_ns = p.summary.steps.back().end_ns - p.summary.steps.back().start_ns;
   if (fmt.value() == "json") {
     out << "{\"format\": \"zerosim-validate\", \"version\": 1, \"backend\": \"host\", \"mode\": "
-           "\"count-only\", \"passed\": "
-        << (v.all() ? "true" : "false") << ", \"ranks\": " << m.ranks.size()
-        << ", \"ops\": " << s.ops.size()
+           "\""
+        << (ho.data ? "data" : "count-only") << "\", \"passed\": " << (v.all() ? "true" : "false")
+        << ", \"ranks\": " << m.ranks.size() << ", \"ops\": " << s.ops.size()
         << ",\n \"collective_log\": {\"lines\": " << std::count(mlog.begin(), mlog.end(), '\n')
         << ", \"identical\": " << (v.log ? "true" : "false")
         << "},\n \"memory\": {\"ranks_differing\": " << memory_bad
@@ -220,7 +243,8 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
         << "}\n";
   } else {
     out << "zerosim validate: " << s.meta.model << ", stage " << s.meta.stage << ", "
-        << s.meta.world << " ranks, " << s.meta.steps << " step(s); host backend, count-only\n\n";
+        << s.meta.world << " ranks, " << s.meta.steps << " step(s); host backend, " << mode
+        << "\n\n";
     out << "collective log (" << std::count(mlog.begin(), mlog.end(), '\n')
         << " lines, every rank): " << (v.log ? "identical" : "DIFFERS at " + log_diff) << "\n";
     out << "peak device memory per rank and category: "

@@ -15,6 +15,16 @@ std::string where(const Schedule& s, std::uint32_t rank, std::uint32_t op) {
   return w;
 }
 
+std::uint32_t model_weights_alloc(const Schedule& s) {
+  for (std::uint32_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    if (op.kind == OpKind::Alloc && op.phase == Phase::Init && op.buffer < s.buffers.size() &&
+        s.buffers[op.buffer].category == BufferCategory::Param16)
+      return i;
+  }
+  return kNone;
+}
+
 Status TrackingAllocator::allocate(std::uint32_t buffer, Bytes bytes, MemoryPool pool,
                                    BufferCategory category) {
   if (buffer >= buffers_.size()) buffers_.resize(std::size_t{buffer} + 1);
@@ -92,6 +102,15 @@ Diagnostic located(Diagnostic d, const RankView& v, std::uint32_t op) {
   return d;
 }
 
+Operand operand(const Schedule& s, const Op& op, const Region& r, std::uint32_t rank, bool is_src) {
+  Operand out;
+  if (r.empty()) return out;
+  for (const OperandSpan& p : resolve_pieces(s, op, r, rank, is_src))
+    out.push_back({p.buffer, p.offset, p.length,
+                   p.buffer < s.buffers.size() ? s.buffers[p.buffer].dtype : op.dtype});
+  return out;
+}
+
 }  // namespace
 
 Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocator& allocator) {
@@ -99,6 +118,7 @@ Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocato
   const ScheduleGraph& g = *v.graph;
   RankRun run;
   run.rank = v.rank;
+  const std::uint32_t weights_alloc = v.operands ? model_weights_alloc(s) : kNone;
   // Ops another stream waits on get an event when they finish.
   std::vector<bool> recorded(g.op_count, false);
   for (std::uint32_t i = 0; i < g.op_count; ++i)
@@ -120,7 +140,9 @@ Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocato
         const Buffer& b = s.buffers[op.buffer];
         const Bytes bytes = s.buffer_numel(op.buffer, v.role) * dtype_size(b.dtype);
         st = allocator.allocate(op.buffer, bytes, b.pool, b.category);
-        if (!st) st = device.allocate(op.buffer, bytes, b.pool, b.category);
+        const bool init_weights = i == weights_alloc;
+        if (!st)
+          st = device.allocate(op.buffer, bytes, b.pool, b.category, op.zero_fill, init_weights);
         break;
       }
       case OpKind::Free:
@@ -145,12 +167,18 @@ Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocato
         c.rank_in_group = group.index_of(v.rank);
         c.group_first = group.rank_at(v.rank, 0);
         c.group_stride = group.stride;
+        c.step = op.step;
+        if (v.operands) {
+          c.src = operand(s, op, op.src, v.rank, true);
+          c.dst = operand(s, op, op.dst, v.rank, false);
+          c.scale = op.scale;
+        }
         st = device.collective(op.stream, c);
         ++run.collectives;
         break;
       }
       default:
-        if (is_work(op.kind)) {
+        if (is_work(op.kind) || (v.operands && op.kind == OpKind::GradReady)) {
           WorkCall w;
           w.op = i;
           w.kind = op.kind;
@@ -160,9 +188,29 @@ Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocato
           w.layer = op.layer;
           w.param = op.param;
           w.buffer = op.buffer;
+          w.step = op.step;
+          w.micro_step = op.micro_step;
+          w.update = op.update;
+          if (v.operands) {
+            w.src = operand(s, op, op.src, v.rank, true);
+            w.dst = operand(s, op, op.dst, v.rank, false);
+            w.accumulate = op.copy_mode == CopyMode::Add;
+            w.scale = op.scale;
+            if (op.kind == OpKind::OptimizerStep && op.update < s.updates.size()) {
+              const UpdateCall& u = s.updates[op.update];
+              UpdateOperands& o = w.operands;
+              o.master = operand(s, op, u.master, v.rank, true);
+              o.grad = operand(s, op, u.grad, v.rank, true);
+              o.exp_avg = operand(s, op, u.exp_avg, v.rank, true);
+              o.exp_avg_sq = operand(s, op, u.exp_avg_sq, v.rank, true);
+              o.lp_out = operand(s, op, u.lp_out, v.rank, false);
+              o.norms = operand(s, op, u.norms, v.rank, true);
+              o.overflow = operand(s, op, u.overflow, v.rank, true);
+            }
+          }
           st = device.work(op.stream, w);
         }
-        break;  // GradReady and Marker: nothing to run
+        break;  // Marker (and GradReady when count-only): nothing to run
     }
     if (st) return fail(*st, i);
     if (recorded[i])

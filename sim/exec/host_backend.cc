@@ -1,5 +1,6 @@
 // run_host (host_backend.h): one thread per rank, each executing its view of the schedule on a
-// count-only HostDevice; then the measured trace and collective log.
+// HostDevice (count-only, or backed by a DataPath in data mode: host_data.h); then the measured
+// trace and collective log.
 #include "zerosim/host_backend.h"
 
 #include <unistd.h>
@@ -8,6 +9,8 @@
 #include <ostream>
 #include <thread>
 
+#include "data_check.h"
+#include "host_data.h"
 #include "host_world.h"
 #include "ring_plan.h"
 #include "zerosim/collective_model.h"
@@ -30,14 +33,20 @@ struct OpSpan {
 class CountingDevice final : public Device {
  public:
   CountingDevice(HostWorld& world, const Schedule& s, const HostOptions& o, std::uint32_t rank,
-                 bool spans, HostRankResult& out)
-      : world_(world), s_(s), o_(o), rank_(rank), spans_(spans), out_(out) {}
+                 bool spans, HostRankResult& out, DataPath* data)
+      : world_(world), s_(s), o_(o), rank_(rank), spans_(spans), out_(out), data_(data) {}
 
-  Status allocate(std::uint32_t, Bytes, MemoryPool, BufferCategory) override { return {}; }
-  Status release(std::uint32_t) override { return {}; }
+  Status allocate(std::uint32_t b, Bytes bytes, MemoryPool, BufferCategory, bool zero_fill,
+                  bool init_weights) override {
+    return data_ ? data_->allocate(b, bytes, zero_fill, init_weights) : Status{};
+  }
+  Status release(std::uint32_t b) override { return data_ ? data_->release(b) : Status{}; }
   Status work(Stream, const WorkCall& call) override {
     const std::int64_t t0 = world_.now_ns();
     if (Status f = fault(call.op)) return f;
+    if (data_)
+      if (Status e = data_->work(call)) return e;
+    if (call.kind == OpKind::GradReady) return {};  // not a span (as count-only, which skips it)
     if (spans_) spans_out.push_back({call.op, t0, world_.now_ns()});
     return {};
   }
@@ -45,6 +54,8 @@ class CountingDevice final : public Device {
     const std::int64_t t0 = world_.now_ns();
     if (Status f = fault(call.op)) return f;
     if (Status e = world_.arrive(rank_, call, where(s_, rank_, call.op))) return e;
+    if (data_)
+      if (Status e = data_->collective(call)) return e;
     const RingBytes b =
         ring_bytes(call.kind, call.numel, call.out_numel, dtype_size(call.dtype), call.group_size,
                    call.rank_in_group, call.root < 0 ? 0 : static_cast<std::uint32_t>(call.root));
@@ -80,6 +91,7 @@ class CountingDevice final : public Device {
   std::uint32_t rank_;
   bool spans_;
   HostRankResult& out_;
+  DataPath* data_;
 };
 
 // What a rank's thread leaves behind for the trace.
@@ -101,7 +113,7 @@ std::vector<std::uint32_t> traced_ranks(const Schedule& s, const HostOptions& o)
 
 Trace make_measured_trace(const Schedule& s, const HostRun& run,
                           const std::vector<RankState>& states,
-                          const std::vector<std::uint32_t>& traced) {
+                          const std::vector<std::uint32_t>& traced, bool data, std::uint64_t seed) {
   Trace t;
   t.meta.backend = "host";
   t.meta.deepspeed_version = std::string(deepspeed_version_name(s.meta.deepspeed_version));
@@ -120,11 +132,23 @@ Trace make_measured_trace(const Schedule& s, const HostRun& run,
   t.meta.timed_steps = s.meta.steps;
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) t.meta.host = host;
-  t.meta.notes = {
-      "host backend, count-only: every op issued, every Alloc/Free tracked, every collective a "
-      "rendezvous of its ranks; nothing backed by memory, compute ops not run",
-      "times are the host's steady clock, not GPU time",
-      "bytes sent/received per rank: the ring algorithm's chunk plan for each executed call"};
+  if (data)
+    t.meta.notes = {
+        "host backend, data mode: every buffer a real allocation, every data op and collective "
+        "run on real data (ring collectives through shared memory), AdamW with DeepSpeed's "
+        "dynamic loss scaling and clipping",
+        "compute ops are stand-ins, not a model: forward/backward run nothing; the init-phase "
+        "param16 Alloc holds synthetic initial weights and each grad_ready writes synthetic "
+        "gradients (seed " +
+            std::to_string(seed) + ")"};
+  else
+    t.meta.notes = {
+        "host backend, count-only: every op issued, every Alloc/Free tracked, every collective a "
+        "rendezvous of its ranks; nothing backed by memory, compute ops not run"};
+  t.meta.notes.insert(
+      t.meta.notes.end(),
+      {"times are the host's steady clock, not GPU time",
+       "bytes sent/received per rank: the ring algorithm's chunk plan for each executed call"});
   for (const HostRankResult& r : run.ranks) {
     TraceRank tr;
     tr.rank = r.rank;
@@ -197,14 +221,24 @@ Trace make_measured_trace(const Schedule& s, const HostRun& run,
 
 }  // namespace
 
+std::optional<Diagnostic> data_mode_refusal(const Schedule& s, const HostOptions& o) {
+  DataCheckOptions dc;
+  dc.gradient_clipping = o.data_options.gradient_clipping;
+  dc.memory_cap = o.data_options.memory_cap;
+  return data_mode_gap(s, dc);
+}
+
 Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOptions& o) {
-  if (o.data)
-    return fail<HostRun>("--data", "",
-                         "expected count-only mode (--no-data): data mode needs every op's source "
-                         "and destination regions (schedule IR v2 operands), which this schedule "
-                         "does not carry yet");
+  if (o.data) {
+    if (Status gap = data_mode_refusal(s, o)) {
+      Diagnostics d;
+      d.add(*gap);
+      return Result<HostRun>(std::move(d));
+    }
+  }
   const std::uint32_t world = s.meta.world;
   HostWorld hw(o.stall_timeout);
+  RingRegistry rings(o.stall_timeout);
   HostRun run;
   run.ranks.resize(world);
   std::vector<RankState> states(world);
@@ -218,7 +252,9 @@ Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOp
       out.rank = r;
       out.role = s.role_of(r);
       const bool spans = std::binary_search(traced.begin(), traced.end(), r);
-      CountingDevice dev(hw, s, o, r, spans, out);
+      std::unique_ptr<DataPath> data;
+      if (o.data) data = std::make_unique<DataPath>(s, o.data_options, r, rings);
+      CountingDevice dev(hw, s, o, r, spans, out, data.get());
       TrackingAllocator alloc(o.memory_limit);
       // The device curve: a sample after every Alloc/Free of a device buffer.
       struct CurveDevice final : Device {
@@ -236,8 +272,9 @@ Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOp
           if (!curve.empty()) m.t = std::max(m.t, curve.back().t);
           curve.push_back(m);
         }
-        Status allocate(std::uint32_t b, Bytes n, MemoryPool p, BufferCategory c) override {
-          Status st = inner.allocate(b, n, p, c);
+        Status allocate(std::uint32_t b, Bytes n, MemoryPool p, BufferCategory c, bool z,
+                        bool iw) override {
+          Status st = inner.allocate(b, n, p, c, z, iw);
           if (!st && p == MemoryPool::Device) sample();
           return st;
         }
@@ -255,10 +292,17 @@ Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOp
         Status wait(Stream st, std::uint32_t op) override { return inner.wait(st, op); }
         Status synchronize() override { return inner.synchronize(); }
       } curve_dev(dev, alloc, hw, states[r].curve);
-      auto res = execute_rank({&s, &g, r, out.role}, curve_dev, alloc);
+      auto res = execute_rank({&s, &g, r, out.role, o.data}, curve_dev, alloc);
       if (!res.ok()) {
         hw.abort(res.diagnostics().items().front());
+        rings.abort_all();
         return;
+      }
+      if (data) {
+        data->finish();
+        out.loss_scale = data->loss_scale();
+        out.skipped_steps = data->skipped_steps();
+        if (o.data_options.keep_buffers) out.buffers = data->take_buffers();
       }
       out.memory = res.value().memory;
       states[r].spans = std::move(dev.spans_out);
@@ -273,7 +317,7 @@ Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOp
     d.add(*f);
     return Result<HostRun>(std::move(d));
   }
-  run.trace = make_measured_trace(s, run, states, traced);
+  run.trace = make_measured_trace(s, run, states, traced, o.data, o.data_options.seed);
   return run;
 }
 

@@ -228,7 +228,7 @@ Status HostRing::all_gather(std::uint32_t r, const void* in, void* out, Elements
                             DType dtype) {
   const Bytes block = count * dtype_size(dtype);
   auto* base = static_cast<unsigned char*>(out);
-  if (block) std::memcpy(base + r * block, in, block);
+  if (block) std::memmove(base + r * block, in, block);  // in may already be its slot (in place)
   if (n_ <= 1 || count == 0) return std::nullopt;
   const auto mod = [this](std::int64_t v) {
     return static_cast<std::uint32_t>(((v % n_) + n_) % n_);

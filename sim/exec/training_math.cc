@@ -13,15 +13,16 @@ std::uint64_t splitmix64(std::uint64_t x) {
 
 }  // namespace
 
-float synthetic_grad(std::uint64_t seed, std::uint32_t rank, std::uint32_t step,
-                     std::uint32_t micro_step, std::uint32_t param, Elements index) {
+SyntheticGrads::SyntheticGrads(std::uint64_t seed, std::uint32_t rank, std::uint32_t step,
+                               std::uint32_t micro_step, std::uint32_t param) {
   std::uint64_t h = splitmix64(seed);
   h = splitmix64(h ^ ((std::uint64_t{rank} << 32) | step));
-  h = splitmix64(h ^ ((std::uint64_t{micro_step} << 32) | param));
-  h = splitmix64(h ^ index);
-  // 24 random bits -> [-1, 1) exactly representable in float.
-  return static_cast<float>(static_cast<std::int64_t>(h >> 40) - (std::int64_t{1} << 23)) /
-         static_cast<float>(std::int64_t{1} << 23);
+  key_ = splitmix64(h ^ ((std::uint64_t{micro_step} << 32) | param));
+}
+
+float synthetic_grad(std::uint64_t seed, std::uint32_t rank, std::uint32_t step,
+                     std::uint32_t micro_step, std::uint32_t param, Elements index) {
+  return SyntheticGrads(seed, rank, step, micro_step, param)(index);
 }
 
 void adamw_step(const AdamWParams& h, std::uint64_t t, float* p, float* m, float* v, const float* g,

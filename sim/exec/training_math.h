@@ -20,6 +20,27 @@ namespace zerosim::exec {
 float synthetic_grad(std::uint64_t seed, std::uint32_t rank, std::uint32_t step,
                      std::uint32_t micro_step, std::uint32_t param, Elements index);
 
+/// synthetic_grad for one (seed, rank, step, micro-step, param), element by element: the key is
+/// hashed once, so each element costs one SplitMix64 step (the same values as synthetic_grad).
+class SyntheticGrads {
+ public:
+  SyntheticGrads(std::uint64_t seed, std::uint32_t rank, std::uint32_t step,
+                 std::uint32_t micro_step, std::uint32_t param);
+  float operator()(Elements index) const {  // inline: the per-element loop of every stand-in
+    std::uint64_t h = key_ ^ index;
+    h += 0x9E3779B97F4A7C15ull;  // SplitMix64
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    h ^= h >> 31;
+    // 24 random bits -> [-1, 1) exactly representable in float.
+    return static_cast<float>(static_cast<std::int64_t>(h >> 40) - (std::int64_t{1} << 23)) *
+           (1.0f / static_cast<float>(std::int64_t{1} << 23));
+  }
+
+ private:
+  std::uint64_t key_;
+};
+
 struct AdamWParams {
   float lr = 1e-3f;
   float beta1 = 0.9f;

@@ -139,7 +139,19 @@ TEST(ValidateCli, BadInputIsOneLine) {
   expect_one_line_error("validate" + s + " --no-data --host-memory-limit lots",
                         "--host-memory-limit");
   expect_one_line_error("validate" + s + " --no-data --stall-timeout 0", "--stall-timeout");
-  expect_one_line_error("validate" + s, "expected --no-data (count-only mode)");
+  // Data mode is the default; today's builders leave operands out, so it refuses with the first
+  // gap (op index, label, operand) and points at --no-data.
+  expect_one_line_error("validate" + s, "data mode: rank 0, op ");
+  expect_one_line_error("validate" + s, "run count-only with --no-data");
+  expect_one_line_error("validate" + s + " --seed -3", "--seed");
+  expect_one_line_error("validate" + s + " --seed 1e400", "--seed");
+  expect_one_line_error("validate" + s + " --data-memory-cap 0", "--data-memory-cap");
+  expect_one_line_error("validate" + s + " --data-memory-cap many", "--data-memory-cap");
+  expect_one_line_error("validate" + s + " --no-data --seed 3",
+                        "--seed: expected data mode for this flag, got --no-data");
+  // A cap below what the ranks' buffers need refuses before running.
+  expect_one_line_error("validate" + s + " --data-memory-cap 1000",
+                        "expected every rank's buffers to fit in 1000 bytes");
   expect_one_line_error("check --predicted x.json", "--measured: expected a file, got none");
   expect_one_line_error("check --predicted a --measured b --memory-tolerance -1",
                         "--memory-tolerance");

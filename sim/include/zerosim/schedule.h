@@ -71,7 +71,8 @@ struct Buffer {
 /// An empty region (buffer kNone) is an operand the schedule does not carry (yet): see the
 /// schedule notes and scenarios/README.md "Not carried yet".
 /// With `list` != kNone the operand is instead the concatenation of Schedule::lists[list]'s pieces
-/// (the same for every rank; buffer kNone, offset, rank_stride and length 0). With `flush_grads`
+/// (one list for every rank, its pieces shifted per rank by their own rank_stride; buffer kNone,
+/// offset, rank_stride and length 0). With `flush_grads`
 /// != kNone it is derived from the partition layout: the gradients of
 /// Schedule::flush_plans[flush_grads] that touch the rank's partition of their param group, whole,
 /// in insertion order, where the flush reduces them (the stage 1/2 post-flush copies; a rank's
@@ -91,12 +92,28 @@ struct Region {
   friend bool operator==(const Region&, const Region&) = default;
 };
 
-/// One piece of an operand list: elements [offset, offset + length) of `buffer` (kNone: zeros when
-/// read, dropped when written).
+/// "No limit" for Piece::limit.
+inline constexpr Elements kNoLimit = std::numeric_limits<Elements>::max();
+
+/// One piece of an operand list: `length` elements of `buffer` (kNone: zeros when read, dropped
+/// when written). For the rank at index i of the op's communicator, element j (0 <= j < length)
+/// sits at buffer position
+///   start + j                                            (block 0: contiguous), or
+///   start + (j / block)·block_stride + j % block         (block > 0: runs of `block` elements
+///                                                        `block_stride` apart; the last run may
+///                                                        end early),
+/// with start = offset + rank_stride·i. Positions >= `limit` hold no data of the piece: they read
+/// as zeros and are not written (a tensor's end inside a bucket or a whole param: the last ranks'
+/// padded chunks). The stage 3 rank-major staging and assembly are one strided piece per tensor,
+/// the own chunks of a bucket one rank-strided, limited piece per tensor: never one per rank.
 struct Piece {
   std::uint32_t buffer = kNone;
   Elements offset = 0;
   Elements length = 0;
+  Elements rank_stride = 0;
+  Elements block = 0;
+  Elements block_stride = 0;
+  Elements limit = kNoLimit;
   friend bool operator==(const Piece&, const Piece&) = default;
 };
 
@@ -321,12 +338,14 @@ struct OperandSpan {
 /// What operand `r` (op.src when `is_src`, else op.dst) of `op` is for rank `rank`: the rank's
 /// index in comms[op.comm] times rank_stride plus offset, the explicit length or the op's extent
 /// for the rank's role; for a list region, buffer kNone and the lists' total length (its pieces
-/// are Schedule::lists[r.list], the same for every rank). Preconditions: the schedule lowers,
-/// rank < meta.world.
+/// are Schedule::lists[r.list]; resolve_pieces gives the rank's spans). Preconditions: the schedule
+/// lowers, rank < meta.world.
 OperandSpan resolve(const Schedule& s, const Op& op, const Region& r, std::uint32_t rank,
                     bool is_src);
-/// The operand as the rank's ordered pieces (buffer kNone: zeros / dropped): one for a plain
-/// region, the list's pieces, or the flush gradients touching the rank's partition.
+/// The operand as the rank's ordered contiguous spans (buffer kNone: zeros when read, dropped
+/// when written): one for a plain region, the list's pieces (each rank-shifted, cut into its runs
+/// and cut at its limit, the part past it a zeros span), or the flush gradients touching the rank's
+/// partition. A strided piece gives one span per run, so O(world) spans per tensor at most.
 std::vector<OperandSpan> resolve_pieces(const Schedule& s, const Op& op, const Region& r,
                                         std::uint32_t rank, bool is_src);
 /// Whether tensor t's flat range touches partition `rank` of its param group (stage 0-2 layout).

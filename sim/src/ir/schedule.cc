@@ -162,6 +162,37 @@ void resolve_derived(const Schedule& s, const DerivedOperand& d, std::uint32_t r
   }
 }
 
+// A contiguous run of a piece at buffer position `at`: its part below the limit, then the rest as
+// zeros (a zeros span merges with a zeros span before it).
+void push_run(std::vector<OperandSpan>& out, std::uint32_t buffer, Elements at, Elements length,
+              Elements limit) {
+  if (length == 0) return;
+  const Elements real = at >= limit ? 0 : std::min(length, limit - at);
+  if (real > 0) out.push_back({buffer, at, real});
+  if (real == length) return;
+  if (!out.empty() && out.back().buffer == kNone)
+    out.back().length += length - real;
+  else
+    out.push_back({kNone, 0, length - real});
+}
+
+void push_piece(std::vector<OperandSpan>& out, const Schedule& s, const Op& op, const Piece& p,
+                std::uint32_t rank) {
+  if (p.buffer == kNone) {
+    push_run(out, kNone, 0, p.length, 0);
+    return;
+  }
+  const CommGroup& comm = op.comm < s.comms.size() ? s.comms[op.comm] : CommGroup{};
+  const Elements index = p.rank_stride == 0 || rank < comm.first ? 0 : comm.index_of(rank);
+  const Elements start = p.offset + p.rank_stride * index;
+  if (p.block == 0) {
+    push_run(out, p.buffer, start, p.length, p.limit);
+    return;
+  }
+  for (Elements j = 0, k = 0; j < p.length; j += p.block, ++k)
+    push_run(out, p.buffer, start + k * p.block_stride, std::min(p.block, p.length - j), p.limit);
+}
+
 }  // namespace
 
 std::string_view derived_kind_name(DerivedKind k) {
@@ -185,7 +216,7 @@ std::vector<OperandSpan> resolve_pieces(const Schedule& s, const Op& op, const R
     if (r.derived < s.derived.size()) resolve_derived(s, s.derived[r.derived], rank, out);
   } else if (r.list != kNone) {
     if (r.list < s.lists.size())
-      for (const Piece& p : s.lists[r.list]) out.push_back({p.buffer, p.offset, p.length});
+      for (const Piece& p : s.lists[r.list]) push_piece(out, s, op, p, rank);
   } else if (r.flush_grads != kNone) {
     if (r.flush_grads < s.flush_plans.size())
       for (const FlushEntry& e : s.flush_plans[r.flush_grads].entries)

@@ -85,6 +85,7 @@ class Lowering {
   void check_region(const Op& op, const std::string& ptr, const Region& r, Side side);
   void check_update(const Op& op, std::uint32_t u);
   void check_lists();
+  bool piece_shape_ok(const Piece& p, const std::string& ptr);
   void check_flush_plans();
   void check_flush_region(const Op& op, const std::string& ptr, const Region& r);
   void check_list_region(const Op& op, const std::string& ptr, const Region& r, Side side);
@@ -403,19 +404,54 @@ void Lowering::check_lists() {
               index_problem("buffer", p.buffer, s_.buffers.size(), "the schedule has no buffers"));
         continue;
       }
+      if (!piece_shape_ok(p, ptr)) continue;
+      // The last position the piece reaches for the world's last rank index (start is monotone
+      // in the index; every communicator's groups are at most the world), cut at its limit.
+      const std::uint64_t last_index = p.rank_stride == 0 ? 0 : s_.meta.world - 1;
+      Elements start = 0, end = 0;
+      bool overflow = __builtin_mul_overflow(p.rank_stride, last_index, &start) ||
+                      __builtin_add_overflow(start, p.offset, &start);
+      if (p.block == 0) {
+        overflow = overflow || __builtin_add_overflow(start, p.length, &end);
+      } else if (p.length > 0) {
+        const Elements runs = (p.length - 1) / p.block;  // full strides before the last run
+        Elements skip = 0;
+        overflow = overflow || __builtin_mul_overflow(runs, p.block_stride, &skip) ||
+                   __builtin_add_overflow(start, skip, &end) ||
+                   __builtin_add_overflow(end, p.length - runs * p.block, &end);
+      } else {
+        end = start;
+      }
+      const Elements reach = overflow ? kNoLimit : std::min(end, p.limit);
       const bool per_role = s_.buffers[p.buffer].slot != kNone;
       for (std::size_t role = 0; role < (per_role ? s_.roles.size() : 1); ++role) {
         const Elements numel = s_.buffer_numel(p.buffer, static_cast<std::uint32_t>(role));
-        Elements end = 0;
-        if (__builtin_add_overflow(p.offset, p.length, &end) || end > numel) {
+        if (overflow || reach > numel) {
           error(ptr, "expected a piece inside buffer " + quote(s_.buffers[p.buffer].name) + " (" +
                          str(numel) + " elements" +
                          (per_role ? " for role " + str(role) : std::string()) +
-                         "), got elements [" + str(p.offset) + ", " + str(end) + ")");
+                         "), got elements [" + (overflow ? std::string("overflow") : str(start)) +
+                         ", " + (overflow ? std::string("overflow") : str(reach)) + ")" +
+                         (last_index != 0 ? " at rank index " + str(last_index) : ""));
           break;
         }
       }
     }
+}
+
+// A strided piece's runs do not overlap (block <= block_stride); block_stride only with a block.
+bool Lowering::piece_shape_ok(const Piece& p, const std::string& ptr) {
+  if (p.block == 0 && p.block_stride != 0) {
+    error(ptr + "/block_stride",
+          "expected no block_stride without a block, got " + str(p.block_stride));
+    return false;
+  }
+  if (p.block != 0 && p.block_stride < p.block) {
+    error(ptr + "/block_stride", "expected a block_stride of at least the block " + str(p.block) +
+                                     " (runs must not overlap), got " + str(p.block_stride));
+    return false;
+  }
+  return true;
 }
 
 // Every planned flush names known tensors, each inside the buffer it is reduced from.

@@ -437,7 +437,12 @@ void ScheduleReader::read(JsonReader& root) {
           read_uint(pr, "buffer", 0, kU32Max - 1, p.buffer);
           read_uint(pr, "offset", 0, UINT64_MAX, p.offset);
           read_uint(pr, "length", 0, UINT64_MAX, p.length);
-          pr.reject_unknown({"buffer", "offset", "length"});
+          read_uint(pr, "rank_stride", 0, UINT64_MAX, p.rank_stride);
+          read_uint(pr, "block", 0, UINT64_MAX, p.block);
+          read_uint(pr, "block_stride", 0, UINT64_MAX, p.block_stride);
+          read_uint(pr, "limit", 0, UINT64_MAX, p.limit);
+          pr.reject_unknown(
+              {"buffer", "offset", "length", "rank_stride", "block", "block_stride", "limit"});
           s_.lists[i].push_back(p);
         }
       }

@@ -246,6 +246,10 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
           if (p.buffer != kNone) j["buffer"] = p.buffer;  // absent: zeros
           if (p.offset != 0) j["offset"] = p.offset;
           j["length"] = p.length;
+          if (p.rank_stride != 0) j["rank_stride"] = p.rank_stride;
+          if (p.block != 0) j["block"] = p.block;
+          if (p.block_stride != 0) j["block_stride"] = p.block_stride;
+          if (p.limit != kNoLimit) j["limit"] = p.limit;
           a.push_back(std::move(j));
         }
         return a;

@@ -174,7 +174,9 @@ class Emitter {
     bool operator()(const std::vector<Piece>& a, const std::vector<Piece>& b) const {
       return std::lexicographical_compare(
           a.begin(), a.end(), b.begin(), b.end(), [](const Piece& x, const Piece& y) {
-            return std::tie(x.buffer, x.offset, x.length) < std::tie(y.buffer, y.offset, y.length);
+            return std::tie(x.buffer, x.offset, x.length, x.rank_stride, x.block, x.block_stride,
+                            x.limit) < std::tie(y.buffer, y.offset, y.length, y.rank_stride,
+                                                y.block, y.block_stride, y.limit);
           });
     }
   };

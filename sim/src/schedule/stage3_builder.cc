@@ -134,7 +134,7 @@ bool Context::sg_on_cpu(std::size_t sg) const {
 std::uint32_t Context::collective(CollectiveKind k, Elements numel, Elements out, DType dt,
                                   ReduceOp r, Stream st, std::string label,
                                   std::vector<std::uint32_t> deps, std::uint32_t root, Region src,
-                                  Region dst) {
+                                  Region dst, double scale) {
   return e.collective({.kind = k,
                        .dtype = dt,
                        .numel = numel,
@@ -143,21 +143,32 @@ std::uint32_t Context::collective(CollectiveKind k, Elements numel, Elements out
                        .root = root,
                        .src = src,
                        .dst = dst,
+                       .scale = scale,
                        .stream = st,
                        .deps = std::move(deps),
                        .label = std::move(label)});
 }
 
 std::uint32_t Context::data_op(OpKind k, Stream st, Elements elements, DType dt, Region src,
-                               Region dst, std::string label, std::vector<std::uint32_t> deps) {
+                               Region dst, std::string label, std::vector<std::uint32_t> deps,
+                               CopyMode mode) {
   return e.copy({.kind = k,
                  .stream = st,
                  .dtype = dt,
                  .elements = elements,
                  .src = src,
                  .dst = dst,
+                 .mode = mode,
                  .deps = std::move(deps),
                  .label = std::move(label)});
+}
+
+std::uint32_t Context::trace_ids(Elements length) {
+  auto [it, fresh] = trace_id_buffers.try_emplace(length, kNone);
+  if (fresh)
+    it->second = e.scratch("trace check ids (" + std::to_string(length) + ", scratch)", length,
+                           kTraceIdDType);
+  return it->second;
 }
 
 namespace {
@@ -279,10 +290,12 @@ void replay_event(s3::Context& cx, s3::Coordinator& co, s3::Reducer& red, const 
       break;
     case s3::HookKind::GradReady: {
       cx.e.alloc(cx.grad_buf[i]);
-      // The param's gathered storage is the coordinator's (not carried yet).
+      // Autograd read the param from its gathered storage (a fresh gradient each micro-step:
+      // the previous one was reduced and dropped).
       red.on_grad(i, cx.e.grad_ready({.param = i,
                                       .elements = cx.n(i),
                                       .dtype = cx.lp,
+                                      .src = region(co.storage(i), 0, cx.n(i)),
                                       .dst = region(cx.grad_buf[i]),
                                       .label = "grad ready " + cx.m.params[i].name}));
       break;

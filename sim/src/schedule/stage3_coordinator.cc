@@ -52,12 +52,14 @@ CollectiveKind Coordinator::fetch_kind() const {
 void Coordinator::broadcast_list(const std::string& what, Elements length) {
   // assert_ints_same_as_other_ranks: at edaa722 a 1-element length broadcast precedes each list
   // (#7525); v0.14.4 broadcasts the list only.
+  // In place on executor-owned int64 scratch (the ids are the coordinator's, not model data).
   if (cx_.version == DeepSpeedVersion::Edaa722)
     cx_.collective(CollectiveKind::Broadcast, 1, 1, kTraceIdDType, ReduceOp::None, Stream::Compute,
-                   "trace check: length of " + what, {}, 0);
+                   "trace check: length of " + what, {}, 0, region(cx_.trace_ids(1), 0, 1));
+  const Region ids = length == 0 ? Region{} : region(cx_.trace_ids(length), 0, length);
   cx_.collective(CollectiveKind::Broadcast, length, length, kTraceIdDType, ReduceOp::None,
                  Stream::Compute, "trace check: " + what + " (" + std::to_string(length) + ")", {},
-                 0);
+                 0, ids);
 }
 
 void Coordinator::reset_step() {
@@ -201,33 +203,54 @@ std::uint32_t Coordinator::stage_partitions_on_device(const std::vector<std::uin
   cx_.e.alloc(tmp, gs);
   std::vector<Piece> parts;  // each param's host partition
   for (auto p : params)
-    if (!cx_.persistent(p)) {
-      const Region own = cx_.own_partition(p);
-      parts.push_back({own.buffer, own.offset, own.length});
-    }
-  cx_.data_op(OpKind::HostToDevice, gs, numel, cx_.lp, list_region(cx_.e.list(std::move(parts))),
-              region(tmp), "H2D partitions for gather");
+    if (!cx_.persistent(p)) parts.push_back(cx_.own_piece(p));
+  cx_.data_op(OpKind::HostToDevice, gs, numel, cx_.lp, cx_.pieces(std::move(parts)), region(tmp),
+              "H2D partitions for gather");
   return tmp;
 }
 
+// Under offload_param DeepSpeed keeps a persistent param's partition on the device; the schedule
+// has no buffer for it (X12, memory only) and reads the same values from its LP partition.
+std::vector<Piece> Coordinator::own_sources(const std::vector<std::uint32_t>& params,
+                                            std::uint32_t tmp) const {
+  std::vector<Piece> out;
+  Elements at = 0;  // the next param's chunk in the device copy
+  for (auto p : params) {
+    if (tmp != kNone && !cx_.persistent(p)) {
+      out.push_back({tmp, at, cx_.c(p)});
+      at += cx_.c(p);
+    } else {
+      out.push_back(cx_.own_piece(p));
+    }
+  }
+  return out;
+}
+
 // One param: the output W*c is the param's storage (a view of its first n elements).
+// use_all_reduce_for_fetch_params: a zero-filled W·c buffer, the rank's slice copied in at r·c
+// (only its real elements: the padding stays 0), one sum all-reduce in place.
 void Coordinator::gather_single(std::uint32_t p, const std::string& why, std::uint32_t h) {
   const Stream gs = cx_.gather_stream;
   const Elements c = cx_.c(p), out = c * cx_.world;
-  cx_.e.alloc(cx_.padded_buf[p], gs);
+  const CollectiveKind k = fetch_kind();
+  const bool reduce = k == CollectiveKind::AllReduce;
+  cx_.e.alloc(cx_.padded_buf[p], gs, kNone, reduce);
   Elements staged = 0;
   const auto tmp = stage_partitions_on_device({p}, staged);
-  const CollectiveKind k = fetch_kind();
-  // The all-reduce variant (a zero-filled output holding the rank's slice) is not carried (X10),
-  // nor a persistent param's device partition under offload_param (X12).
-  Region in;
-  if (k == CollectiveKind::AllGather)
-    in = tmp != kNone ? region(tmp, 0, c) : (cx_.offload_param ? Region{} : cx_.own_partition(p));
-  last_gather_op_ =
-      cx_.collective(k, k == CollectiveKind::AllReduce ? out : c, out, cx_.lp,
-                     k == CollectiveKind::AllReduce ? ReduceOp::Sum : ReduceOp::None, gs,
-                     why + ": " + cx_.m.params[p].name, {}, kNone, in,
-                     k == CollectiveKind::AllGather ? region(cx_.padded_buf[p]) : Region{});
+  const Piece from = own_sources({p}, tmp).front();
+  const Region own = region(from.buffer, from.offset, from.length);
+  if (reduce)
+    cx_.data_op(OpKind::Copy, gs, c, cx_.lp, own,
+                cx_.pieces({{.buffer = cx_.padded_buf[p],
+                             .offset = 0,
+                             .length = c,
+                             .rank_stride = c,
+                             .limit = cx_.n(p)}}),
+                "own partition into the all-reduce buffer: " + cx_.m.params[p].name);
+  last_gather_op_ = cx_.collective(
+      k, reduce ? out : c, out, cx_.lp, reduce ? ReduceOp::Sum : ReduceOp::None, gs,
+      why + ": " + cx_.m.params[p].name, {}, kNone, reduce ? region(cx_.padded_buf[p]) : own,
+      reduce ? Region{} : region(cx_.padded_buf[p]));
   if (tmp != kNone) {
     cx_.e.free(tmp, gs);
     cx_.pool.release(tmp);
@@ -244,29 +267,36 @@ void Coordinator::gather_coalesced(const std::vector<std::uint32_t>& params, con
   Elements sum_c = 0;
   for (auto p : params) sum_c += cx_.c(p);
   const Elements out = sum_c * cx_.world;
+  const CollectiveKind k = fetch_kind();
+  const bool gather = k == CollectiveKind::AllGather;
   const auto staging =
       cx_.pool.acquire(cx_.e, "all-gather staging", BufferCategory::CommBucket, cx_.lp, out);
-  cx_.e.alloc(staging, gs);
+  cx_.e.alloc(staging, gs, kNone, !gather);  // the all-reduce variant's buffer is torch.zeros
   Elements staged = 0;
   const auto tmp = stage_partitions_on_device(params, staged);
-  // From each param's partition into the rank's slot (under offload_param from the device copies
-  // just staged: not carried yet).
-  std::vector<Piece> parts;
-  if (!cx_.offload_param)
+  // From each param's partition (under offload_param the device copies just staged) into the
+  // rank's slot; for the all-reduce variant into each param's segment at prefix_n + r·c, only its
+  // real elements (partition_parameters.py all_gather_coalesced: start_param += ds_numel).
+  const Region own = cx_.pieces(own_sources(params, tmp));
+  Region into = rank_slice(staging, sum_c);
+  if (!gather) {
+    std::vector<Piece> slices;
+    Elements seg = 0;
     for (auto p : params) {
-      const Region own = cx_.own_partition(p);
-      parts.push_back({own.buffer, own.offset, own.length});
+      slices.push_back({.buffer = staging,
+                        .offset = seg,
+                        .length = cx_.c(p),
+                        .rank_stride = cx_.c(p),
+                        .limit = seg + cx_.n(p)});
+      seg += cx_.n(p);
     }
-  const Region slot = rank_slice(staging, sum_c);
-  cx_.data_op(OpKind::Copy, gs, sum_c, cx_.lp, list_region(cx_.e.list(std::move(parts))), slot,
-              "own partitions into the staging slot");
-  const CollectiveKind k = fetch_kind();
-  const bool gather = k == CollectiveKind::AllGather;  // the all-reduce variant: not carried (X10)
+    into = cx_.pieces(std::move(slices));
+  }
+  cx_.data_op(OpKind::Copy, gs, sum_c, cx_.lp, own, into, "own partitions into the staging slot");
   last_gather_op_ =
-      cx_.collective(k, k == CollectiveKind::AllReduce ? out : sum_c, out, cx_.lp,
-                     k == CollectiveKind::AllReduce ? ReduceOp::Sum : ReduceOp::None, gs,
-                     why + ": " + std::to_string(params.size()) + " params", {}, kNone,
-                     gather ? slot : Region{}, gather ? region(staging) : Region{});
+      cx_.collective(k, gather ? sum_c : out, out, cx_.lp, gather ? ReduceOp::None : ReduceOp::Sum,
+                     gs, why + ": " + std::to_string(params.size()) + " params", {}, kNone,
+                     gather ? into : region(staging), gather ? region(staging) : Region{});
   if (tmp != kNone) {
     cx_.e.free(tmp, gs);
     cx_.pool.release(tmp);
@@ -281,14 +311,26 @@ void Coordinator::wait(std::uint32_t p) {
   const Stream gs = cx_.gather_stream;
   if (!handles_[hid].complete) {
     handles_[hid].complete = true;
+    const Elements sum_c = handles_[hid].staging_numel / cx_.world;
+    Elements prefix_c = 0, prefix_n = 0;  // q's chunk in each rank's slot; its all-reduce segment
     for (auto q : handles_[hid].params) {
       if (handles_[hid].staging != kNone) {
         cx_.e.alloc(cx_.full_buf[q], gs);
-        // From q's strided chunks of the staging buffer (not carried yet).
-        cx_.data_op(OpKind::Copy, gs, cx_.n(q), cx_.lp, {}, region(cx_.full_buf[q]),
+        // From q's chunk of every rank's slot (runs of c, Σc apart, cut at n), or its segment of
+        // the all-reduced buffer.
+        const Piece from = fetch_kind() == CollectiveKind::AllGather
+                               ? Piece{.buffer = handles_[hid].staging,
+                                       .offset = prefix_c,
+                                       .length = cx_.n(q),
+                                       .block = cx_.c(q),
+                                       .block_stride = sum_c}
+                               : Piece{handles_[hid].staging, prefix_n, cx_.n(q)};
+        cx_.data_op(OpKind::Copy, gs, cx_.n(q), cx_.lp, cx_.pieces({from}), region(cx_.full_buf[q]),
                     "assemble " + cx_.m.params[q].name);
         ps_[q].storage = cx_.full_buf[q];
       }
+      prefix_c += cx_.c(q);
+      prefix_n += cx_.n(q);
       ps_[q].status = Status::Available;
     }
   }
@@ -352,11 +394,11 @@ void Coordinator::gather_persistent() {
   for (std::uint32_t p = 0; p < ps_.size(); ++p) {  // the persistent list is in ds_id order
     if (!cx_.persistent(p) || ps_[p].status != Status::NotAvailable) continue;
     cx_.e.alloc(cx_.padded_buf[p]);
+    // Under offload_param from its LP partition (X12: DeepSpeed's copy on the device).
     cx_.collective(CollectiveKind::AllGather, cx_.c(p), cx_.c(p) * cx_.world, cx_.lp,
                    ReduceOp::None, Stream::Compute,
                    "post-step gather of persistent " + cx_.m.params[p].name, {}, kNone,
-                   cx_.offload_param ? Region{} : cx_.own_partition(p),  // X12
-                   region(cx_.padded_buf[p]));
+                   cx_.own_partition(p), region(cx_.padded_buf[p]));
     ps_[p].status = Status::Available;  // outside the coordinator: n_available is not counted
     ps_[p].storage = cx_.padded_buf[p];
     ++issued;

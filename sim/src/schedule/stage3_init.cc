@@ -6,6 +6,7 @@
 // dist.barrier() calls move no data and appear as markers.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "schedule/stage3_internal.h"
 
@@ -61,6 +62,41 @@ std::uint32_t alloc_partitions(Context& cx, MemoryPool lp_pool) {
   return parts;
 }
 
+// Rank r's c-chunk of a whole param stored at `offset` of `whole`: its elements [r·c, r·c + c),
+// zeros past its end (DeepSpeed's _partition_param copies the real elements only; the padding of
+// the last ranks' partitions is never read as param data).
+Piece whole_chunk(const Context& cx, std::uint32_t whole, Elements offset, std::uint32_t p) {
+  return {.buffer = whole,
+          .offset = offset,
+          .length = cx.c(p),
+          .rank_stride = cx.c(p),
+          .limit = offset + cx.n(p)};
+}
+
+// X2: every param's partition cut from the whole model (declaration order in `whole`): the
+// trainable ones into `parts` in sub-group order (lp_param_buffer's layout), the others into the
+// frozen partitions in declaration order.
+void partition_whole_model(Context& cx, std::uint32_t whole, std::uint32_t parts) {
+  std::vector<Elements> at(cx.m.params.size(), 0);
+  Elements sum = 0;
+  for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) {
+    at[p] = sum;
+    sum += cx.n(p);
+  }
+  std::vector<Piece> trainable, frozen;
+  for (const auto& sg : cx.plan.sub_groups)
+    for (auto p : sg.params) trainable.push_back(whole_chunk(cx, whole, at[p], p));
+  for (std::uint32_t p = 0; p < cx.m.params.size(); ++p)
+    if (cx.sg_of_param[p] == kNone) frozen.push_back(whole_chunk(cx, whole, at[p], p));
+  if (!trainable.empty())
+    cx.data_op(OpKind::Copy, Stream::Compute, cx.plan.s3_partition_numel, cx.lp,
+               cx.pieces(std::move(trainable)), region(parts), "partition params");
+  if (!frozen.empty() && cx.frozen_partitions != kNone)
+    cx.data_op(OpKind::Copy, Stream::Compute, cx.plan.s3_unoptimized_partition_numel, cx.lp,
+               cx.pieces(std::move(frozen)), region(cx.frozen_partitions),
+               "partition params outside the optimizer");
+}
+
 // Without zero.Init: whole params on the device, broadcast twice, then cut to their partitions.
 // Under zero.Init: each param is broadcast from rank 0 and partitioned as it is constructed, so one
 // whole param is alive at a time (per param, not per module: an approximation of construction
@@ -79,6 +115,11 @@ void convert_params(Context& cx) {
       cx.e.alloc(whole);
       cx.collective(CollectiveKind::Broadcast, cx.n(p), cx.n(p), cx.lp, ReduceOp::None,
                     Stream::Compute, "zero.Init broadcast " + name, {}, 0, region(whole));
+      const std::uint32_t into = cx.sg_of_param[p] != kNone ? parts : cx.frozen_partitions;
+      if (into != kNone && cx.c(p) > 0)  // X2: the rank keeps its chunk
+        cx.data_op(OpKind::Copy, Stream::Compute, cx.c(p), cx.lp,
+                   cx.pieces({whole_chunk(cx, whole, 0, p)}),
+                   region(into, cx.part_offset[p], cx.c(p)), "partition " + name);
       cx.e.free(whole);
     }
   } else {
@@ -90,13 +131,13 @@ void convert_params(Context& cx) {
     broadcasts(cx, "engine broadcast", whole);
     broadcasts(cx, "zero conversion broadcast", whole);
     parts = alloc_partitions(cx, lp_pool);
+    partition_whole_model(cx, whole, parts);
     cx.e.free(whole);
   }
   cx.e.marker("dist.barrier (create fp16 partitions)");
   cx.lp_partitions = persistent_buffer(cx, "lp_param_buffer (LP partitions)",
                                        BufferCategory::Param16, cx.lp, trainable, lp_pool);
   cx.e.alloc(cx.lp_partitions);
-  // `parts` is never filled from the whole params (not carried: X2).
   cx.data_op(OpKind::Copy, Stream::Compute, trainable, cx.lp, region(parts),
              region(cx.lp_partitions), "defragment LP partitions");
   cx.e.free(parts);
@@ -144,7 +185,7 @@ void reduction_buffers(Context& cx) {
   cx.grad_partitions = persistent_buffer(cx, "grad_partitions_flat_buffer", BufferCategory::Grad,
                                          cx.ga, cx.plan.s3_partition_numel,
                                          cx.offload_opt ? cx.host_pool : MemoryPool::Device);
-  cx.e.alloc(cx.grad_partitions);
+  cx.e.alloc(cx.grad_partitions, Stream::Compute, kNone, true);  // torch.zeros (§7.1 step 8)
 }
 
 // Hook registration gathers each trainable param synchronously (output W*c) and re-partitions it.
@@ -156,9 +197,9 @@ void hook_gathers(Context& cx) {
     if (staged)  // into the rank's slot of the gather output
       cx.data_op(OpKind::HostToDevice, Stream::Compute, cx.c(p), cx.lp, cx.own_partition(p),
                  rank_slice(cx.padded_buf[p], cx.c(p)), "H2D partition of " + cx.m.params[p].name);
-    // offload_param keeps a persistent param's device partition in no buffer (not carried: X12).
-    const Region in = staged ? rank_slice(cx.padded_buf[p], cx.c(p))
-                             : (cx.offload_param ? Region{} : cx.own_partition(p));
+    // offload_param keeps a persistent param's partition on the device, in no buffer here (X12,
+    // memory only): the gather reads the same values from its LP partition.
+    const Region in = staged ? rank_slice(cx.padded_buf[p], cx.c(p)) : cx.own_partition(p);
     cx.collective(CollectiveKind::AllGather, cx.c(p), cx.c(p) * cx.world, cx.lp, ReduceOp::None,
                   Stream::Compute, "grad hook registration: gather " + cx.m.params[p].name, {},
                   kNone, in, region(cx.padded_buf[p]));

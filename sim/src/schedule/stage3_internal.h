@@ -163,13 +163,26 @@ struct Context {
   /// offload_optimizer.ratio: sub-groups with index < floor((1 - ratio) * count) stay on the GPU.
   bool sg_on_cpu(std::size_t sg) const;
   /// A Collective op over the data-parallel group, with deps; input `src`, output `dst` (empty:
-  /// in place).
+  /// in place); a sum's output is the reduction x `scale`.
   std::uint32_t collective(CollectiveKind k, Elements numel, Elements out, DType dt, ReduceOp r,
                            Stream st, std::string label, std::vector<std::uint32_t> deps = {},
-                           std::uint32_t root = kNone, Region src = {}, Region dst = {});
+                           std::uint32_t root = kNone, Region src = {}, Region dst = {},
+                           double scale = 1.0);
   /// A copy-like op (Copy, HostToDevice, DeviceToHost, WriteBack) from `src` into `dst`.
   std::uint32_t data_op(OpKind k, Stream st, Elements elements, DType dt, Region src, Region dst,
-                        std::string label, std::vector<std::uint32_t> deps = {});
+                        std::string label, std::vector<std::uint32_t> deps = {},
+                        CopyMode mode = CopyMode::Assign);
+  /// The operand list of `pieces` (interned; an empty list is an empty region).
+  Region pieces(std::vector<Piece> pieces) { return list_region(e.list(std::move(pieces))); }
+  /// p's own partition as a list piece (the c-chunk own_partition() names).
+  Piece own_piece(std::uint32_t p) const {
+    const Region r = own_partition(p);
+    return {r.buffer, r.offset, r.length};
+  }
+  /// The executor-owned int64 scratch a trace-check broadcast of `length` ids runs on (one per
+  /// distinct length).
+  std::uint32_t trace_ids(Elements length);
+  std::map<Elements, std::uint32_t> trace_id_buffers;
 };
 
 /// PartitionedParameterCoordinator (PPC) state machine for one process (§7.2–§7.5).
@@ -184,6 +197,8 @@ class Coordinator {
   void release_all();                               ///< step()'s RELEASE_ALL (persistent included)
   void gather_persistent();                         ///< POST_STEP synchronous gather (§7.7)
   std::int64_t n_available() const { return n_available_; }
+  /// The buffer holding p's gathered values while it is available (kNone otherwise).
+  std::uint32_t storage(std::uint32_t p) const { return ps_[p].storage; }
 
  private:
   enum class Mode : std::uint8_t { Record, Complete, Invalid };
@@ -211,6 +226,9 @@ class Coordinator {
                                            Elements& numel);
   void wait(std::uint32_t p);
   void free_param(std::uint32_t p);
+  /// The own-partition source of a gather of `params`: each param's c-chunk, from the device copy
+  /// `tmp` staged under offload_param (persistent params: their LP partition, see X12).
+  std::vector<Piece> own_sources(const std::vector<std::uint32_t>& params, std::uint32_t tmp) const;
   void consume_own(const Module& mod);
   void prefetch();
   std::vector<std::uint32_t> params_to_release(const Module& mod) const;
@@ -246,20 +264,27 @@ class Reducer {
     std::uint32_t param = kNone;
     bool in_ipg =
         false;  ///< the grad was copied into the IPG buffer (else it keeps its own storage)
+    Elements offset = 0;  ///< its start in the IPG buffer (bucket elements before it)
   };
+  /// Where entry `en`'s gradient lies when the flush reads it: n elements of the IPG buffer at
+  /// its offset, or its own gradient buffer.
+  Piece grad_piece(const Entry& en) const;
   void flush();
   void reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements sum_c);
   void all_reduce(Elements e);
-  /// `out`: the reduce-scatter output holding the rank's chunks in `sorted` order (kNone: the
-  /// all-reduced bucket, where they are strided).
-  void partition_grads(const std::vector<std::uint32_t>& sorted, Elements sum_c, std::uint32_t out);
+  /// `chunks[k]`: where the rank's reduced c-chunk of params[k] lies (a piece of the
+  /// reduce-scatter output, or of the all-reduced bucket: rank-strided, zeros past the tensor).
+  /// `out`: the reduce-scatter output holding them all in order (kNone: the all-reduced bucket).
+  void partition_grads(const std::vector<std::uint32_t>& params, Elements sum_c,
+                       const std::vector<Piece>& chunks, std::uint32_t out);
   /// Ops on the reduce stream, tagged with the current flush; each becomes last_reduce_op_.
   std::uint32_t on_reduce_stream(std::uint32_t op);
   std::uint32_t alloc(std::uint32_t buffer);
   std::uint32_t free(std::uint32_t buffer);
   std::uint32_t copy(OpKind kind, Elements elements, DType dt, Region src, Region dst,
                      std::string label, std::uint32_t param = kNone,
-                     std::vector<std::uint32_t> deps = {});
+                     std::vector<std::uint32_t> deps = {}, CopyMode mode = CopyMode::Assign,
+                     double scale = 1.0);
 
   Context& cx_;
   std::vector<Entry> bucket_;

@@ -25,14 +25,16 @@ std::uint32_t Reducer::free(std::uint32_t buffer) {
 }
 
 std::uint32_t Reducer::copy(OpKind kind, Elements elements, DType dt, Region src, Region dst,
-                            std::string label, std::uint32_t param,
-                            std::vector<std::uint32_t> deps) {
+                            std::string label, std::uint32_t param, std::vector<std::uint32_t> deps,
+                            CopyMode mode, double scale) {
   return on_reduce_stream(cx_.e.copy({.kind = kind,
                                       .stream = cx_.reduce_stream,
                                       .dtype = dt,
                                       .elements = elements,
                                       .src = src,
                                       .dst = dst,
+                                      .mode = mode,
+                                      .scale = scale,
                                       .param = param,
                                       .flush = flush_seq_,
                                       .deps = std::move(deps),
@@ -44,7 +46,7 @@ void Reducer::on_grad(std::uint32_t p, std::uint32_t ready_op) {
   // Stage 3 flushes only a non-empty bucket (stage 1/2 has no such guard). All params share one
   // data-parallel process group and one communication dtype, so those flush triggers never fire.
   if (elements_ > 0 && elements_ + n > r) flush();
-  Entry entry{p, false};
+  Entry entry{p, false, elements_};
   if (cx_.z.contiguous_gradients && elements_ + n <= r) {
     // The reduce stream waits for the compute stream, copies the grad into the bucket, and the
     // autograd storage goes (p.grad becomes a view of the IPG buffer).
@@ -86,19 +88,46 @@ void Reducer::flush() {
   ++flush_seq_;
 }
 
-// REDUCE_SCATTER_COALESCED: pre-divided by W, one reduce_scatter_tensor(in W·Σc, out Σc).
+Piece Reducer::grad_piece(const Entry& en) const {
+  if (en.in_ipg) return {cx_.ipg, en.offset, cx_.n(en.param)};
+  return {cx_.grad_buf[en.param], 0, cx_.n(en.param)};
+}
+
+// REDUCE_SCATTER_COALESCED (coalesced_collectives.py reduce_scatter_coalesced): pre-divided by W,
+// one reduce_scatter_tensor(in W·Σc, out Σc).
 void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements sum_c) {
   const Elements in = sum_c * cx_.world;
   const bool staging = !(sorted.size() == 1 && cx_.n(sorted.front()) % cx_.world == 0);
   const auto flush_label = "flush " + std::to_string(flush_seq_);
+  const double average = 1.0 / static_cast<double>(cx_.world);
   std::uint32_t stage_buf = kNone;
   if (staging) {
     stage_buf =
         cx_.pool.acquire(cx_.e, "reduce-scatter staging", BufferCategory::CommBucket, cx_.cd, in);
     alloc(stage_buf);
-    // Each grad, zero-padded to W·c, into its strided chunks (piece lists: not carried yet).
-    copy(OpKind::Copy, in, cx_.cd, {}, {},
-         flush_label + ": rank-major staging, padded per tensor, / W");
+    // Rank-major: for k in 0..W-1, for each grad in ds_id order, its chunk k then padding to c.
+    // Per grad that is one strided piece (runs of c, Σc apart) fed by the grad and W·c - n zeros
+    // (DeepSpeed pads with torch.empty and never reads the padding back; zeros keep the padding
+    // of grad_partitions at 0). The staging buffer is divided by W (tensor_partition_flat_buffer
+    // .div_(world_sz)): the copy's scale.
+    std::vector<Piece> from, into;
+    Elements prefix = 0;
+    for (auto p : sorted) {
+      const auto en = std::find_if(bucket_.begin(), bucket_.end(),
+                                   [p](const Entry& x) { return x.param == p; });
+      from.push_back(grad_piece(*en));
+      const Elements c = cx_.c(p), pad = c * cx_.world - cx_.n(p);
+      if (pad > 0) from.push_back({kNone, 0, pad});
+      into.push_back({.buffer = stage_buf,
+                      .offset = prefix,
+                      .length = c * cx_.world,
+                      .block = c,
+                      .block_stride = sum_c});
+      prefix += c;
+    }
+    copy(OpKind::Copy, in, cx_.cd, cx_.pieces(std::move(from)), cx_.pieces(std::move(into)),
+         flush_label + ": rank-major staging, padded per tensor, / W", kNone, {}, CopyMode::Assign,
+         average);
   }
   const auto out =
       cx_.pool.acquire(cx_.e, "reduce-scatter output", BufferCategory::Grad, cx_.cd, sum_c);
@@ -107,6 +136,8 @@ void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements 
   Region input = region(stage_buf);
   if (!staging)
     input = bucket_.front().in_ipg ? region(cx_.ipg, 0, in) : region(cx_.grad_buf[sorted.front()]);
+  // A lone W-divisible grad is divided in place before the scatter: carried as the output's
+  // scale (a post-division; the rounding differs from DeepSpeed's by at most one ulp).
   on_reduce_stream(cx_.e.collective({.kind = CollectiveKind::ReduceScatter,
                                      .dtype = cx_.cd,
                                      .numel = in,
@@ -115,6 +146,7 @@ void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements 
                                      .flush = flush_seq_,
                                      .src = input,
                                      .dst = region(out),
+                                     .scale = staging ? 1.0 : average,
                                      .stream = cx_.reduce_stream,
                                      .label = flush_label + ": reduce_scatter_tensor of " +
                                               std::to_string(sorted.size()) + " grads"}));
@@ -122,12 +154,19 @@ void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements 
     free(stage_buf);
     cx_.pool.release(stage_buf);
   }
-  partition_grads(sorted, sum_c, out);
+  std::vector<Piece> chunks;  // the rank's chunk of each grad in the output, in ds_id order
+  Elements at = 0;
+  for (auto p : sorted) {
+    chunks.push_back({out, at, cx_.c(p)});
+    at += cx_.c(p);
+  }
+  partition_grads(sorted, sum_c, chunks, out);
   free(out);
   cx_.pool.release(out);
 }
 
-// reduce_scatter=false, contiguous, bucket within R: the bucket is all-reduced in place (post /W).
+// reduce_scatter=false, contiguous, bucket within R: the bucket is divided by W and all-reduced
+// in place (carried as the output's scale: a post-division, within one ulp of DeepSpeed's).
 void Reducer::all_reduce(Elements e) {
   on_reduce_stream(cx_.e.collective(
       {.kind = CollectiveKind::AllReduce,
@@ -137,50 +176,72 @@ void Reducer::all_reduce(Elements e) {
        .op = ReduceOp::Sum,
        .flush = flush_seq_,
        .src = region(cx_.ipg, 0, e),
+       .scale = 1.0 / static_cast<double>(cx_.world),
        .stream = cx_.reduce_stream,
        .label = "flush " + std::to_string(flush_seq_) + ": all_reduce of the IPG bucket"}));
-  std::vector<std::uint32_t> sorted;
+  // Own chunk of each grad, in bucket order: T[off + r·c, off + min((r + 1)·c, n)) zero-padded
+  // to c, i.e. a rank-strided piece whose positions past the grad's end read as zeros.
+  std::vector<std::uint32_t> params;
+  std::vector<Piece> chunks;
   Elements sum_c = 0;
   for (const auto& en : bucket_) {
-    sorted.push_back(en.param);
-    sum_c += cx_.c(en.param);
+    const Elements c = cx_.c(en.param);
+    params.push_back(en.param);
+    chunks.push_back({.buffer = cx_.ipg,
+                      .offset = en.offset,
+                      .length = c,
+                      .rank_stride = c,
+                      .limit = en.offset + cx_.n(en.param)});
+    sum_c += c;
   }
-  partition_grads(sorted, sum_c, kNone);  // own chunks in bucket order
+  partition_grads(params, sum_c, chunks, kNone);
 }
 
-// PARTITION_GRADS: the first micro-step copies into the param's view of
-// grad_partitions_flat_buffer, later ones add. With offload_optimizer that buffer is on the host
-// (per-param D2H, or H2D + add + D2H), and at the accumulation boundary each partition is copied
-// into its sub-group's fp32 grads. Ranks holding only padding skip the copy; the element counts
-// here are the padded c_i.
-void Reducer::partition_grads(const std::vector<std::uint32_t>& sorted, Elements sum_c,
-                              std::uint32_t out) {
-  const std::string mode = cx_.micro == 0 ? "copy" : "accumulate";
+// PARTITION_GRADS (stage3.py partition_grads): the first micro-step copies into the param's view
+// of grad_partitions_flat_buffer, later ones add. With offload_optimizer that buffer is on the host
+// (per-param D2H, or H2D into a device temporary + add + D2H), and at the accumulation boundary
+// each partition is copied into its sub-group's fp32 grads. Ranks holding only padding skip the
+// copy and DeepSpeed copies only the real elements; here every rank copies its whole c-chunk,
+// whose padding is 0 (zeros staged, zero-filled buffer), so the values are the same.
+void Reducer::partition_grads(const std::vector<std::uint32_t>& params, Elements sum_c,
+                              const std::vector<Piece>& chunks, std::uint32_t out) {
+  const bool first = cx_.micro == 0;
+  const std::string mode = first ? "copy" : "accumulate";
+  const CopyMode into = first ? CopyMode::Assign : CopyMode::Add;
   const DType ga = cx_.ga;
   if (!cx_.offload_opt) {
-    // Into each param's view of grad_partitions; from the reduce-scatter output (the all-reduced
-    // bucket's own chunks are strided: not carried yet).
+    // Into each param's view of grad_partitions, from the reduce-scatter output or the bucket.
     std::vector<Piece> views;
-    for (auto p : sorted) {
+    for (auto p : params) {
       const Region v = cx_.grad_partition(p);
       views.push_back({v.buffer, v.offset, v.length});
     }
-    copy(OpKind::Copy, sum_c, ga, region(out), list_region(cx_.e.list(std::move(views))),
-         "partition grads (" + mode + ")");
+    copy(OpKind::Copy, sum_c, ga, out != kNone ? region(out) : cx_.pieces(chunks),
+         cx_.pieces(std::move(views)), "partition grads (" + mode + ")", kNone, {}, into);
     return;
   }
-  Elements at = 0;  // the param's chunk in `out`
-  for (auto p : sorted) {
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    const std::uint32_t p = params[k];
     const std::string& name = cx_.m.params[p].name;
-    if (cx_.micro > 0) {  // through a device temporary the schedule has no buffer for (X11)
-      copy(OpKind::HostToDevice, cx_.c(p), ga, cx_.grad_partition(p), {},
+    const Region chunk =
+        out != kNone ? region(out, chunks[k].offset, chunks[k].length) : cx_.pieces({chunks[k]});
+    std::uint32_t d2h = kNone;
+    if (!first) {  // cuda_grad_buffer = grad_buffer.to(device); add_; grad_buffer.copy_(it)
+      const auto tmp = cx_.pool.acquire(cx_.e, "grad partition accumulation (device)",
+                                        BufferCategory::Grad, ga, cx_.c(p));
+      alloc(tmp);
+      copy(OpKind::HostToDevice, cx_.c(p), ga, cx_.grad_partition(p), region(tmp),
            "grad partition to device for accumulation: " + name);
-      copy(OpKind::Copy, cx_.c(p), ga, {}, {}, "accumulate grad partition: " + name);
+      copy(OpKind::Copy, cx_.c(p), ga, chunk, region(tmp), "accumulate grad partition: " + name,
+           kNone, {}, CopyMode::Add);
+      d2h = copy(OpKind::DeviceToHost, cx_.c(p), ga, region(tmp), cx_.grad_partition(p),
+                 "grad partition to host: " + name);
+      free(tmp);
+      cx_.pool.release(tmp);
+    } else {
+      d2h = copy(OpKind::DeviceToHost, cx_.c(p), ga, chunk, cx_.grad_partition(p),
+                 "grad partition to host: " + name);
     }
-    const auto d2h = copy(OpKind::DeviceToHost, cx_.c(p), ga,
-                          out == kNone ? Region{} : region(out, at, cx_.c(p)),
-                          cx_.grad_partition(p), "grad partition to host: " + name);
-    at += cx_.c(p);
     const std::uint32_t sg = cx_.sg_of_param[p];
     if (cx_.boundary && sg != kNone && cx_.sg_on_cpu(sg))
       cx_.data_op(OpKind::Copy, Stream::Host, cx_.c(p), cx_.mw, cx_.grad_partition(p),

@@ -33,6 +33,22 @@ namespace zerosim::exec {
 /// nullopt: the call succeeded (or was queued); otherwise what went wrong.
 using Status = std::optional<Diagnostic>;
 
+/// One piece of an operand as a Device reads or writes it: elements [offset, offset + length) of
+/// `buffer`, stored as `dtype` (the buffer's). buffer kNone: zeros when read, dropped when written.
+struct OperandPiece {
+  std::uint32_t buffer = kNone;
+  Elements offset = 0;
+  Elements length = 0;
+  DType dtype = DType::Float16;
+};
+/// An operand: its pieces in order (one for a plain region; empty: the op has none).
+using Operand = std::vector<OperandPiece>;
+
+/// An optimizer update's operands for this rank (UpdateCall, resolved).
+struct UpdateOperands {
+  Operand master, grad, exp_avg, exp_avg_sq, lp_out, norms, overflow;
+};
+
 /// One collective as the Device runs it: the schedule's counts, for this rank.
 struct CollectiveCall {
   std::uint32_t op = 0;
@@ -47,10 +63,16 @@ struct CollectiveCall {
   std::uint32_t rank_in_group = 0;  ///< this rank's index in its group
   std::uint32_t group_first = 0;    ///< the rank at index 0 of this rank's group
   std::uint32_t group_stride = 1;   ///< ranks between consecutive members
+  std::uint32_t step = 0;
+  /// Data mode (RankView::operands): this rank's input and output (dst empty: in place), and the
+  /// factor the output is multiplied by after the reduction (Op::scale).
+  Operand src, dst;
+  double scale = 1.0;
 };
 
-/// A data op that is not a collective (Copy, CopyToBucket, WriteBack, H2D, D2H, OptimizerStep) or
-/// a compute op (Forward, Backward, Recompute), with this rank's element count.
+/// A data op that is not a collective (Copy, CopyToBucket, WriteBack, H2D, D2H, OptimizerStep), a
+/// compute op (Forward, Backward, Recompute) or a GradReady (where the stand-in backward writes a
+/// gradient), with this rank's element count.
 struct WorkCall {
   std::uint32_t op = 0;
   OpKind kind = OpKind::Copy;
@@ -60,6 +82,15 @@ struct WorkCall {
   std::uint32_t layer = kNone;
   std::uint32_t param = kNone;
   std::uint32_t buffer = kNone;
+  std::uint32_t step = 0;
+  std::uint32_t micro_step = 0;
+  std::uint32_t update = kNone;  ///< OptimizerStep: Schedule::updates index
+  /// Data mode (RankView::operands): where the op reads and writes, resolved for this rank; for
+  /// GradReady dst is the gradient the stand-in backward writes, for OptimizerStep `operands`.
+  Operand src, dst;
+  bool accumulate = false;  ///< dst += src x scale (Op::copy_mode Add) instead of dst = src x scale
+  double scale = 1.0;       ///< Op::scale
+  UpdateOperands operands;
 };
 
 /// Memory one rank's tracking allocator saw: current and peak bytes per pool and category.
@@ -75,8 +106,12 @@ struct MemoryCounters {
 class Device {
  public:
   virtual ~Device() = default;
+  /// `zero_fill`: the buffer starts as zeros (Op::zero_fill); otherwise its contents are undefined
+  /// until written, except that the model's construction (`init_weights`, below) holds its
+  /// initial weights.
   virtual Status allocate(std::uint32_t buffer, Bytes bytes, MemoryPool pool,
-                          BufferCategory category) = 0;
+                          BufferCategory category, bool zero_fill, bool init_weights) = 0;
+  // (init_weights: the Alloc is model_weights_alloc(schedule).)
   virtual Status release(std::uint32_t buffer) = 0;
   virtual Status work(Stream stream, const WorkCall& call) = 0;
   virtual Status collective(Stream stream, const CollectiveCall& call) = 0;
@@ -116,6 +151,9 @@ struct RankView {
   const ScheduleGraph* graph = nullptr;
   std::uint32_t rank = 0;
   std::uint32_t role = 0;
+  /// Resolve every op's operands into the calls (data mode). Count-only leaves them empty and
+  /// skips the O(operands) work.
+  bool operands = false;
 };
 
 struct RankRun {
@@ -130,6 +168,11 @@ struct RankRun {
 /// label; the walk stops at the first one (the device may still hold queued work: the caller
 /// aborts it).
 Result<RankRun> execute_rank(const RankView& view, Device& device, TrackingAllocator& allocator);
+
+/// The op whose Alloc stands in for the model's construction: the program's first Alloc of a
+/// Param16 buffer in the init phase (the module's parameters, before DeepSpeed wraps them), which
+/// holds the model's initial weights in data mode. kNone: no such op.
+std::uint32_t model_weights_alloc(const Schedule& s);
 
 /// "rank 3, op 17 (\"flush 2: AR(8)\")": how errors name where they happened.
 std::string where(const Schedule& s, std::uint32_t rank, std::uint32_t op);

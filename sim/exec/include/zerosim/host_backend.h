@@ -2,7 +2,7 @@
 // the schedule through the executor (executor.h) on a HostDevice.
 //
 // Modes:
-//   * count-only (`--no-data`, the only mode of this version): every op is issued and every
+//   * count-only (`--no-data`): every op is issued and every
 //     Alloc/Free goes through the rank's tracking allocator, nothing is backed by memory, and every
 //     collective is a real rendezvous of its communicator's ranks — each rank arrives with its own
 //     call, the calls must agree (kind, counts, dtype, reduce op, root, in the same launch order on
@@ -11,8 +11,11 @@
 //     program order on its thread, which satisfies every dependency, Sync gate and communicator
 //     order of the graph. So a 70B model at 64 ranks is checked for memory, traffic and collective
 //     order on a laptop.
-//   * data mode (real buffers, real ring collectives, real numerics) needs the schedule to name
-//     every op's source and destination region (Schedule IR v2 operands): refused until it does.
+//   * data mode (HostOptions::data): the same walk and counting, and the buffers are real
+//     allocations holding data, every data op and collective runs on its resolved operands, the
+//     model is replaced by stand-ins and the optimizer is AdamW with DeepSpeed's loss scaling
+//     (host_data.h). A schedule that does not carry an operand data mode needs is refused before
+//     any rank starts (data_mode_refusal: the op index, its label and the operand).
 // Faults end the run within a bounded time: a rank that fails (an error from its device or its
 // allocator, e.g. over --host-memory-limit) aborts the world, and every rank waiting in a
 // collective returns; a collective whose ranks do not all arrive within the stall timeout ends
@@ -33,8 +36,29 @@
 
 namespace zerosim::exec {
 
+/// Data mode's stand-ins and hyper-parameters (what a real model and ds_config would give).
+struct DataOptions {
+  std::uint64_t seed = 1;  ///< synthetic gradients and initial weights
+  /// The stand-in backward's gradient: synthetic_grad(...) (in [-1, 1)) rounded to a multiple of
+  /// 2^-quantum_bits when quantum_bits > 0 (so sums of a few of them are exact in 16 bits), times
+  /// grad_scale and the loss scale.
+  std::uint32_t quantum_bits = 0;
+  double grad_scale = 1.0 / 4096;
+  double initial_loss_scale = 65536;  ///< fp16: DeepSpeed's 2^initial_scale_power (16)
+  double gradient_clipping = 0;       ///< ds_config gradient_clipping (0: off)
+  /// AdamW (torch.optim.AdamW's defaults but weight decay; training_math.h adamw_step).
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.01f;
+  /// Steps whose backward produces an inf (rank 0, the first gradient of micro-step 0): the
+  /// schedule's --overflow-steps, so the data overflows exactly where the schedule skips.
+  std::vector<std::uint32_t> overflow_steps;
+  Bytes memory_cap = Bytes{16} << 30;  ///< every rank's buffers together (0: no cap)
+  bool keep_buffers = false;           ///< HostRankResult::buffers (tests)
+};
+
 struct HostOptions {
-  bool data = false;       ///< data mode (not yet available: see the file comment)
+  /// Data mode: real buffers, real ring collectives, real numerics (see the file comment).
+  bool data = false;
+  DataOptions data_options;
   Bytes memory_limit = 0;  ///< device bytes per rank; 0: no limit
   std::chrono::milliseconds stall_timeout{60000};
   /// Ranks whose op spans the measured trace carries (empty: the representative of every role).
@@ -58,6 +82,10 @@ struct HostRankResult {
   MemoryCounters memory;
   std::vector<ExecutedCollective> collectives;  ///< launch order
   std::array<Bytes, kCollectiveKindCount> sent_by_kind{}, received_by_kind{};
+  /// Data mode with DataOptions::keep_buffers: every buffer's bytes at the end (empty: not live).
+  std::vector<std::vector<unsigned char>> buffers;
+  double loss_scale = 1;            ///< data mode: the loss scale after the last step
+  std::uint64_t skipped_steps = 0;  ///< data mode: steps the overflow check skipped
 };
 
 struct HostRun {
@@ -65,6 +93,11 @@ struct HostRun {
   std::int64_t wall_ns = 0;           ///< host steady clock, the whole run
   Trace trace;                        ///< measured trace (meta.backend = "host")
 };
+
+/// Data mode only: why `s` cannot run with real data (the first op that lacks an operand or reads
+/// what nothing wrote, naming the op index, its label and the operand; or more memory than
+/// DataOptions::memory_cap), nullopt when it can. run_host refuses with it before any rank starts.
+std::optional<Diagnostic> data_mode_refusal(const Schedule& s, const HostOptions& options);
 
 /// Runs every rank of `s` (lowered as `g`). Errors: data mode requested, a rank's failure, a stall,
 /// mismatched collectives — each naming the rank, the op and the time.
