@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "schedule_stage3_test_util.h"
@@ -266,6 +267,26 @@ TEST(Stage3Operands, PieceFieldsRoundTripAndBadPiecesAreRefused) {
                 "19) at rank index 3"),
             std::string::npos)
       << r.diagnostics().to_string();
+}
+
+// The operands stay O(tensors + buckets): the same lists and pieces at 4 and 256 ranks.
+TEST(Stage3Operands, PieceListsDoNotGrowWithTheWorld) {
+  const ModelDesc m = s3test::layer_model({{10, 7}, {2, 5, 13}, {3}});
+  for (const bool all_reduce : {false, true}) {
+    DsConfig ds = one_flush_config();
+    ds.zero.reduce_scatter = !all_reduce;
+    ds.zero.use_all_reduce_for_fetch_params = all_reduce;
+    const auto pieces = [&](std::uint32_t w) {
+      const Schedule s = s3test::build(m, ds, w, 2);
+      std::size_t n = 0;
+      for (const auto& l : s.lists) n += l.size();
+      return std::make_pair(s.lists.size(), n);
+    };
+    const auto small = pieces(4), large = pieces(256);
+    EXPECT_EQ(small.first, large.first);
+    EXPECT_EQ(small.second, large.second);
+    EXPECT_LT(small.second, 80u);  // a few pieces per tensor and list
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
