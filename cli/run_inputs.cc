@@ -2,6 +2,7 @@
 // scenario file replaces them (mixing the two is an error, so nothing is silently overridden).
 #include "run_inputs.h"
 
+#include "cluster_flags.h"
 #include "inputs.h"
 
 namespace zerosim::cli {
@@ -45,7 +46,7 @@ const char* const kModelFlags[] = {"--model",
                                    "--world-size",
                                    "--stage"};
 
-Result<Scenario> scenario_from_flags(const ParsedArgs& a) {
+Result<Scenario> scenario_from_flags(const ParsedArgs& a, std::string& links_basis) {
   ParsedArgs plan_args = a;
   if (a.has("--world-size")) {
     if (a.has("--gpus"))
@@ -54,6 +55,7 @@ Result<Scenario> scenario_from_flags(const ParsedArgs& a) {
   }
   auto in = load_inputs(plan_args);
   if (!in.ok()) return Result<Scenario>(in.diagnostics());
+  links_basis = in->links_basis;
   Scenario s;
   s.name = in->model.name;
   s.source = "flags";
@@ -87,6 +89,7 @@ Result<Scenario> scenario_from_flags(const ParsedArgs& a) {
 
 Result<BuiltRun> build_run(const ParsedArgs& a) {
   Diagnostics d;
+  std::string links;
   Result<Scenario> sc = Scenario{};
   if (a.has("--scenario")) {
     for (const char* f : kModelFlags)
@@ -95,13 +98,17 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
                               "cannot be combined with --scenario (edit the scenario instead)");
     sc = load_scenario_file(*a.get("--scenario"));
   } else {
-    sc = scenario_from_flags(a);
+    sc = scenario_from_flags(a, links);
   }
   d.append(sc.diagnostics());
   if (!sc.ok()) return Result<BuiltRun>(d);
   BuiltRun run;
   run.scenario = std::move(sc.value());
   Scenario& s = run.scenario;
+  // The cluster link flags describe the machine, not the experiment: they apply to a scenario too.
+  if (a.has("--scenario")) links = apply_cluster_link_flags(a, s.cluster, d);
+  if (d.has_errors()) return Result<BuiltRun>(d);
+  run.links_basis = links;
   if (a.has("--steps")) {
     auto k = parse_uint("--steps", *a.get("--steps"), 1, 10000);
     if (!k.ok()) return Result<BuiltRun>(k.diagnostics());

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "report/plan_speed_report.h"
 #include "zerosim/plan_report.h"
 
 namespace zerosim {
@@ -146,6 +147,7 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
          "activations are freed before the step);\ntraffic = bytes each GPU sends per optimizer "
          "step (ring "
          "algorithms)\n\n";
+  report::write_plan_speeds(p, out, markdown);
   write_estimators(p, out, pre);
   out << "\nrecommendation: " << p.recommendation << "\n";
   if (!p.notes.empty()) {
