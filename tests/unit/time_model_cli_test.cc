@@ -94,6 +94,12 @@ TEST(SimulateSpeed, ReportsStepTimeTokensAndMfu) {
   EXPECT_NE(r.out.find("model FLOPs utilisation "), std::string::npos);
   // Human units: a half-second step reads as ms, not as a six-digit ms figure.
   EXPECT_EQ(r.out.find("000 ms"), std::string::npos) << r.out;
+  // A param list has no layer FLOPs and no sequence: no MFU or tokens/s is invented.
+  const auto tiny = run_cli(std::string("simulate --scenario ") + ZEROSIM_SOURCE_DIR +
+                            "/scenarios/tiny_zero2_4gpu.json");
+  ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+  EXPECT_NE(tiny.out.find("model FLOPs utilisation: not known"), std::string::npos) << tiny.out;
+  EXPECT_EQ(tiny.out.find("tokens/s"), std::string::npos) << tiny.out;
 }
 
 PlanRequest llama7b_on_8_h100() {

@@ -36,6 +36,10 @@ void write_speed(const Summary& s, const StepSpeed& v, std::ostream& out) {
     out << ", " << with_commas(v.tokens_per_s) << " tokens/s ("
         << with_commas(v.tokens_per_s / s.meta.world) << " per GPU, "
         << with_commas(v.tokens_per_step) << " tokens per step)";
+  if (v.model_flops_per_gpu <= 0) {  // a param list or synthetic shapes without layer FLOPs
+    out << "\n  model FLOPs utilisation: not known (the schedule's compute ops carry no FLOPs)\n";
+    return;
+  }
   const double tflop = v.model_flops_per_gpu / 1e12;
   char small[32];
   std::snprintf(small, sizeof small, "%.3g", tflop);
