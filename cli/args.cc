@@ -29,6 +29,9 @@ Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
       out.help = true;
       continue;
     }
+    // -o is --output's short form (as in cc, curl, nsys), for every command that writes a file.
+    if (a == "-o" && std::find(names.begin(), names.end(), "--output") != names.end())
+      a = "--output";
     if (a.rfind("--", 0) != 0) {
       d.error(src, "", "unexpected argument " + quote(a), "flags start with --; see --help");
       continue;
@@ -78,7 +81,8 @@ std::string format_help(const std::string& command, const std::string& summary,
     w = std::max(w, f.name.size() + (f.value_name.empty() ? 0 : f.value_name.size() + 1));
   for (const auto& f : specs) {
     std::string left = f.name + (f.value_name.empty() ? "" : " " + f.value_name);
-    s += "  " + left + std::string(w - left.size() + 2, ' ') + f.help + "\n";
+    s += "  " + left + std::string(w - left.size() + 2, ' ') + f.help +
+         (f.name == "--output" ? " (short: -o FILE)" : "") + "\n";
   }
   s += "  --help" + std::string(w > 4 ? w - 4 : 2, ' ') + "show this help\n";
   return s;

@@ -1,10 +1,16 @@
 // `zerosim plan`: capacity planning in milliseconds, no GPU.
+#include <cstdint>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
+#include <string>
 
 #include "args.h"
+#include "cluster_flags.h"
 #include "commands.h"
 #include "inputs.h"
 #include "output_file.h"
+#include "scenario_overrides.h"
 #include "zerosim/plan_report.h"
 #include "zerosim/planner.h"
 
@@ -12,8 +18,13 @@ namespace zerosim::cli {
 
 namespace {
 std::vector<FlagSpec> plan_flags() {
-  auto f = model_cluster_flags();
-  f.push_back({"--mode", "MODE", "deepspeed|paper accounting; default deepspeed"});
+  std::vector<FlagSpec> f = {
+      {"--scenario", "FILE",
+       "a scenario file (scenarios/*.json); a model/cluster/training flag given with it "
+       "overrides that one value (and a note says so)"}};
+  for (auto& m : model_cluster_flags()) f.push_back(m);
+  f.push_back(
+      {"--mode", "MODE", "deepspeed|paper accounting; default deepspeed (or the scenario's)"});
   f.push_back({"--format", "FMT", "table|json|csv|markdown; default table"});
   f.push_back({"--output", "FILE", "write the report to FILE instead of stdout"});
   f.push_back({"--sweep", "", "also list every stage x offload x power-of-two GPU count"});
@@ -27,7 +38,35 @@ constexpr const char* kSummary =
     "model states, runtime buffers, activations and overhead; whether it fits, the largest\n"
     "micro-batch, the smallest GPU count, the traffic per step, DeepSpeed's own estimate and a\n"
     "recommendation. Without a model flag it plans the default scenario: Llama-2-7B on 8 x "
-    "H100-SXM-80GB.";
+    "H100-SXM-80GB.\n"
+    "Exit codes: 0 the plan was made and something fits; 1 invalid input; 2 infeasible: no row\n"
+    "fits, or the row of the given ds_config (or scenario) does not fit (the report is printed\n"
+    "all the same).";
+
+std::string gib_text(std::int64_t bytes) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(2) << static_cast<double>(bytes) / (1024.0 * 1024 * 1024)
+    << " GiB";
+  return o.str();
+}
+
+/// Exit 2 when the plan's answer is "it does not fit": the user's own row (a ds_config or
+/// scenario) or every row. One line on `err` says which.
+int infeasible_exit(const PlanResult& plan, std::ostream& err) {
+  const auto& c = plan.request.cluster;
+  const std::string where = std::to_string(c.world_size()) + " x " + c.gpu.name;
+  for (const auto& row : plan.rows) {
+    if (!row.matches_ds_config || row.fits) continue;
+    err << "zerosim plan: infeasible: the ds_config's row (stage " << row.stage << ", offload "
+        << offload_name(row.offload) << ") does not fit on " << where << " ("
+        << gib_text(-row.headroom_bytes) << " over per GPU)\n";
+    return kExitInfeasible;
+  }
+  for (const auto& row : plan.rows)
+    if (row.fits) return kExitOk;
+  err << "zerosim plan: infeasible: no stage or offload variant fits on " << where << "\n";
+  return kExitInfeasible;
+}
 }  // namespace
 
 std::string plan_help() { return format_help("plan", kSummary, plan_flags()); }
@@ -46,6 +85,7 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   Diagnostics d;
   auto mode =
       parse_choice("--mode", args->get("--mode").value_or("deepspeed"), {"deepspeed", "paper"});
+  const bool from_scenario = args->has("--scenario");
   auto fmt_name = parse_choice("--format", args->get("--format").value_or("table"),
                                {"table", "json", "csv", "markdown", "md"});
   std::uint64_t max_gpus = 4096;
@@ -58,21 +98,45 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   }
   d.append(mode.diagnostics());
   d.append(fmt_name.diagnostics());
-  auto inputs = load_inputs(args.value());
-  d.append(inputs.diagnostics());
-  if (report(d, err)) return kExitInvalidInput;
-
   PlanRequest req;
-  req.model = std::move(inputs->model);
-  req.cluster = inputs->cluster;
-  req.base = inputs->ds;
-  req.ds_config_given = inputs->ds_config_given;
-  req.training = inputs->training;
-  req.mode = mode.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
+  bool used_default_model = false;
+  if (from_scenario) {
+    auto sc = load_scenario_with_overrides(args.value());
+    d.append(sc.diagnostics());
+    if (report(d, err)) return kExitInvalidInput;
+    req.model = std::move(sc->model);
+    req.cluster = sc->cluster;
+    req.base = sc->ds;
+    req.ds_config_given = true;  // a scenario always carries its DeepSpeed config
+    req.training = sc->training;
+    req.mode = sc->mode;
+    // The cluster link flags describe the machine: they apply to a scenario too (cluster_flags.h).
+    Diagnostics links;
+    const std::string given = apply_cluster_link_flags(args.value(), req.cluster, links);
+    if (report(links, err)) return kExitInvalidInput;
+    if (!given.empty()) req.base.notes.push_back("cluster links " + given);
+    // The report says which scenario values a flag replaced (stderr says it too), so a saved
+    // table or JSON cannot be mistaken for the scenario as written.
+    for (const auto& n : sc.diagnostics().items())
+      if (n.severity == Severity::Note && n.source.rfind("--", 0) == 0)
+        req.base.notes.push_back(n.source + " " + n.message);
+  } else {
+    auto inputs = load_inputs(args.value());
+    d.append(inputs.diagnostics());
+    if (report(d, err)) return kExitInvalidInput;
+    req.model = std::move(inputs->model);
+    req.cluster = inputs->cluster;
+    req.base = inputs->ds;
+    req.ds_config_given = inputs->ds_config_given;
+    req.training = inputs->training;
+    used_default_model = inputs->used_default_model;
+  }
+  if (args->has("--mode") || !from_scenario)
+    req.mode = mode.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
   req.sweep_max_gpus = max_gpus;
   req.full_sweep = args->has("--sweep");
   if (!check_outputs(args.value(), specs, {"--output"}, err)) return kExitInvalidInput;
-  if (inputs->used_default_model)
+  if (used_default_model)
     err << "note: no model given; planning the default scenario " << req.model.name << " on "
         << req.cluster.world_size() << " x " << req.cluster.gpu.name << "\n";
   auto plan = make_plan(req);
@@ -89,7 +153,7 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   } else {
     write_plan(plan.value(), format, out, verbose);
   }
-  return kExitOk;
+  return infeasible_exit(plan.value(), err);
 }
 
 }  // namespace zerosim::cli

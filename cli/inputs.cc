@@ -179,6 +179,7 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
                    d);
   } else {
     in.ds = default_ds_config(0, precision.value_or(DType::BFloat16));
+    if (clip) in.ds.gradient_clipping = *clip;  // as a ds_config's "gradient_clipping" would say
     in.ds.micro_batch = micro.value_or(1);
     in.ds.grad_accum_steps = gas.value_or(1);
     in.ds.train_batch_size = in.ds.micro_batch * in.ds.grad_accum_steps * in.cluster.world_size();

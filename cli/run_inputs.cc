@@ -1,16 +1,18 @@
-// Scenario resolution for the commands that build a schedule. Flags mirror `zerosim plan`; a
-// scenario file replaces them (mixing the two is an error, so nothing is silently overridden).
+// Scenario resolution for the commands that build a schedule. Flags mirror `zerosim plan`; with a
+// scenario file, a model/cluster/training flag overrides that one value of the scenario and the
+// command says so (scenario_overrides.h).
 #include "run_inputs.h"
 
 #include "cluster_flags.h"
 #include "inputs.h"
+#include "scenario_overrides.h"
 
 namespace zerosim::cli {
 
 std::vector<FlagSpec> run_flags() {
-  std::vector<FlagSpec> f = {
-      {"--scenario", "FILE",
-       "a scenario file (scenarios/*.json); replaces the model/cluster flags"}};
+  std::vector<FlagSpec> f = {{"--scenario", "FILE",
+                              "a scenario file (scenarios/*.json); a model/cluster/training flag "
+                              "given with it overrides that one value"}};
   for (auto& m : model_cluster_flags()) f.push_back(m);
   f.push_back({"--world-size", "N", "data-parallel ranks (same as --gpus)"});
   f.push_back({"--stage", "S", "ZeRO stage 0..3 when no --ds-config gives one"});
@@ -26,25 +28,6 @@ std::vector<FlagSpec> run_flags() {
 }
 
 namespace {
-
-const char* const kModelFlags[] = {"--model",
-                                   "--hf-config",
-                                   "--params",
-                                   "--param-list",
-                                   "--gpus",
-                                   "--nodes",
-                                   "--gpus-per-node",
-                                   "--gpu",
-                                   "--ds-config",
-                                   "--micro-batch",
-                                   "--grad-accum",
-                                   "--seq-len",
-                                   "--precision",
-                                   "--gradient-clipping",
-                                   "--activation-checkpointing",
-                                   "--attention",
-                                   "--world-size",
-                                   "--stage"};
 
 Result<Scenario> scenario_from_flags(const ParsedArgs& a, std::string& links_basis) {
   ParsedArgs plan_args = a;
@@ -92,11 +75,7 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
   std::string links;
   Result<Scenario> sc = Scenario{};
   if (a.has("--scenario")) {
-    for (const char* f : kModelFlags)
-      if (a.has(f))
-        return fail<BuiltRun>(f, "",
-                              "cannot be combined with --scenario (edit the scenario instead)");
-    sc = load_scenario_file(*a.get("--scenario"));
+    sc = load_scenario_with_overrides(a);
   } else {
     sc = scenario_from_flags(a, links);
   }

@@ -2,6 +2,7 @@
 // cluster flags plus the stage to run. Resolves everything into a Scenario and builds the Schedule.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "args.h"

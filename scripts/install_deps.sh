@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages zerosim needs, and only those that are missing.
+#   scripts/install_deps.sh         everything the tests and CI need
+#   scripts/install_deps.sh --cli   only what building the `zerosim` executable needs (run_demo.sh)
 # Safe to run repeatedly; waits up to 10 minutes for another apt/dpkg to release its lock.
 set -euo pipefail
 
-packages=(cmake g++ make libgtest-dev libbenchmark-dev nlohmann-json3-dev clang-format clang-tidy)
+packages=(cmake g++ make nlohmann-json3-dev)
+case "${1:-}" in
+  "") packages+=(libgtest-dev libbenchmark-dev clang-format clang-tidy) ;;
+  --cli) ;;
+  *)
+    echo "install_deps.sh: expected no argument or --cli, got \"$1\"" >&2
+    exit 1
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

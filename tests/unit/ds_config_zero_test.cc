@@ -249,19 +249,38 @@ TEST(DsConfigZero, StageMustBeAnInteger0To3) {
             "ds.json: /zero_optimization/stage: expected an integer 0..3, got 4\n");
 }
 
-TEST(DsConfigZero, BucketSizesMustBePositive) {
-  EXPECT_EQ(diag(zero(R"("reduce_bucket_size": 0)")),
-            "ds.json: /zero_optimization/reduce_bucket_size: expected an integer >= 1, got 0\n");
-  EXPECT_EQ(diag(zero(R"("allgather_bucket_size": 0)")),
-            "ds.json: /zero_optimization/allgather_bucket_size: expected an integer >= 1, got 0\n");
+// DeepSpeed's schema: reduce_bucket_size and allgather_bucket_size are ge=0
+// (deepspeed/runtime/zero/config.py:113, :132): 0 is a valid config, not an error.
+TEST(DsConfigZero, BucketSizesFollowDeepSpeedsSchema) {
+  auto r = zero(R"("stage": 2, "reduce_bucket_size": 0, "allgather_bucket_size": 0)");
+  ASSERT_TRUE(r.ok()) << diag(r);
+  EXPECT_EQ(r.value().zero.reduce_bucket_size, 0u);
+  EXPECT_EQ(r.value().zero.allgather_bucket_size, 0u);
+  EXPECT_EQ(diag(zero(R"("reduce_bucket_size": -1)")),
+            "ds.json: /zero_optimization/reduce_bucket_size: expected an integer >= 0, got -1\n");
+  EXPECT_EQ(
+      diag(zero(R"("allgather_bucket_size": -1)")),
+      "ds.json: /zero_optimization/allgather_bucket_size: expected an integer >= 0, got -1\n");
   EXPECT_EQ(diag(zero(R"("reduce_bucket_size": 2.5)")),
-            "ds.json: /zero_optimization/reduce_bucket_size: expected an integer >= 1, got 2.5\n");
+            "ds.json: /zero_optimization/reduce_bucket_size: expected an integer >= 0, got 2.5\n");
+}
+
+// module_granularity_threshold is a plain int (config.py:258, no bound); only > 0 enables it
+// (parameter_offload.py:198), so a negative value is accepted and behaves as 0.
+TEST(DsConfigZero, NegativeModuleGranularityThresholdIsOff) {
+  auto r = zero(R"("stage": 3, "stage3_module_granularity_threshold": -5)");
+  ASSERT_TRUE(r.ok()) << diag(r);
+  EXPECT_EQ(r.value().zero.module_granularity_threshold, 0u);
+  bool noted = false;
+  for (const auto& n : r.value().notes)
+    noted = noted || n.find("module_granularity_threshold = -5") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 TEST(DsConfigZero, AbsurdValuesAreRejectedWithoutOverflow) {
   EXPECT_EQ(
       diag(zero(R"("reduce_bucket_size": 1e30)")),
-      "ds.json: /zero_optimization/reduce_bucket_size: expected an integer >= 1, got 1e+30\n");
+      "ds.json: /zero_optimization/reduce_bucket_size: expected an integer >= 0, got 1e+30\n");
   EXPECT_EQ(diag(zero(R"("stage3_max_live_parameters": 1e30)")),
             "ds.json: /zero_optimization/stage3_max_live_parameters: expected an integer >= 0, got "
             "1e+30\n");

@@ -39,9 +39,11 @@ Result<ModelDesc> load_hf_config_file(const std::string& path);
 Result<ModelDesc> load_param_list_text(const std::string& text, const std::string& source);
 Result<ModelDesc> load_param_list_file(const std::string& path);
 
-/// A synthetic decoder-only transformer with exactly `parameters` elements (--params N): the GPT-3
-/// paper Table 2.1 row nearest in size, as GPT-2 modules, with its layer count (or width) adjusted
-/// and the remainder in one extra tensor (rule in sim/src/model/synthetic.cc, models/README.md).
+/// A synthetic decoder-only transformer with exactly `parameters` elements (--params N): the width
+/// of the published model nearest in size (GPT-3 Table 2.1, Megatron-LM Table 1; beyond 1T grown
+/// as the cube root of the size), as GPT-2 modules, the depth that fills the count, and the
+/// remainder in extra tensors no larger than the model's largest (rule in
+/// sim/src/model/synthetic.cc, models/README.md).
 /// Accepts whole numbers 1 .. kMaxParameters; `source` names the flag in messages.
 Result<ModelDesc> synthetic_model(double parameters, const std::string& source = "--params");
 

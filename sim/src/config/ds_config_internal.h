@@ -28,6 +28,10 @@ struct Facts {
   bool legacy_stage1 = false;                ///< zero_optimization.legacy_stage1
   bool optimizer_has_max_grad_norm = false;  ///< optimizer.params.max_grad_norm present
   bool zenflow = false;                      ///< zero_optimization.zenflow set
+  bool fp16_block = false;                   ///< an "fp16" object is present
+  bool bf16_block = false;                   ///< the bf16 object DeepSpeed reads is present
+  std::optional<bool> fp16_enabled_written;  ///< fp16.enabled as written (not "auto")
+  std::optional<bool> bf16_enabled_written;  ///< bf16.enabled as written (not "auto")
 };
 
 /// State of one load: the config being built, the diagnostics, and the "auto" values.

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -98,8 +99,31 @@ namespace {
 using dsconfig::Loader;
 using json::JsonReader;
 
+/// "--gradient-clipping X" next to a config that decides otherwise: Hugging Face fills only an
+/// "auto" gradient_clipping (transformers/integrations/deepspeed.py trainer_config_process,
+/// fill_match), and Accelerate refuses an explicit value that differs (deepspeed_config_process:
+/// "DeepSpeed config values that mismatch kwargs values"); without the key DeepSpeed keeps its
+/// default (GRADIENT_CLIPPING_DEFAULT = 1.0, runtime/constants.py:261, read at config.py:258) and
+/// a different flag would be dropped, so that is refused too.
+void refuse_clipping_flag(JsonReader& root, Loader& ld, const std::string& why) {
+  std::ostringstream flag;
+  flag << *ld.autos.gradient_clipping;
+  ld.diags.error("--gradient-clipping", "",
+                 "conflicts with " + ld.source + " " + root.child_pointer("gradient_clipping") +
+                     " (got " + flag.str() + "): " + why,
+                 "write \"gradient_clipping\": \"auto\" to take the flag");
+}
+
 void read_clipping(JsonReader& root, Loader& ld) {
-  if (!root.has("gradient_clipping")) return;
+  if (!root.has("gradient_clipping")) {
+    if (ld.autos.gradient_clipping && *ld.autos.gradient_clipping != ld.cfg.gradient_clipping) {
+      std::ostringstream def;
+      def << ld.cfg.gradient_clipping;
+      refuse_clipping_flag(root, ld,
+                           "the key is absent, so DeepSpeed keeps its default " + def.str());
+    }
+    return;
+  }
   if (root.is_auto("gradient_clipping")) {
     // Hugging Face fills it from TrainingArguments.max_grad_norm.
     if (ld.autos.gradient_clipping) {
@@ -110,8 +134,17 @@ void read_clipping(JsonReader& root, Loader& ld) {
     }
     return;
   }
-  if (auto v = root.get_number("gradient_clipping", 0.0, std::numeric_limits<double>::infinity()))
+  if (auto v = root.get_number("gradient_clipping", 0.0, std::numeric_limits<double>::infinity())) {
     ld.cfg.gradient_clipping = *v;
+    if (ld.autos.gradient_clipping && *ld.autos.gradient_clipping != *v) {
+      std::ostringstream written;
+      written << *v;
+      refuse_clipping_flag(root, ld,
+                           "the config says " + written.str() +
+                               "; Accelerate refuses DeepSpeed config values that mismatch its "
+                               "arguments");
+    }
+  }
 }
 
 void read_training(JsonReader& root, Loader& ld) {

@@ -23,7 +23,8 @@ using json::JsonReader;
 constexpr const char* kPrecisionFile = "deepspeed/runtime/precision_config.py";
 
 /// `enabled`: a bool, or "auto" resolved from --precision (HF fills fp16.enabled / bf16.enabled).
-void read_enabled(JsonReader& b, DType block_dtype, bool& dst, Loader& ld) {
+void read_enabled(JsonReader& b, DType block_dtype, bool& dst, std::optional<bool>& written,
+                  Loader& ld) {
   if (!b.has("enabled")) return;
   if (b.is_auto("enabled")) {
     if (ld.autos.precision) {
@@ -34,7 +35,10 @@ void read_enabled(JsonReader& b, DType block_dtype, bool& dst, Loader& ld) {
     }
     return;
   }
-  if (auto v = b.get_bool("enabled")) dst = *v;
+  if (auto v = b.get_bool("enabled")) {
+    dst = *v;
+    written = *v;
+  }
 }
 
 void read_loss_scale(JsonReader& b, Loader& ld) {
@@ -66,7 +70,8 @@ void read_fp16(JsonReader& root, Loader& ld) {
   auto b = root.child("fp16");
   if (!b || !b->expect_object()) return;
   DsConfig& c = ld.cfg;
-  read_enabled(*b, DType::Float16, c.fp16, ld);
+  ld.facts.fp16_block = true;
+  read_enabled(*b, DType::Float16, c.fp16, ld.facts.fp16_enabled_written, ld);
   read_bool(*b, "auto_cast", c.fp16_auto_cast, ld);
   read_loss_scale(*b, ld);
   read_int(*b, "initial_scale_power", c.initial_scale_power, ld);
@@ -103,7 +108,8 @@ void read_bf16(JsonReader& root, Loader& ld) {
   auto b = root.child(has_new ? "bf16" : "bfloat16");
   if (!b || !b->expect_object()) return;
   DsConfig& c = ld.cfg;
-  read_enabled(*b, DType::BFloat16, c.bf16, ld);
+  ld.facts.bf16_block = true;
+  read_enabled(*b, DType::BFloat16, c.bf16, ld.facts.bf16_enabled_written, ld);
   read_bool(*b, "immediate_grad_update", c.bf16_immediate_grad_update, ld);
   read_bool(*b, "check_grad_overflow", c.bf16_check_grad_overflow, ld);
   read_bool(*b, "bf16_master_weights_and_grads", c.bf16_master_weights_and_grads, ld);
@@ -185,11 +191,79 @@ void read_communication_dtype(JsonReader& root, Loader& ld) {
         low);
 }
 
+std::string dtype_flag_name(DType t) {
+  return t == DType::Float16 ? "fp16" : t == DType::BFloat16 ? "bf16" : "fp32";
+}
+
+/// --precision against the config, as Hugging Face Accelerate applies `mixed_precision` to a
+/// ds_config (accelerate/utils/dataclasses.py, DeepSpeedPlugin.set_mixed_precision and
+/// deepspeed_config_process): "auto" entries take the flag's value (read_enabled); a missing block
+/// for the flag's dtype is added ({"enabled": true, "auto_cast": true} for fp16, {"enabled": true}
+/// for bf16); an explicit enabled value that says otherwise is refused with Accelerate's reason.
+/// Without this, `--precision bf16` with a config holding only `"fp16": {"enabled": "auto"}`
+/// resolved fp16 off and bf16 absent, and the run became fp32 without a word.
+void apply_precision_flag(Loader& ld) {
+  if (!ld.autos.precision) return;
+  const DType want = *ld.autos.precision;
+  DsConfig& c = ld.cfg;
+  const Facts& f = ld.facts;
+  const auto refuse = [&](const std::string& key, bool written, const std::string& why) {
+    ld.diags.error("--precision", "",
+                   "conflicts with " + ld.source + " /" + key +
+                       "/enabled = " + (written ? "true" : "false") + " (got " +
+                       dtype_flag_name(want) + "): Accelerate refuses it: " + why,
+                   "accelerate/utils/dataclasses.py DeepSpeedPlugin.set_mixed_precision");
+  };
+  const std::string mp = std::string("`--mixed_precision` arg cannot be set to `") +
+                         dtype_flag_name(want) + "` when `";
+  if (want != DType::Float16 && f.fp16_enabled_written.value_or(false))
+    return refuse("fp16", true,
+                  want == DType::Float32
+                      ? "DeepSpeed config values that mismatch kwargs values (set it to \"auto\")"
+                      : mp + "fp16` is set in the DeepSpeed config file");
+  if (want != DType::BFloat16 && f.bf16_enabled_written.value_or(false))
+    return refuse("bf16", true,
+                  want == DType::Float32
+                      ? "DeepSpeed config values that mismatch kwargs values (set it to \"auto\")"
+                      : mp + "bf16` is set in the DeepSpeed config file");
+  if (want == DType::Float16 && !f.fp16_enabled_written.value_or(true))
+    return refuse("fp16", false,
+                  "DeepSpeed config values that mismatch kwargs values (set it to \"auto\")");
+  if (want == DType::BFloat16 && !f.bf16_enabled_written.value_or(true))
+    return refuse("bf16", false,
+                  "DeepSpeed config values that mismatch kwargs values (set it to \"auto\")");
+  // A block without "enabled" stays off (DeepSpeedFP16Config / DeepSpeedBF16Config: enabled =
+  // False) and Accelerate adds only missing blocks, so the flag would be dropped there: refused.
+  const auto refuse_off = [&](const std::string& key) {
+    ld.diags.error("--precision", "",
+                   "conflicts with " + ld.source + " /" + key +
+                       ", which has no \"enabled\" and so "
+                       "stays off (DeepSpeed's default enabled = false; got " +
+                       dtype_flag_name(want) + "): set /" + key + "/enabled to true or \"auto\"",
+                   kPrecisionFile);
+  };
+  if (want == DType::Float16 && !c.fp16 && f.fp16_block) return refuse_off("fp16");
+  if (want == DType::BFloat16 && !c.bf16 && f.bf16_block) return refuse_off("bf16");
+  if (want == DType::Float16 && !c.fp16 && !f.fp16_block) {
+    c.fp16 = true;
+    c.fp16_auto_cast = true;
+    ld.note("--precision fp16: " + ld.source +
+            " has no fp16 block; added {\"enabled\": true, \"auto_cast\": true} as Hugging Face "
+            "Accelerate does (DeepSpeedPlugin.set_mixed_precision)");
+  } else if (want == DType::BFloat16 && !c.bf16 && !f.bf16_block) {
+    c.bf16 = true;
+    ld.note("--precision bf16: " + ld.source +
+            " has no bf16 block; added {\"enabled\": true} as Hugging Face Accelerate does "
+            "(DeepSpeedPlugin.set_mixed_precision)");
+  }
+}
+
 }  // namespace
 
 void read_precision(JsonReader& root, Loader& ld) {
   read_fp16(root, ld);
   read_bf16(root, ld);
+  apply_precision_flag(ld);
   read_data_types(root, ld);
   read_communication_dtype(root, ld);
 }

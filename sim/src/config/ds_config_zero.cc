@@ -210,9 +210,15 @@ void read_stage_and_overlap(JsonReader& z, Loader& ld) {
 void read_sizes(JsonReader& z, Loader& ld) {
   ZeroConfig& c = ld.cfg.zero;
   std::uint64_t chunk = 0;
+  // The lower bounds are the schema's: reduce_bucket_size and allgather_bucket_size are
+  // Field(pp_int(5e8), ge=0) (deepspeed/runtime/zero/config.py:113, :132), so 0 is a valid
+  // config. With 0 every gradient is its own extra-large bucket in stage 1/2
+  // (stage_1_and_2.py:1201 flushes when elements + numel > 0, :1221 keeps a param with numel > 0
+  // out of the contiguous buffer) and in stage 3 (stage3.py:1533, :1548); the all-gather bucket
+  // size is unused where all_gather_into_tensor exists (runtime/utils.py:1018).
   const UintField fields[] = {
-      {"reduce_bucket_size", "", &c.reduce_bucket_size, 1},
-      {"allgather_bucket_size", "", &c.allgather_bucket_size, 1},
+      {"reduce_bucket_size", "", &c.reduce_bucket_size, 0},
+      {"allgather_bucket_size", "", &c.allgather_bucket_size, 0},
       {"sub_group_size", "", &c.sub_group_size, 0},
       {"prefetch_bucket_size", "stage3_prefetch_bucket_size", &c.prefetch_bucket_size, 0},
       {"param_persistence_threshold", "stage3_param_persistence_threshold",
@@ -221,12 +227,22 @@ void read_sizes(JsonReader& z, Loader& ld) {
        &c.model_persistence_threshold, 0},
       {"max_live_parameters", "stage3_max_live_parameters", &c.max_live_parameters, 0},
       {"max_reuse_distance", "stage3_max_reuse_distance", &c.max_reuse_distance, 0},
-      {"module_granularity_threshold", "stage3_module_granularity_threshold",
-       &c.module_granularity_threshold, 0},
       {"partition_stream_chunk_size", "stage3_partition_stream_chunk_size", &chunk, 0},
       {"zero_hpz_partition_size", "", &c.zero_hpz_partition_size, 0},
   };
   for (const auto& f : fields) read_uint_field(z, f, ld);
+  // module_granularity_threshold: int with no bound (config.py:258); only > 0 turns it on
+  // (parameter_offload.py:198), so a negative value behaves as 0.
+  if (auto key =
+          spelling(z, "module_granularity_threshold", "stage3_module_granularity_threshold", ld)) {
+    std::int64_t t = 0;
+    if (read_int(z, *key, t, ld)) {
+      c.module_granularity_threshold = t > 0 ? static_cast<std::uint64_t>(t) : 0;
+      if (t < 0)
+        ld.note(z.child_pointer(*key) + " = " + std::to_string(t) +
+                ": DeepSpeed enables the threshold only when > 0, so this behaves as 0 (off)");
+    }
+  }
   if (auto key = spelling(z, "mics_shard_size", "", ld)) {
     read_int(z, *key, c.mics_shard_size, ld);
     c.mics = c.mics_shard_size > 0;

@@ -358,9 +358,6 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
   if (in.plan->stage == 3)
     return fail<Schedule>("schedule", "/plan/stage",
                           "expected a stage 0-2 flat layout, got a stage 3 plan");
-  if (ds.zero.reduce_bucket_size == 0)
-    return fail<Schedule>("schedule", "/zero_optimization/reduce_bucket_size",
-                          "expected at least 1 element, got 0");
   Schedule s;
   Emitter e(s, in.plan->world);
   s12::Ctx c(in, e);
