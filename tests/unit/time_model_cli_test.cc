@@ -69,6 +69,14 @@ TEST(ClusterFlags, OutputsSayWhatWasGiven) {
                           "/scenarios/llama2-7b_zero2_8xh100.json --intra-node-gbps 300");
   EXPECT_EQ(sc.exit_code, 0) << sc.err;
   EXPECT_NE(sc.out.find("given: --intra-node-gbps 300"), std::string::npos) << sc.out;
+  // plan --scenario honours them and says so in its notes (they are not scenario overrides).
+  const std::string scenario =
+      std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/llama2-70b_zero3_64xh100.json";
+  const auto plan = run_cli("plan --scenario " + scenario + " --network-gbps 25");
+  EXPECT_NE(plan.out.find("cluster links given: --network-gbps 25 (network 25 GB/s per GPU)"),
+            std::string::npos)
+      << plan.out << plan.err;
+  expect_one_line_error("plan --scenario " + scenario + " --nics-per-node x", "--nics-per-node");
 }
 
 TEST(ClusterFlags, GarbageIsOneLine) {
