@@ -6,6 +6,7 @@
 #include <string>
 
 #include "args.h"
+#include "cluster_flags.h"
 #include "commands.h"
 #include "inputs.h"
 #include "output_file.h"
@@ -112,6 +113,11 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     req.ds_config_given = true;  // a scenario always carries its DeepSpeed config
     req.training = sc->training;
     req.mode = sc->mode;
+    // The cluster link flags describe the machine: they apply to a scenario too (cluster_flags.h).
+    Diagnostics links;
+    const std::string given = apply_cluster_link_flags(args.value(), req.cluster, links);
+    if (report(links, err)) return kExitInvalidInput;
+    if (!given.empty()) req.base.notes.push_back("cluster links " + given);
     // The report says which scenario values a flag replaced (stderr says it too), so a saved
     // table or JSON cannot be mistaken for the scenario as written.
     for (const auto& n : sc.diagnostics().items())

@@ -4,6 +4,7 @@
 // request.
 
 #include "args.h"
+#include "cluster_flags.h"
 #include "commands.h"
 #include "inputs.h"
 #include "output_file.h"
@@ -13,6 +14,7 @@
 #include "zerosim/schedule_digest.h"
 #include "zerosim/schedule_io.h"
 #include "zerosim/simulate_report.h"
+#include "zerosim/time_model.h"
 #include "zerosim/trace.h"
 
 namespace zerosim::cli {
@@ -29,8 +31,9 @@ std::vector<FlagSpec> simulate_flags() {
                "write a Chrome Trace Event file for Perfetto / chrome://tracing"});
   f.push_back({"--nccl-tests", "FILE",
                "calibrate collectives from nccl-tests output (all_reduce_perf, ...)"});
-  f.push_back(
-      {"--efficiency", "X", "fraction of the GPU's dense rate compute achieves; default 0.5"});
+  f.push_back({"--efficiency", "X",
+               "fraction of the GPU's dense rate compute achieves; default: the GPU generation's "
+               "measured curve at the model's hidden size (docs/time_model.md)"});
   f.push_back({"--format", "FMT", "table|json summary on stdout; default table"});
   return f;
 }
@@ -44,23 +47,38 @@ constexpr const char* kSummary =
 struct Target {
   Schedule schedule;
   GpuSpec gpu;
+  GemmShape gemm;           ///< zeros for a schedule file (it carries no model shape)
+  std::string links_basis;  ///< what the cluster link flags replaced
 };
 
 // --schedule FILE: a schedule written by `zerosim schedule --output` (or edited by hand). Its meta
 // fixes the model, the cluster shape (world, nodes, GPUs per node) and the DeepSpeed config, so of
 // the run flags only --gpu applies (default as for the other inputs); any other is refused.
 Result<Target> target_from_schedule_file(const ParsedArgs& a) {
+  const auto links = cluster_link_flags();
+  const auto is_link_flag = [&](const std::string& name) {
+    for (const FlagSpec& l : links)
+      if (l.name == name) return true;
+    return false;
+  };
   for (const FlagSpec& f : run_flags())
-    if (f.name != "--gpu" && a.has(f.name))
+    if (f.name != "--gpu" && !is_link_flag(f.name) && a.has(f.name))
       return fail<Target>(
           f.name, "",
           "cannot be combined with --schedule (the schedule file fixes the model, cluster, "
-          "DeepSpeed config and steps; only --gpu applies)");
+          "DeepSpeed config and steps; only --gpu and the cluster link flags apply)");
   auto gpu = find_gpu(a.get("--gpu").value_or(kDefaultGpu), "--gpu");
   if (!gpu.ok()) return Result<Target>(gpu.diagnostics());
   auto s = read_schedule_file(*a.get("--schedule"));
   if (!s.ok()) return Result<Target>(s.diagnostics());
-  return Result<Target>(Target{std::move(s.value()), gpu.value()}, s.diagnostics());
+  Cluster c;
+  c.gpu = gpu.value();
+  c.nodes = s->meta.nodes;
+  c.gpus_per_node = s->meta.gpus_per_node;
+  Diagnostics d = s.diagnostics();
+  std::string basis = apply_cluster_link_flags(a, c, d);
+  if (d.has_errors()) return Result<Target>(d);
+  return Result<Target>(Target{std::move(s.value()), c.gpu, {}, std::move(basis)}, d);
 }
 
 // Otherwise: the scenario file or the model/cluster flags, partitioned and built.
@@ -68,7 +86,10 @@ Result<Target> target_from_run_flags(const ParsedArgs& a) {
   auto run = build_run(a);
   if (!run.ok()) return Result<Target>(run.diagnostics());
   GpuSpec gpu = run->scenario.cluster.gpu;
-  return Result<Target>(Target{std::move(run->schedule), std::move(gpu)}, run.diagnostics());
+  const GemmShape gemm = gemm_shape(run->scenario.model, run->scenario.training);
+  return Result<Target>(
+      Target{std::move(run->schedule), std::move(gpu), gemm, std::move(run->links_basis)},
+      run.diagnostics());
 }
 
 }  // namespace
@@ -109,6 +130,8 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
   auto target = args->has("--schedule") ? target_from_schedule_file(args.value())
                                         : target_from_run_flags(args.value());
   if (report(target.diagnostics(), err)) return kExitInvalidInput;
+  opts.gemm = target->gemm;
+  opts.links_basis = target->links_basis;
   auto sim = simulate(target->schedule, target->gpu, opts);
   if (report(sim.diagnostics(), err)) return kExitInvalidInput;
   auto& r = sim.value();
@@ -132,8 +155,10 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
           return true;
         }))
       return kExitInvalidInput;
+  const StepSpeed speed = step_speed(r.summary, target->schedule, target->gpu, target->gemm);
   write_simulate_report(r.summary, target->schedule,
-                        fmt.value() == "json" ? OutputFormat::Json : OutputFormat::Table, out);
+                        fmt.value() == "json" ? OutputFormat::Json : OutputFormat::Table, out,
+                        &speed);
   return r.summary.oom ? kExitInfeasible : kExitOk;
 }
 

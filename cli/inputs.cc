@@ -3,12 +3,13 @@
 // is an error rather than a silent override.
 #include "inputs.h"
 
+#include "cluster_flags.h"
 #include "zerosim/model_loader.h"
 
 namespace zerosim::cli {
 
 std::vector<FlagSpec> model_cluster_flags() {
-  return {
+  std::vector<FlagSpec> f = {
       {"--model", "NAME", "zoo model (see `zerosim models`); default: llama2-7b"},
       {"--hf-config", "FILE", "Hugging Face config.json"},
       {"--params", "N", "raw parameter count, e.g. 13e9 (synthetic GPT-style model)"},
@@ -27,6 +28,8 @@ std::vector<FlagSpec> model_cluster_flags() {
       {"--activation-checkpointing", "", "full activation checkpointing of every block"},
       {"--attention", "KIND", "flash|eager: eager stores attention scores; default flash"},
   };
+  for (auto& c : cluster_link_flags()) f.push_back(c);
+  return f;
 }
 
 namespace {
@@ -153,6 +156,8 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   if (d.has_errors()) return Result<Inputs>(d);
   in.model = std::move(model.value());
   in.cluster.gpu = gpu.value();
+  in.links_basis = apply_cluster_link_flags(a, in.cluster, d);
+  if (d.has_errors()) return Result<Inputs>(d);
 
   AutoValues autos;
   autos.world_size = in.cluster.world_size();

@@ -29,6 +29,7 @@ struct Inputs {
   bool ds_config_given = false;
   TrainingSettings training;
   bool used_default_model = false;
+  std::string links_basis;  ///< apply_cluster_link_flags: what the cluster link flags replaced
 };
 
 /// Loads and cross-checks everything the flags name. Every problem is collected.

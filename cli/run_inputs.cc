@@ -3,6 +3,7 @@
 // command says so (scenario_overrides.h).
 #include "run_inputs.h"
 
+#include "cluster_flags.h"
 #include "inputs.h"
 #include "scenario_overrides.h"
 
@@ -29,7 +30,7 @@ std::vector<FlagSpec> run_flags() {
 
 namespace {
 
-Result<Scenario> scenario_from_flags(const ParsedArgs& a) {
+Result<Scenario> scenario_from_flags(const ParsedArgs& a, std::string& links_basis) {
   ParsedArgs plan_args = a;
   if (a.has("--world-size")) {
     if (a.has("--gpus"))
@@ -38,6 +39,7 @@ Result<Scenario> scenario_from_flags(const ParsedArgs& a) {
   }
   auto in = load_inputs(plan_args);
   if (!in.ok()) return Result<Scenario>(in.diagnostics());
+  links_basis = in->links_basis;
   Scenario s;
   s.name = in->model.name;
   s.source = "flags";
@@ -71,17 +73,22 @@ Result<Scenario> scenario_from_flags(const ParsedArgs& a) {
 
 Result<BuiltRun> build_run(const ParsedArgs& a) {
   Diagnostics d;
+  std::string links;
   Result<Scenario> sc = Scenario{};
   if (a.has("--scenario")) {
     sc = load_scenario_with_overrides(a);
   } else {
-    sc = scenario_from_flags(a);
+    sc = scenario_from_flags(a, links);
   }
   d.append(sc.diagnostics());
   if (!sc.ok()) return Result<BuiltRun>(d);
   BuiltRun run;
   run.scenario = std::move(sc.value());
   Scenario& s = run.scenario;
+  // The cluster link flags describe the machine, not the experiment: they apply to a scenario too.
+  if (a.has("--scenario")) links = apply_cluster_link_flags(a, s.cluster, d);
+  if (d.has_errors()) return Result<BuiltRun>(d);
+  run.links_basis = links;
   if (a.has("--steps")) {
     auto k = parse_uint("--steps", *a.get("--steps"), 1, 10000);
     if (!k.ok()) return Result<BuiltRun>(k.diagnostics());

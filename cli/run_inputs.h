@@ -22,6 +22,7 @@ struct BuiltRun {
   Scenario scenario;
   PartitionPlan plan;
   Schedule schedule;
+  std::string links_basis;  ///< what the cluster link flags replaced (empty: the catalog's)
 };
 
 /// Loads the scenario (file or flags), partitions and builds the schedule.

@@ -6,7 +6,8 @@
 // all-gather and reduce-scatter, 1 for broadcast and reduce). The time model is NCCL's alpha–beta
 // model (src/graph/tuning.cc, ecosystem.md §4.3) for the Simple protocol:
 //     t = alpha(algorithm, topology) + S × factor / busBw
-// with ring and tree algorithms; all-reduce takes the faster of the two as NCCL does. A table
+// with ring and tree algorithms, and NVLS all-reduce inside an NVSwitch node (t = 25 µs + S /
+// nvls algbw); all-reduce takes the fastest as NCCL does. A table
 // measured with nccl-tests (parse_nccl_tests) replaces alpha and busBw for the collectives it
 // covers.
 //
@@ -61,9 +62,14 @@ struct LinkParams {
   AlgoLatency ring{8.4, 3.4, 14.0};  ///< NCCL Ring/Simple: base, NVLink hop, NET hop
   AlgoLatency tree{8.4, 4.0, 14.0};  ///< NCCL Tree/Simple: base, NVLink hop, NET hop
   double efficiency = 1.0;           ///< fraction of the bandwidths achieved, in (0, 1]
+  /// NVLS (NVLink SHARP) all-reduce inside one NVSwitch node: its algbw, GB/s; 0: no NVLS (no
+  /// NVSwitch, or a GPU before Hopper). NCCL's default there for large messages.
+  double nvls_algbw_gbps = 0;
+  /// NVLS latency, µs: NCCL's hwLat[NVLINK][NVLS][Simple] = 25 with base 0 (src/graph/tuning.cc).
+  double nvls_latency_us = 25.0;
 };
 
-enum class CollectiveAlgorithm : std::uint8_t { Auto, Ring, Tree };
+enum class CollectiveAlgorithm : std::uint8_t { Auto, Ring, Tree, Nvls };
 
 /// alpha and busBw fitted to an nccl-tests table for one collective (replaces the model's).
 struct CalibratedCollective {
@@ -101,7 +107,7 @@ struct CollectiveCost {
   Bytes bytes_sent_per_rank = 0;  ///< S × busbw_factor rounded up: what each rank (the root and the
                                   ///< ring's busiest rank for broadcast/reduce) sends with a ring
   double busbw_factor = 0;     ///< nccl-tests' busbw / algbw
-  const char* algorithm = "";  ///< "ring", "tree", "calibrated", or "none" (n == 1 or S == 0)
+  const char* algorithm = "";  ///< "ring", "tree", "nvls", "calibrated", or "none" (n == 1, S == 0)
 };
 
 /// nccl-tests' S for this call, or nullopt if it overflows 64 bits.

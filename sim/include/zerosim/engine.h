@@ -25,7 +25,12 @@
 // buffer sizes (memory_ledger.h): simulation cost and memory grow with ops and buffers, not ranks.
 //
 // Cost models (documented defaults; every one is in EngineOptions and echoed into the trace notes):
-//   * Forward/Backward/Recompute: flops / (dense rate of the LP dtype × compute_efficiency 0.5);
+//   * Forward/Backward/Recompute: max(GPU time, host time). GPU time = flops / (dense rate of the
+//   LP
+//     dtype × efficiency), the efficiency from the GPU generation's measured curve at the model's
+//     hidden size, capped by the roofline of its GEMMs (time_model.h, docs/time_model.md), or
+//     given (--efficiency). Host time = the op's share of the layer's kernel launches, plus one
+//     module fetch + release hook per op in stage 3 (HostCosts);
 //   * Copy, CopyToBucket: 2 × elements × dtype (read + write) / HBM bandwidth (host bandwidth on
 //     the Host stream); WriteBack: elements × (master + LP dtype) / HBM (host on the Host stream);
 //   * OptimizerStep (Adam): elements × 7 × master dtype — reads master weight, exp_avg, exp_avg_sq
@@ -33,7 +38,8 @@
 //     element) — over HBM bandwidth, or over host_gbps (100 GB/s DDR default) on the Host stream;
 //   * HostToDevice/DeviceToHost: elements × dtype / PCIe bandwidth;
 //   * Collective: collective_cost (collective_model.h) with the cluster's nodes × gpus_per_node,
-//     links from the GPU catalog (links_for_gpu) or given, optionally an nccl-tests calibration.
+//     links from the GPU catalog (links_for_gpu: NVLS on NVSwitch Hopper/Blackwell nodes) or given,
+//     optionally an nccl-tests calibration; plus the host's collective launch cost.
 // Out of memory is a result: the simulation runs to the end and the summary names the earliest OOM
 // (time, rank, buffer, category, bytes, live bytes) and how many ranks run out.
 // Peaks: RoleMemory::device covers the whole run (init included: e.g. the flat LP buffer and the
@@ -55,14 +61,12 @@
 #include "zerosim/memory_ledger.h"
 #include "zerosim/schedule.h"
 #include "zerosim/schedule_graph.h"
+#include "zerosim/time_model.h"
 #include "zerosim/trace.h"
 #include "zerosim/units.h"
 
 namespace zerosim {
 
-/// Fraction of the dense tensor-core rate forward/backward achieve (a common MFU for large
-/// transformers; calibrate per cluster).
-inline constexpr double kDefaultComputeEfficiency = 0.5;
 /// Host (DDR) bandwidth for the CPU optimizer step and host copies, GB/s: an assumption of about
 /// one socket of DDR5 (8 channels × 4800 MT/s × 8 B = 307 GB/s peak, a third achieved by an
 /// unvectorised-friendly Adam loop).
@@ -70,15 +74,30 @@ inline constexpr double kDefaultHostGbps = 100.0;
 /// nccl-tests all-reduce busbw over NVLink as a fraction of the catalog's one-way NVLink figure
 /// (about 360 of 450 GB/s on an 8 × H100 SXM node; collective_model.h LinkParams defaults).
 inline constexpr double kDefaultIntraBusEfficiency = 0.8;
+/// NVLS all-reduce algbw as a fraction of the one-way NVLink figure on Hopper: NCCL's maintainer
+/// gives a peak busBw of ~480 GB/s, algbw ~275 GB/s, on 8 × H100 (NVIDIA/nccl-tests#212), and
+/// 275 / 450 = 0.61. Blackwell scales it by NCCL's nvlsEfficiency ratio 0.74 / 0.85
+/// (src/graph/tuning.cc) for lack of a published measurement.
+inline constexpr double kHopperNvlsAlgbwFraction = 0.61;
+inline constexpr double kBlackwellNvlsAlgbwFraction = 0.61 * 0.74 / 0.85;
 /// Bytes per master element an Adam step touches: reads master, exp_avg, exp_avg_sq and the
 /// gradient, writes master, exp_avg, exp_avg_sq.
 inline constexpr std::uint64_t kAdamTouchesPerElement = 7;
 
 struct EngineOptions {
-  double compute_efficiency = kDefaultComputeEfficiency;  ///< in (0, 1]
-  double host_gbps = kDefaultHostGbps;                    ///< > 0
+  /// Fraction of the dense rate compute achieves, in (0, 1]; nullopt: the generation's curve at
+  /// `gemm` (compute_rate, time_model.h).
+  std::optional<double> compute_efficiency;
+  /// The model's GEMM shape (hidden size, tokens per micro-batch); zeros: the schedule meta's.
+  GemmShape gemm;
+  /// Host costs (kernel launches, stage-3 hooks, collective launches).
+  HostCosts host;
+  double host_gbps = kDefaultHostGbps;  ///< > 0
   /// Interconnect; nullopt: links_for_gpu(gpu).
   std::optional<LinkParams> links;
+  /// Where the GPU's link figures came from, for the notes: empty = the GPU catalog's defaults;
+  /// else what the caller replaced ("given: --network-gbps 25, --nics-per-node 4").
+  std::string links_basis;
   /// nccl-tests calibration (`--nccl-tests FILE`); empty: the model.
   CalibratedLinks calibration;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
@@ -92,7 +111,8 @@ struct EngineOptions {
 };
 
 /// Links derived from a GPU catalog entry: intra_gbps = intra_node_gbps × 0.8, inter_gbps =
-/// network_gbps, NCCL's default latencies.
+/// network_gbps, NCCL's default latencies; on NVSwitch Hopper/Blackwell nodes NVLS all-reduce at
+/// intra_node_gbps × 0.61 (Hopper) or × 0.53 (Blackwell) algbw.
 LinkParams links_for_gpu(const GpuSpec& gpu);
 
 /// The cost of one op for a given element count (the timing role's, for slot ops).
@@ -116,12 +136,17 @@ class CostModel {
   bool try_cost(const Op& op, Elements elements, const CommGroup& comm, OpCost& out) const;
   /// Dense FLOP/s of forward/backward (rate × efficiency).
   double flops_per_s() const { return flops_per_s_; }
+  /// The rate and why (default curve, fallback or given).
+  const ComputeRate& rate() const { return rate_; }
+  const HostCosts& host() const { return host_; }
 
  private:
   CostModel() = default;
   SimTime bytes_time(Bytes bytes, double gbps) const;
   Result<OpCost> collective(const Op& op, const CommGroup& comm) const;
   double flops_per_s_ = 0;
+  ComputeRate rate_;
+  HostCosts host_;
   double hbm_gbps_ = 0, pcie_gbps_ = 0, host_gbps_ = 0;
   DType master_ = DType::Float32;
   std::uint32_t world_ = 1, nodes_ = 1, gpus_per_node_ = 1;

@@ -17,6 +17,13 @@
 
 namespace zerosim {
 
+/// The tensor-core generation: which measured GEMM efficiency curve applies (time_model.h) and
+/// whether NCCL's NVLS all-reduce exists on NVSwitch nodes (Hopper and Blackwell only).
+enum class GpuGeneration : std::uint8_t { Unknown, Volta, Ampere, Ada, Hopper, Blackwell, Cdna3 };
+
+/// "hopper", ...; "unknown" for Unknown.
+const char* gpu_generation_name(GpuGeneration g);
+
 struct GpuSpec {
   std::string name;         ///< catalog key, e.g. "H100-SXM-80GB"
   std::string description;  ///< "NVIDIA H100 SXM5 80 GB"
@@ -32,8 +39,10 @@ struct GpuSpec {
       0;  ///< per-GPU intra-node link bandwidth (NVLink/xGMI/PCIe), GB/s, one direction
   double network_gbps = 0;  ///< typical per-GPU network bandwidth, GB/s (e.g. 400 Gb/s NIC = 50)
   double pcie_gbps = 0;     ///< host link, GB/s one direction (offload copies)
-  std::string source;       ///< data sheet URL(s)
-  std::string notes;        ///< assumptions behind the numbers (link and network choices)
+  GpuGeneration generation = GpuGeneration::Unknown;  ///< catalog "generation"
+  bool nvswitch = false;  ///< the GPUs of a node meet in NVSwitch (catalog "nvswitch")
+  std::string source;     ///< data sheet URL(s)
+  std::string notes;      ///< assumptions behind the numbers (link and network choices)
 };
 
 /// All catalog entries, in file order (the embedded catalog; empty only if it failed to load, in

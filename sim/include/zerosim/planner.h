@@ -6,6 +6,7 @@
 // table/JSON/CSV/Markdown.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "zerosim/gpu_catalog.h"
 #include "zerosim/memory_model.h"
 #include "zerosim/model_desc.h"
+#include "zerosim/partition_plan.h"
 
 namespace zerosim {
 
@@ -32,6 +34,15 @@ struct PlanRequest {
   std::uint64_t sweep_max_gpus = 4096;  ///< powers of two 1..this for min GPUs / the sweep
   bool full_sweep = false;              ///< also fill PlanResult::sweep (every variant x GPU count)
   OverheadParams overheads = default_overheads();
+};
+
+/// The predicted speed of one configuration: a simulated steady step (plan_speed.cc).
+struct RowSpeed {
+  std::uint64_t micro_batch = 0;          ///< the micro-batch simulated (the largest that fits)
+  bool activation_checkpointing = false;  ///< simulated with full activation checkpointing
+  SimTime step_ns = 0;                    ///< the steady step
+  double tokens_per_s = 0;                ///< all GPUs
+  double mfu = 0;                         ///< model FLOPs utilisation of the dense peak
 };
 
 struct PlanRow {
@@ -56,6 +67,15 @@ struct PlanRow {
   Bytes init_bytes_sent = 0;     ///< bytes each GPU sends at init (parameter broadcasts)
   std::optional<EstimatorResult> ds_estimate;  ///< DeepSpeed's estimator for this stage/offload
   bool matches_ds_config = false;              ///< the row the user's ds_config selects
+  /// Largest micro-batch with activation checkpointing when the request has it off (0: not
+  /// searched, or none fits).
+  std::uint64_t max_micro_batch_checkpointed = 0;
+  /// Simulated at its largest micro-batch with the requested checkpointing; nullopt: nothing fits,
+  /// or not simulated (predict_speeds: it cannot beat the recommended configuration).
+  std::optional<RowSpeed> speed;
+  /// With activation checkpointing at max_micro_batch_checkpointed, when that is larger than
+  /// max_micro_batch (only then can it be faster: it recomputes the forward).
+  std::optional<RowSpeed> speed_checkpointed;
 };
 
 /// One cell of the full sweep.
@@ -75,10 +95,32 @@ struct PlanResult {
   PlanRequest request;                     ///< inputs, for the report header
   std::vector<PlanRow> rows;               ///< stage 0, 1, 1+opt, 2, 2+opt, 3, 3+opt, 3+opt+params
   std::optional<std::size_t> recommended;  ///< index into rows
+  bool recommend_checkpointing = false;    ///< the recommended row's speed_checkpointed won
   std::string recommendation;              ///< one line: what and why
   std::vector<std::string> notes;          ///< one line each
   std::vector<SweepCell> sweep;            ///< when request.full_sweep
 };
+
+/// Simulates the steady step of one row's configuration `ds` at `micro_batch` on the request's
+/// cluster (plan_speed.cc): its schedule through the engine with the default time model.
+Result<RowSpeed> simulate_row_speed(const PlanRequest& request, const DsConfig& ds,
+                                    const PartitionPlan& plan, std::uint64_t micro_batch,
+                                    bool activation_checkpointing);
+
+/// Simulates the rows' candidate configurations (largest micro-batch, without and with activation
+/// checkpointing) as a branch and bound: candidates in order of an upper bound on their tokens/s
+/// (their compute alone at the efficiency the engine uses), stopping once the best simulated one
+/// beats every remaining bound; a candidate with more offload or recompute than another of its
+/// stage at no larger micro-batch is never faster and is skipped. `plan_of(stage, offload)` gives
+/// a row's partition plan. Simulation errors become notes.
+void predict_speeds(PlanResult& out,
+                    const std::function<const PartitionPlan*(const PlanRow&)>& plan_of);
+
+/// Picks the recommendation on predicted speed: the simulated configuration with the most
+/// tokens/s; ties go to no offload, then the lower stage, then no recompute. Without any speed
+/// (no transformer shape, nothing fits) the memory rule's recommendation stands. Fills
+/// recommended, recommend_checkpointing and recommendation.
+void recommend_on_speed(PlanResult& out);
 
 /// Runs the planner. Fails only on inputs that make the plan meaningless (e.g. zero GPUs).
 Result<PlanResult> make_plan(const PlanRequest& request);

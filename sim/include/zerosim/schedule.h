@@ -298,6 +298,10 @@ struct ScheduleMeta {
   std::uint32_t gpus_per_node = 1;
   std::uint32_t steps = 1;       ///< optimizer steps in the program
   std::uint32_t grad_accum = 1;  ///< micro-steps per step
+  /// The model's GEMM shape for the compute efficiency (time_model.h): hidden size and tokens per
+  /// micro-batch (micro-batch × sequence length); 0: unknown (a model without a transformer shape).
+  std::uint64_t hidden = 0;
+  std::uint64_t tokens_per_micro_batch = 0;
   DType lp = DType::Float16, master = DType::Float32, grad_accum_dtype = DType::Float16,
         comm = DType::Float16;
   std::vector<std::string> slot_names;  ///< what each slot measures

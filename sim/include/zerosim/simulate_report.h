@@ -7,6 +7,7 @@
 
 #include "zerosim/plan_report.h"
 #include "zerosim/schedule.h"
+#include "zerosim/time_model.h"
 #include "zerosim/trace.h"
 
 namespace zerosim {
@@ -16,7 +17,9 @@ namespace zerosim {
 /// steady device memory per rank role (the first eight roles and the largest), the OOM with a
 /// zero.Init hint when it happens while the whole unpartitioned model is live, then the summary's
 /// notes. Json: write_summary_json. Precondition: `format` is Table or Json.
+/// `speed` (step_speed, time_model.h), when given, adds the steady step's speed to the table: step
+/// time in human units, tokens/s and model FLOPs utilisation (the JSON summary carries the times).
 void write_simulate_report(const Summary& summary, const Schedule& schedule, OutputFormat format,
-                           std::ostream& out);
+                           std::ostream& out, const StepSpeed* speed = nullptr);
 
 }  // namespace zerosim

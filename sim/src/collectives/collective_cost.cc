@@ -78,6 +78,16 @@ void check_inputs(const CollectiveRequest& r, const LinkParams& l, Diagnostics& 
   if (r.algorithm == CollectiveAlgorithm::Tree && !collectives::traits(r.kind).has_tree) {
     err("expected algorithm ring: NCCL runs only all_reduce as a tree");
   }
+  if (!non_negative(l.nvls_algbw_gbps) || !non_negative(l.nvls_latency_us)) {
+    err("expected NVLS algbw >= 0 GB/s and latency >= 0 us, got " + num(l.nvls_algbw_gbps) +
+        " and " + num(l.nvls_latency_us));
+  }
+  if (r.algorithm == CollectiveAlgorithm::Nvls &&
+      (r.kind != CollectiveKind::AllReduce || g.nodes != 1 || l.nvls_algbw_gbps <= 0)) {
+    err("expected NVLS only for an all_reduce inside one NVSwitch node (nvls algbw > 0), got " +
+        std::string(collective_name(r.kind)) + " over " + std::to_string(g.nodes) +
+        " node(s), nvls algbw " + num(l.nvls_algbw_gbps) + " GB/s");
+  }
 }
 
 // busBw available to the collective, GB/s (numerically bytes per ns).
@@ -151,10 +161,20 @@ Result<CollectiveCost> collective_cost(const CollectiveRequest& request, const L
   } else {
     const double ring = ring_time_ns(t, g, links, bus_bytes);
     const double tree = t.has_tree ? tree_time_ns(g, links, *s) : ring;
-    const bool use_tree = request.algorithm == CollectiveAlgorithm::Tree ||
-                          (request.algorithm == CollectiveAlgorithm::Auto && tree < ring);
-    ns = use_tree ? tree : ring;
-    cost.algorithm = use_tree ? "tree" : "ring";
+    // NVLS: NCCL reduces in the NVSwitch (multicast), one node only without CollNet/SHARP.
+    const bool nvls_ok =
+        request.kind == CollectiveKind::AllReduce && g.nodes == 1 && links.nvls_algbw_gbps > 0;
+    const double nvls =
+        nvls_ok ? links.nvls_latency_us * 1e3 +
+                      static_cast<double>(*s) / (links.nvls_algbw_gbps * links.efficiency)
+                : ring;
+    const auto a = request.algorithm;
+    const bool use_nvls = a == CollectiveAlgorithm::Nvls ||
+                          (a == CollectiveAlgorithm::Auto && nvls_ok && nvls < ring && nvls < tree);
+    const bool use_tree = !use_nvls && (a == CollectiveAlgorithm::Tree ||
+                                        (a == CollectiveAlgorithm::Auto && tree < ring));
+    ns = use_nvls ? nvls : use_tree ? tree : ring;
+    cost.algorithm = use_nvls ? "nvls" : use_tree ? "tree" : "ring";
   }
   // 9.2e18 ns is 292 years; anything beyond is an input error, not a time.
   if (!std::isfinite(ns) || ns >= 9.2e18) {

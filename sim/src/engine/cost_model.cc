@@ -30,17 +30,6 @@ std::string num(double x) {
   return s;
 }
 
-double dense_tflops(const GpuSpec& gpu, DType lp) {
-  switch (lp) {
-    case DType::BFloat16:
-      return gpu.bf16_tflops;
-    case DType::Float16:
-      return gpu.fp16_tflops;
-    default:
-      return gpu.fp32_tflops;
-  }
-}
-
 // ns for `x` ns as a double, or -1 when it does not fit SimTime (9.2e18 ns is 292 years).
 SimTime to_ns(double x) {
   if (!std::isfinite(x) || x < 0 || x >= 9.2e18) return -1;
@@ -53,21 +42,34 @@ LinkParams links_for_gpu(const GpuSpec& gpu) {
   LinkParams l;
   l.intra_gbps = gpu.intra_node_gbps * kDefaultIntraBusEfficiency;
   l.inter_gbps = gpu.network_gbps;
+  if (gpu.nvswitch && gpu.generation == GpuGeneration::Hopper)
+    l.nvls_algbw_gbps = gpu.intra_node_gbps * kHopperNvlsAlgbwFraction;
+  if (gpu.nvswitch && gpu.generation == GpuGeneration::Blackwell)
+    l.nvls_algbw_gbps = gpu.intra_node_gbps * kBlackwellNvlsAlgbwFraction;
   return l;
 }
 
 Result<CostModel> CostModel::make(const GpuSpec& gpu, const ScheduleMeta& meta,
                                   const EngineOptions& options) {
   Diagnostics d;
-  const double rate = dense_tflops(gpu, meta.lp);
+  // The schedule's own shape unless the caller gives one.
+  const GemmShape gemm =
+      options.gemm.hidden != 0 ? options.gemm : GemmShape{meta.hidden, meta.tokens_per_micro_batch};
+  const ComputeRate cr = compute_rate(gpu, meta.lp, gemm, options.compute_efficiency);
+  const double rate = cr.dense_tflops;
   if (!positive(rate))
     d.error(kSource, "/gpu",
             "expected a dense " + std::string(dtype_name(meta.lp)) + " rate for " +
                 quote(gpu.name) + ", got " + num(rate) +
                 " TFLOP/s (the GPU does not support this dtype)");
-  if (!positive(options.compute_efficiency) || options.compute_efficiency > 1.0)
+  if (!positive(cr.efficiency) || cr.efficiency > 1.0)
     d.error(kSource, "/compute_efficiency",
-            "expected a compute efficiency in (0, 1], got " + num(options.compute_efficiency));
+            "expected a compute efficiency in (0, 1], got " + num(cr.efficiency));
+  const HostCosts& h = options.host;
+  for (const double us : {h.kernel_launch_us, h.stage3_fetch_hook_us, h.stage3_release_hook_us,
+                          h.collective_launch_us})
+    if (!std::isfinite(us) || us < 0 || us > 1e6)
+      d.error(kSource, "/host", "expected host costs in [0, 1e6] us, got " + num(us));
   if (!positive(options.host_gbps))
     d.error(kSource, "/host_gbps",
             "expected a host bandwidth > 0 GB/s, got " + num(options.host_gbps));
@@ -86,7 +88,9 @@ Result<CostModel> CostModel::make(const GpuSpec& gpu, const ScheduleMeta& meta,
                 std::to_string(meta.nodes) + " × " + std::to_string(meta.gpus_per_node));
   if (d.has_errors()) return d;
   CostModel m;
-  m.flops_per_s_ = rate * 1e12 * options.compute_efficiency;
+  m.flops_per_s_ = rate * 1e12 * cr.efficiency;
+  m.rate_ = cr;
+  m.host_ = options.host;
   m.hbm_gbps_ = gpu.hbm_gbps;
   m.pcie_gbps_ = gpu.pcie_gbps;
   m.host_gbps_ = options.host_gbps;
@@ -190,7 +194,10 @@ Result<OpCost> CostModel::collective(const Op& op, const CommGroup& comm) const 
     return d;
   }
   OpCost c;
-  c.duration_ns = cc->duration_ns;
+  // The host issues every call (torch.distributed + NCCL's enqueue) before it can run; a call that
+  // moves nothing (n == 1) is returned at once and costs nothing.
+  const SimTime launch = cc->duration_ns > 0 ? to_ns(host_.collective_launch_us * 1e3) : 0;
+  c.duration_ns = cc->duration_ns + launch;
   c.bytes = cc->algbw_bytes;
   c.collective = cc.value();
   return c;

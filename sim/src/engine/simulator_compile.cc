@@ -1,6 +1,8 @@
 // compile() (simulator_internal.h): one pass over the lowered schedule (schedule_graph.h, which
 // checked it and holds the lanes, deps, Sync gates and communicator order) that costs every op for
 // the timing role and copies what the event loop reads per op into one compact record.
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <tuple>
@@ -14,6 +16,21 @@ namespace {
 using CallKey = std::tuple<CollectiveKind, Elements, Elements, DType, std::uint32_t>;
 
 using SeenCalls = std::map<CallKey, std::size_t>;
+
+bool is_compute(OpKind k) {
+  return k == OpKind::Forward || k == OpKind::Backward || k == OpKind::Recompute;
+}
+
+// Compute ops per (kind, layer) in the first micro-step: how many pieces one layer's pass is split
+// into (stage 3 runs a layer in one piece per module holding params; stages 0-2 in one).
+std::map<std::pair<OpKind, std::uint32_t>, std::uint32_t> pieces_per_layer(const Schedule& s) {
+  std::map<std::pair<OpKind, std::uint32_t>, std::uint32_t> n;
+  const std::uint32_t first_step = s.ops.empty() ? 0 : s.ops.front().step;
+  for (const Op& op : s.ops)
+    if (is_compute(op.kind) && op.step == first_step && op.micro_step == 0)
+      ++n[{op.kind, op.layer}];
+  return n;
+}
 
 // Costs op i into p (collectives are costed once per distinct call: one all-gather per layer
 // repeats the same sizes).
@@ -68,6 +85,8 @@ Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const Cos
   p.bytes.assign(n, 0);
   p.collectives.reserve(graph.collectives.size());
   SeenCalls seen;
+  const auto pieces = pieces_per_layer(s);
+  const bool stage3 = s.meta.stage == 3 && s.meta.mode == "deepspeed";
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
     CompiledOp& c = p.ops[i];
@@ -84,6 +103,12 @@ Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const Cos
     const CommGroup& comm = op.kind == OpKind::Collective ? s.comms[op.comm] : s.comms.front();
     cost_op(op, i, op.slot == kNone ? op.elements : graph.max_slots[op.slot], comm, cost, seen, p,
             d);
+    if (is_compute(op.kind)) {  // the host issues the op's kernels (and stage 3's hooks) first
+      const auto it = pieces.find({op.kind, op.layer});
+      const double host =
+          host_compute_ns(cost.host(), op.kind, it == pieces.end() ? 1 : it->second, stage3);
+      c.duration_ns = std::max<SimTime>(c.duration_ns, static_cast<SimTime>(std::llround(host)));
+    }
   }
   if (d.has_errors()) return d;
   return p;

@@ -36,15 +36,39 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
   m.timed_steps = s.meta.steps;
   m.device_capacity = capacity;
   const LinkParams links = o.links ? *o.links : links_for_gpu(gpu);
+  const ComputeRate& rate = cost.rate();
+  const HostCosts& h = cost.host();
+  std::string calibrated;
+  for (const CollectiveKind k : kAllCollectiveKinds)
+    if (const CalibratedCollective* c = o.calibration.find(k))
+      calibrated += (calibrated.empty() ? "" : ", ") + std::string(collective_name(k)) + " (" +
+                    c->source + ")";
   m.notes = {
-      "compute: " + num(cost.flops_per_s() / 1e12) + " TFLOP/s (" +
-          std::string(dtype_name(s.meta.lp)) + " dense rate x efficiency " +
-          num(o.compute_efficiency) + ")",
+      "compute: " + num(cost.flops_per_s() / 1e12) +
+          " TFLOP/s = " + std::string(dtype_name(s.meta.lp)) + " dense " + num(rate.dense_tflops) +
+          " x efficiency " + num(rate.efficiency) + " [" + rate.basis + "]",
+      "host: " + num(h.kernel_launch_us) + " us per kernel launch (" +
+          std::to_string(h.kernels_per_layer_forward) + " forward, " +
+          std::to_string(h.kernels_per_layer_backward) + " backward kernels per layer), " +
+          (s.meta.stage == 3 ? "stage-3 hooks " + num(h.stage3_fetch_hook_us) + " us fetch + " +
+                                   num(h.stage3_release_hook_us) + " us release per module, "
+                             : std::string()) +
+          num(h.collective_launch_us) + " us per collective launch [" +
+          (h.given ? "given" : "default: assumed, docs/time_model.md") +
+          "]; a compute op takes max(GPU time, host time)",
       "memory-bound ops: HBM " + num(gpu.hbm_gbps) + " GB/s, host " + num(o.host_gbps) +
           " GB/s, PCIe " + num(gpu.pcie_gbps) + " GB/s; Adam touches 7 x master dtype per element",
       "collectives: busBw intra-node " + num(links.intra_gbps) + " GB/s, network " +
           num(links.inter_gbps) + " GB/s per GPU, efficiency " + num(links.efficiency) +
-          (o.calibration.empty() ? std::string() : std::string(", nccl-tests calibration")),
+          (links.nvls_algbw_gbps > 0
+               ? ", NVLS all-reduce algbw " + num(links.nvls_algbw_gbps) + " GB/s in a node"
+               : std::string(", no NVLS")) +
+          " [" +
+          (o.links                 ? std::string("given links")
+           : o.links_basis.empty() ? std::string("default: GPU catalog")
+                                   : o.links_basis) +
+          "]" +
+          (calibrated.empty() ? std::string() : "; calibrated from nccl-tests: " + calibrated),
       "timing: one timing role (element-wise max slot values of " + std::to_string(s.roles.size()) +
           " roles); every rank shares its op times",
       capacity == 0 ? std::string("memory: no device capacity limit")

@@ -134,6 +134,9 @@ bool ScheduleReader::read_header(JsonReader& root) {
   return true;
 }
 
+// Bound of the optional GEMM-shape keys: 2^40, far beyond any hidden size or micro-batch of tokens.
+constexpr std::uint64_t kMaxDimension = 1ULL << 40;
+
 void ScheduleReader::read_meta(JsonReader& m) {
   if (!m.expect_object()) return;
   static const std::vector<std::string> keys = {
@@ -165,7 +168,14 @@ void ScheduleReader::read_meta(JsonReader& m) {
   read_enum(m, "comm", names().dtype, meta.comm);
   meta.slot_names = read_strings(m, "slot_names");
   meta.notes = read_strings(m, "notes");
-  m.reject_unknown(keys);
+  // Optional (0 when absent: the GEMM shape is unknown and the engine's fallback efficiency
+  // applies).
+  read_uint(m, "hidden", 0, kMaxDimension, meta.hidden);
+  read_uint(m, "tokens_per_micro_batch", 0, kMaxDimension, meta.tokens_per_micro_batch);
+  std::vector<std::string> known = keys;
+  known.emplace_back("hidden");
+  known.emplace_back("tokens_per_micro_batch");
+  m.reject_unknown(known);
 }
 
 void ScheduleReader::read_buffer(JsonReader& r, Buffer& b) {

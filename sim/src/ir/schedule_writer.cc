@@ -27,6 +27,8 @@ ojson meta_json(const ScheduleMeta& m) {
   j["gpus_per_node"] = m.gpus_per_node;
   j["steps"] = m.steps;
   j["grad_accum"] = m.grad_accum;
+  if (m.hidden != 0) j["hidden"] = m.hidden;  // optional: 0 (unknown) is not written
+  if (m.tokens_per_micro_batch != 0) j["tokens_per_micro_batch"] = m.tokens_per_micro_batch;
   j["lp"] = str(dtype_name(m.lp));
   j["master"] = str(dtype_name(m.master));
   j["grad_accum_dtype"] = str(dtype_name(m.grad_accum_dtype));

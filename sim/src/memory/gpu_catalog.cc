@@ -34,6 +34,10 @@ double required_rate(json::JsonReader& r, const char* key) {
   return r.get_number(key, 0, kMaxRate).value_or(0);
 }
 
+constexpr GpuGeneration kGenerations[] = {GpuGeneration::Volta,     GpuGeneration::Ampere,
+                                          GpuGeneration::Ada,       GpuGeneration::Hopper,
+                                          GpuGeneration::Blackwell, GpuGeneration::Cdna3};
+
 std::optional<GpuSpec> read_gpu(json::JsonReader& r) {
   if (!r.expect_object()) return std::nullopt;
   GpuSpec g;
@@ -54,13 +58,21 @@ std::optional<GpuSpec> read_gpu(json::JsonReader& r) {
   g.intra_node_gbps = required_rate(r, "intra_node_gbps");
   g.network_gbps = required_rate(r, "network_gbps");
   g.pcie_gbps = required_rate(r, "pcie_gbps");
+  if (r.has("generation")) {
+    std::vector<std::string> names;
+    for (GpuGeneration x : kGenerations) names.emplace_back(gpu_generation_name(x));
+    if (auto v = r.get_enum("generation", names))
+      for (GpuGeneration x : kGenerations)
+        if (*v == gpu_generation_name(x)) g.generation = x;
+  }
+  g.nvswitch = r.get_bool("nvswitch").value_or(false);
   if (!r.has("source"))
     r.error("missing required key \"source\" (every entry names its data sheet)");
   g.source = r.get_string("source").value_or("");
   g.notes = r.get_string("notes").value_or("");
   r.reject_unknown({"name", "description", "aliases", "memory_bytes", "bf16_tflops", "fp16_tflops",
                     "fp32_tflops", "hbm_gbps", "intra_node_gbps", "network_gbps", "pcie_gbps",
-                    "source", "notes"});
+                    "generation", "nvswitch", "source", "notes"});
   return g;
 }
 
@@ -86,6 +98,26 @@ const LoadedCatalog& embedded() {
 }
 
 }  // namespace
+
+const char* gpu_generation_name(GpuGeneration g) {
+  switch (g) {
+    case GpuGeneration::Volta:
+      return "volta";
+    case GpuGeneration::Ampere:
+      return "ampere";
+    case GpuGeneration::Ada:
+      return "ada";
+    case GpuGeneration::Hopper:
+      return "hopper";
+    case GpuGeneration::Blackwell:
+      return "blackwell";
+    case GpuGeneration::Cdna3:
+      return "cdna3";
+    case GpuGeneration::Unknown:
+      break;
+  }
+  return "unknown";
+}
 
 Result<std::vector<GpuSpec>> load_gpu_catalog_text(const std::string& text,
                                                    const std::string& source) {

@@ -88,9 +88,10 @@ class Evaluator {
     return &plans_.emplace(key, std::move(p.value())).first->second;
   }
 
+  /// `training`: settings other than the request's (nullptr: the request's).
   MemoryReport memory(const DsConfig& ds, const PartitionPlan& plan, std::uint64_t gpus,
-                      std::uint64_t micro_batch) const {
-    TrainingSettings t = req_.training;
+                      std::uint64_t micro_batch, const TrainingSettings* training = nullptr) const {
+    TrainingSettings t = training ? *training : req_.training;
     t.micro_batch = micro_batch;
     return estimate_memory(req_.model, plan, ds, cluster_with(req_.cluster, gpus), t, req_.mode,
                            req_.overheads);
@@ -116,18 +117,18 @@ class Evaluator {
   Bytes capacity() const { return req_.cluster.gpu.memory_bytes; }
 
   /// Largest b in [1, kMaxMicroBatch] that fits (memory grows with b); 0 when b = 1 does not fit.
-  std::uint64_t max_micro_batch(const DsConfig& ds, const PartitionPlan& plan,
-                                std::uint64_t gpus) const {
-    if (!fits(memory(ds, plan, gpus, 1))) return 0;
+  std::uint64_t max_micro_batch(const DsConfig& ds, const PartitionPlan& plan, std::uint64_t gpus,
+                                const TrainingSettings* t = nullptr) const {
+    if (!fits(memory(ds, plan, gpus, 1, t))) return 0;
     std::uint64_t lo = 1, hi = 2;
-    while (hi <= kMaxMicroBatch && fits(memory(ds, plan, gpus, hi))) {
+    while (hi <= kMaxMicroBatch && fits(memory(ds, plan, gpus, hi, t))) {
       lo = hi;
       hi *= 2;
     }
     if (hi > kMaxMicroBatch) return lo;
     while (hi - lo > 1) {  // invariant: lo fits, hi does not
       std::uint64_t mid = lo + (hi - lo) / 2;
-      (fits(memory(ds, plan, gpus, mid)) ? lo : hi) = mid;
+      (fits(memory(ds, plan, gpus, mid, t)) ? lo : hi) = mid;
     }
     return lo;
   }
@@ -138,6 +139,16 @@ class Evaluator {
   // std::map: a plan handed out stays where it is while others are added.
   std::map<std::tuple<std::uint64_t, int, bool>, PartitionPlan> plans_;
 };
+
+// The largest micro-batch with activation checkpointing, when the request has it off: the
+// candidate plan_speed.cc may simulate besides the row's own.
+std::uint64_t checkpointed_micro_batch(const PlanRequest& req, const Evaluator& ev,
+                                       const DsConfig& ds, const PartitionPlan& plan) {
+  if (!req.model.arch || req.training.activation_checkpointing) return 0;
+  TrainingSettings ck = req.training;
+  ck.activation_checkpointing = true;
+  return ev.max_micro_batch(ds, plan, req.cluster.world_size(), &ck);
+}
 
 bool matches(const DsConfig& base, const Variant& v) {
   OffloadVariant off = OffloadVariant::None;
@@ -298,6 +309,17 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       const bool none_fits = !row.fits && request.training.micro_batch <= 1;
       row.max_micro_batch =
           none_fits ? 0 : max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxMicroBatch);
+      // What activation checkpointing would unlock (the speed recommendation weighs it), from the
+      // same simulation with checkpointing on, so plan keeps one model of memory.
+      if (request.model.arch && !request.training.activation_checkpointing) {
+        RowInput ck = in;
+        ck.training.activation_checkpointing = true;
+        auto cks = simulate_row(ck);
+        if (!cks.ok()) return diags.append(cks.diagnostics());
+        const bool ck_none = cks->total > ev.capacity() && request.training.micro_batch <= 1;
+        row.max_micro_batch_checkpointed =
+            ck_none ? 0 : max_fitting_micro_batch(cks.value(), ck, ev.capacity(), kMaxMicroBatch);
+      }
     } else {
       row.memory = ev.memory(ds, *plan, world, request.training.micro_batch);
       row.fits = ev.fits(row.memory);
@@ -324,6 +346,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
                                  : 0;
     const bool never_fits =
         simulated && init_floor + overhead_bytes(init_floor, request.overheads) > ev.capacity();
+    if (!simulated) row.max_micro_batch_checkpointed = checkpointed_micro_batch(request, ev, ds, *plan);
     for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2) {
       if (never_fits) {
         if (!request.full_sweep) break;
@@ -380,7 +403,11 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     out.rows.push_back(std::move(oc.row));
     for (const SweepCell& c : oc.sweep) out.sweep.push_back(c);
   }
+  predict_speeds(out, [&](const PlanRow& r) {
+    return ev.plan_for(variant_config(request.base, r.stage, r.offload), world, diags);
+  });
   recommend(out);
+  recommend_on_speed(out);
   add_notes(out);
   return Result<PlanResult>(std::move(out), diags);
 }

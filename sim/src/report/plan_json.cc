@@ -3,6 +3,7 @@
 // Every byte count is an exact integer; README.md documents each field.
 #include <nlohmann/json.hpp>
 
+#include "report/plan_speed_report.h"
 #include "zerosim/plan_report.h"
 
 namespace zerosim {
@@ -43,6 +44,8 @@ ojson row_json(const PlanRow& r, bool verbose) {
   else
     j["deepspeed_estimator"] = nullptr;
   j["matches_ds_config"] = r.matches_ds_config;
+  j["speed"] = report::row_speed_json(r.speed);
+  j["speed_checkpointed"] = report::row_speed_json(r.speed_checkpointed);
   if (verbose) {
     ojson items = ojson::array();
     for (const auto& it : r.memory.items)
@@ -84,11 +87,20 @@ void write_plan_json(const PlanResult& p, std::ostream& out, bool verbose) {
   j["rows"] = rows;
   if (p.recommended) {
     const auto& rec = p.rows[*p.recommended];
-    j["recommendation"] = {{"stage", rec.stage},
-                           {"offload", std::string(offload_name(rec.offload))},
-                           {"reason", p.recommendation}};
+    const auto& speed = p.recommend_checkpointing ? rec.speed_checkpointed : rec.speed;
+    j["recommendation"] = {
+        {"stage", rec.stage},
+        {"offload", std::string(offload_name(rec.offload))},
+        {"activation_checkpointing",
+         p.recommend_checkpointing || p.request.training.activation_checkpointing},
+        {"micro_batch", speed ? ojson(speed->micro_batch) : ojson(nullptr)},
+        {"reason", p.recommendation}};
   } else {
-    j["recommendation"] = {{"stage", nullptr}, {"offload", nullptr}, {"reason", p.recommendation}};
+    j["recommendation"] = {{"stage", nullptr},
+                           {"offload", nullptr},
+                           {"activation_checkpointing", nullptr},
+                           {"micro_batch", nullptr},
+                           {"reason", p.recommendation}};
   }
   j["notes"] = p.notes;
   if (!p.sweep.empty()) {

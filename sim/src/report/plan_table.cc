@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "report/plan_speed_report.h"
 #include "zerosim/plan_report.h"
 
 namespace zerosim {
@@ -172,6 +173,7 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
     out << "sizes in GiB (2^30 bytes) per GPU at the peak of the step (\"peak at\": backward or "
            "step phase; activations are freed before the step);\ntraffic = bytes each GPU sends "
            "per optimizer step (ring algorithms)\n\n";
+  report::write_plan_speeds(p, out, markdown);
   write_estimators(p, out, pre);
   out << "\nrecommendation: " << p.recommendation << "\n";
   if (!p.notes.empty()) {

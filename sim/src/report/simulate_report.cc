@@ -1,6 +1,7 @@
 // `zerosim simulate`'s report (simulate_report.h): the text table, or the summary JSON.
 #include "zerosim/simulate_report.h"
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -61,7 +62,42 @@ void write_first_and_steady(const Summary& s, std::ostream& out) {
            "not steady: run --steps 2 or more)\n";
 }
 
-void write_table(const Summary& s, const Schedule& sched, std::ostream& out) {
+
+std::string with_commas(double x) {
+  auto v = static_cast<unsigned long long>(std::llround(x));
+  std::string digits = std::to_string(v), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+void write_speed(const Summary& s, const StepSpeed& v, std::ostream& out) {
+  if (s.steps.empty()) return;
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.1f%%", v.mfu * 100);
+  out << "\nspeed of the steady step (step " << s.steps.back().step << "):\n";
+  out << "  step time " << human_duration(v.step_ns);
+  if (v.tokens_per_s > 0)
+    out << ", " << with_commas(v.tokens_per_s) << " tokens/s ("
+        << with_commas(v.tokens_per_s / s.meta.world) << " per GPU, "
+        << with_commas(v.tokens_per_step) << " tokens per step)";
+  if (v.model_flops_per_gpu <= 0) {  // a param list or synthetic shapes without layer FLOPs
+    out << "\n  model FLOPs utilisation: not known (the schedule's compute ops carry no FLOPs)\n";
+    return;
+  }
+  const double tflop = v.model_flops_per_gpu / 1e12;
+  char small[32];
+  std::snprintf(small, sizeof small, "%.3g", tflop);
+  out << "\n  model FLOPs utilisation " << pct << " ("
+      << (tflop >= 1000 ? with_commas(tflop) : std::string(small))
+      << " TFLOP of forward + backward per GPU per step, recompute excluded, over the dense "
+         "peak)\n";
+}
+
+void write_table(const Summary& s, const Schedule& sched, std::ostream& out,
+                 const StepSpeed* speed) {
   const auto& m = s.meta;
   out << "zerosim simulate: " << m.model << ", stage " << m.stage << " (" << m.optimizer << "), "
       << m.world << " x " << m.gpu << " (" << m.nodes << " node" << (m.nodes == 1 ? "" : "s")
@@ -69,12 +105,14 @@ void write_table(const Summary& s, const Schedule& sched, std::ostream& out) {
       << " x " << m.grad_accum << " micro-step" << (m.grad_accum == 1 ? "" : "s") << "; DeepSpeed "
       << m.deepspeed_version << ", " << m.mode << " mode\n\n";
   out << "time (simulated):\n";
-  out << "  init (flatten, broadcast)  " << ms(s.init_ns) << "\n";
+  out << "  init (flatten, broadcast)  " << human_duration(s.init_ns) << "\n";
   for (const auto& st : s.steps)
-    out << "  step " << st.step << "  " << ms(st.end_ns - st.start_ns) << "  (compute "
-        << ms(st.compute_ns) << ", exposed communication " << ms(st.exposed_comm_ns)
-        << ", exposed offload " << ms(st.exposed_offload_ns) << ")\n";
+    out << "  step " << st.step << "  " << human_duration(st.end_ns - st.start_ns) << "  (compute "
+        << human_duration(st.compute_ns) << ", exposed communication "
+        << human_duration(st.exposed_comm_ns) << ", exposed offload "
+        << human_duration(st.exposed_offload_ns) << ")\n";
   write_first_and_steady(s, out);
+  if (speed) write_speed(s, *speed, out);
   out << "\ntraffic per rank over the run (ring algorithms, nccl-tests conventions):\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %-24s %8s %16s %16s %12s\n", "collective", "calls",
@@ -126,11 +164,11 @@ void write_table(const Summary& s, const Schedule& sched, std::ostream& out) {
 }  // namespace
 
 void write_simulate_report(const Summary& summary, const Schedule& schedule, OutputFormat format,
-                           std::ostream& out) {
+                           std::ostream& out, const StepSpeed* speed) {
   if (format == OutputFormat::Json)
     write_summary_json(summary, out);
   else
-    write_table(summary, schedule, out);
+    write_table(summary, schedule, out, speed);
 }
 
 }  // namespace zerosim

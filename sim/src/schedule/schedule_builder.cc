@@ -143,6 +143,12 @@ Result<Schedule> build_schedule(const ScheduleInput& in) {
     return schedule::build_stage012(in);
   }();
   if (!built.ok()) return built;
+  // The GEMM shape the engine's compute efficiency depends on (time_model.h), so a schedule file
+  // simulates as its scenario does.
+  if (in.model->arch) {
+    built.value().meta.hidden = in.model->arch->hidden;
+    built.value().meta.tokens_per_micro_batch = in.training.micro_batch * in.training.seq_len;
+  }
   // A schedule that fails its own consistency check is a builder bug: report it, never hand it on.
   auto lowered = lower_schedule(built.value(), "schedule (internal error)");
   if (!lowered.ok()) return lowered.diagnostics();

@@ -1,0 +1,109 @@
+// write_plan_speeds and row_speed_json (plan_speed_report.h).
+#include "report/plan_speed_report.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "zerosim/time_model.h"
+
+namespace zerosim::report {
+namespace {
+
+std::string per_gpu(const RowSpeed& s, std::uint64_t world) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.0f", s.tokens_per_s / static_cast<double>(world));
+  std::string digits = b, out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", x * 100);
+  return b;
+}
+
+const char* offload_label(OffloadVariant v) {
+  switch (v) {
+    case OffloadVariant::None:
+      return "none";
+    case OffloadVariant::OptimizerCpu:
+      return "optimizer->cpu";
+    case OffloadVariant::OptimizerAndParamsCpu:
+      return "opt+params->cpu";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void write_plan_speeds(const PlanResult& p, std::ostream& out, bool markdown) {
+  bool any = false;
+  for (const auto& r : p.rows) any = any || r.speed || r.speed_checkpointed;
+  if (!any) return;
+  const std::uint64_t world = p.request.cluster.world_size();
+  out << "predicted speed (simulated steady step at each row's largest micro-batch; time model "
+         "and its defaults: docs/time_model.md):\n";
+  std::vector<std::vector<std::string>> rows = {{"stage", "offload", "micro-batch", "step time",
+                                                 "tokens/s/GPU", "MFU", "with checkpointing"}};
+  for (const auto& r : p.rows) {
+    if (!r.speed && !r.speed_checkpointed) continue;
+    std::vector<std::string> c = {std::to_string(r.stage), offload_label(r.offload)};
+    if (r.speed) {
+      c.push_back(std::to_string(r.speed->micro_batch));
+      c.push_back(human_duration(r.speed->step_ns));
+      c.push_back(per_gpu(*r.speed, world));
+      c.push_back(pct(r.speed->mfu));
+    } else {
+      c.insert(c.end(), {"-", "-", "-", "-"});
+    }
+    c.push_back(r.speed_checkpointed
+                    ? "micro-batch " + std::to_string(r.speed_checkpointed->micro_batch) + ": " +
+                          per_gpu(*r.speed_checkpointed, world) + " tokens/s/GPU, " +
+                          human_duration(r.speed_checkpointed->step_ns)
+                    : std::string("-"));
+    rows.push_back(std::move(c));
+  }
+  std::vector<std::size_t> w(rows[0].size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    if (markdown) {
+      out << "|";
+      for (const auto& c : rows[k]) out << " " << c << " |";
+      out << "\n";
+      if (k == 0) {
+        out << "|";
+        for (std::size_t i = 0; i < rows[0].size(); ++i) out << (i < 2 ? " --- |" : " ---: |");
+        out << "\n";
+      }
+      continue;
+    }
+    std::string line;
+    for (std::size_t i = 0; i < rows[k].size(); ++i) {
+      const std::string& c = rows[k][i];
+      const bool left = i < 2 || i + 1 == rows[k].size();
+      const std::string pad(w[i] - c.size(), ' ');
+      line += (i ? "  " : "") + (left ? c + (i + 1 == rows[k].size() ? "" : pad) : pad + c);
+    }
+    out << line << "\n";
+  }
+  out << "\n";
+}
+
+nlohmann::ordered_json row_speed_json(const std::optional<RowSpeed>& s) {
+  if (!s) return nullptr;
+  nlohmann::ordered_json j;
+  j["micro_batch"] = s->micro_batch;
+  j["activation_checkpointing"] = s->activation_checkpointing;
+  j["step_ns"] = s->step_ns;
+  j["tokens_per_s"] = s->tokens_per_s;
+  j["mfu"] = s->mfu;
+  return j;
+}
+
+}  // namespace zerosim::report

@@ -1,0 +1,18 @@
+// The plan's predicted-speed block (planner.h RowSpeed), shared by the text and JSON reporters.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "zerosim/planner.h"
+
+namespace zerosim::report {
+
+/// One line per row with a speed: micro-batch, step time, tokens/s per GPU, MFU, and the
+/// checkpointed alternative when simulated. Nothing when no row has a speed.
+void write_plan_speeds(const PlanResult& p, std::ostream& out, bool markdown);
+
+/// {"micro_batch", "activation_checkpointing", "step_ns", "tokens_per_s", "mfu"} or null.
+nlohmann::ordered_json row_speed_json(const std::optional<RowSpeed>& s);
+
+}  // namespace zerosim::report

@@ -1,0 +1,194 @@
+// The time model through the CLI and the planner: the cluster link flags (their effect on network
+// and NVLink time, their garbage input), the speed lines of simulate, the defaults-vs-given notes,
+// and plan's recommendation on predicted speed.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_testlib.h"
+#include "zerosim/gpu_catalog.h"
+#include "zerosim/model_loader.h"
+#include "zerosim/planner.h"
+
+namespace zerosim {
+namespace {
+
+using clitest::expect_one_line_error;
+using clitest::run_cli;
+
+// The summary JSON of a simulate run; total collective time over the run (ns).
+std::int64_t comm_ns(const std::string& args) {
+  const auto r = run_cli("simulate " + args + " --format json");
+  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  std::int64_t t = 0;
+  if (!j.is_discarded())
+    for (const auto& c : j["comm"]) t += c["time_ns"].get<std::int64_t>();
+  return t;
+}
+
+constexpr const char* kTwoNodes = "--model llama2-7b --gpus 16 --gpus-per-node 8 --stage 2";
+constexpr const char* kOneNode = "--model llama2-7b --gpus 8 --stage 2";
+
+TEST(ClusterFlags, NetworkBandwidthChangesTheNetworkTime) {
+  const std::int64_t base = comm_ns(kTwoNodes);
+  const std::int64_t slow = comm_ns(std::string(kTwoNodes) + " --network-gbps 12.5");
+  const std::int64_t fast = comm_ns(std::string(kTwoNodes) + " --network-gbps 100");
+  EXPECT_GT(slow, base * 2) << "a quarter of the NIC bandwidth";
+  // The default 50 GB/s per GPU x 8 GPUs = 400 GB/s already exceeds the NVLink busBw (360): a
+  // faster NIC cannot help, the ring is bound by NVLink (collective_cost.cc bus_bandwidth).
+  EXPECT_EQ(fast, base);
+  // 4 NICs of 50 GB/s for 8 GPUs is 25 GB/s per GPU, the same as 8 NICs of 25 GB/s.
+  EXPECT_EQ(comm_ns(std::string(kTwoNodes) + " --nics-per-node 4"),
+            comm_ns(std::string(kTwoNodes) + " --network-gbps 25"));
+  // One node: the network is not used.
+  EXPECT_EQ(comm_ns(std::string(kOneNode) + " --network-gbps 12.5"), comm_ns(kOneNode));
+}
+
+TEST(ClusterFlags, IntraNodeBandwidthChangesTheNvlinkTime) {
+  const std::int64_t base = comm_ns(kOneNode);
+  const std::int64_t half = comm_ns(std::string(kOneNode) + " --intra-node-gbps 225");
+  EXPECT_GT(half, base * 3 / 2);
+}
+
+TEST(ClusterFlags, OutputsSayWhatWasGiven) {
+  const auto given = run_cli(std::string("simulate ") + kTwoNodes + " --network-gbps 25");
+  EXPECT_NE(given.out.find("[given: --network-gbps 25 (network 25 GB/s per GPU)]"),
+            std::string::npos)
+      << given.out;
+  const auto def = run_cli(std::string("simulate ") + kTwoNodes);
+  EXPECT_NE(def.out.find("[default: GPU catalog]"), std::string::npos) << def.out;
+  EXPECT_NE(def.out.find("default: hopper GEMM curve at hidden 4096"), std::string::npos);
+  EXPECT_NE(def.out.find("us per kernel launch"), std::string::npos);
+  const auto eff = run_cli(std::string("simulate ") + kOneNode + " --efficiency 0.4");
+  EXPECT_NE(eff.out.find("[given: --efficiency 0.400]"), std::string::npos) << eff.out;
+  // A scenario file takes the link flags too (they describe the machine).
+  const auto sc = run_cli(std::string("simulate --scenario ") + ZEROSIM_SOURCE_DIR +
+                          "/scenarios/llama2-7b_zero2_8xh100.json --intra-node-gbps 300");
+  EXPECT_EQ(sc.exit_code, 0) << sc.err;
+  EXPECT_NE(sc.out.find("given: --intra-node-gbps 300"), std::string::npos) << sc.out;
+  // plan --scenario honours them and says so in its notes (they are not scenario overrides).
+  const std::string scenario =
+      std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/llama2-70b_zero3_64xh100.json";
+  const auto plan = run_cli("plan --scenario " + scenario + " --network-gbps 25");
+  EXPECT_NE(plan.out.find("cluster links given: --network-gbps 25 (network 25 GB/s per GPU)"),
+            std::string::npos)
+      << plan.out << plan.err;
+  expect_one_line_error("plan --scenario " + scenario + " --nics-per-node x", "--nics-per-node");
+}
+
+TEST(ClusterFlags, GarbageIsOneLine) {
+  for (const char* cmd :
+       {"simulate --model llama2-7b --gpus 8 --stage 2", "plan --model gpt2-small"}) {
+    const std::string c = cmd;
+    expect_one_line_error(c + " --network-gbps abc", "--network-gbps");
+    expect_one_line_error(c + " --network-gbps 400", "expected GB/s per NIC in (0, 250]");
+    expect_one_line_error(c + " --network-gbps 0", "--network-gbps");
+    expect_one_line_error(c + " --network-gbps nan", "--network-gbps");
+    expect_one_line_error(c + " --nics-per-node 0", "--nics-per-node");
+    expect_one_line_error(c + " --nics-per-node 2.5", "--nics-per-node");
+    expect_one_line_error(c + " --intra-node-gbps -1", "--intra-node-gbps");
+    expect_one_line_error(c + " --intra-node-gbps 1e9", "--intra-node-gbps");
+  }
+}
+
+TEST(SimulateSpeed, ReportsStepTimeTokensAndMfu) {
+  const auto r = run_cli(std::string("simulate ") + kOneNode);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("speed of the steady step (step 0):"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" tokens/s ("), std::string::npos);
+  EXPECT_NE(r.out.find("model FLOPs utilisation "), std::string::npos);
+  // Human units: a half-second step reads as ms, not as a six-digit ms figure.
+  EXPECT_EQ(r.out.find("000 ms"), std::string::npos) << r.out;
+  // A param list has no layer FLOPs and no sequence: no MFU or tokens/s is invented.
+  const auto tiny = run_cli(std::string("simulate --scenario ") + ZEROSIM_SOURCE_DIR +
+                            "/scenarios/tiny_zero2_4gpu.json");
+  ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+  EXPECT_NE(tiny.out.find("model FLOPs utilisation: not known"), std::string::npos) << tiny.out;
+  EXPECT_EQ(tiny.out.find("tokens/s"), std::string::npos) << tiny.out;
+}
+
+PlanRequest llama7b_on_8_h100() {
+  PlanRequest req;
+  req.model = load_zoo_model("llama2-7b").value();
+  req.cluster.gpu = find_gpu("H100").value();
+  req.cluster.nodes = 1;
+  req.cluster.gpus_per_node = 8;
+  req.base = default_ds_config(0, DType::BFloat16);
+  req.training.seq_len = 4096;
+  return req;
+}
+
+TEST(PlanSpeed, RecommendsTheFasterConfigurationOverTheLowestStageThatFits) {
+  // Llama-2-7B on 8 x H100 at micro-batch 1: stage 1 is the lowest stage that fits (micro-batch
+  // 1), but stage 3 fits micro-batch 2 and moves more tokens per second.
+  auto plan = make_plan(llama7b_on_8_h100());
+  ASSERT_TRUE(plan.ok());
+  const PlanResult& p = plan.value();
+  std::optional<std::size_t> lowest;
+  for (std::size_t i = 0; i < p.rows.size(); ++i)
+    if (p.rows[i].fits && p.rows[i].offload == OffloadVariant::None && !lowest) lowest = i;
+  ASSERT_TRUE(lowest);
+  EXPECT_EQ(p.rows[*lowest].stage, 1);
+  ASSERT_TRUE(p.recommended);
+  const PlanRow& rec = p.rows[*p.recommended];
+  EXPECT_GT(rec.stage, p.rows[*lowest].stage) << p.recommendation;
+  ASSERT_TRUE(rec.speed && p.rows[*lowest].speed);
+  EXPECT_GT(rec.speed->tokens_per_s, p.rows[*lowest].speed->tokens_per_s);
+  EXPECT_GT(rec.speed->micro_batch, p.rows[*lowest].speed->micro_batch);
+  // No simulated configuration is faster than the recommended one.
+  for (const PlanRow& r : p.rows)
+    for (const auto& s : {r.speed, r.speed_checkpointed})
+      if (s) {
+        EXPECT_LE(s->tokens_per_s, rec.speed->tokens_per_s);
+      }
+  EXPECT_NE(p.recommendation.find("the fastest configuration that fits"), std::string::npos);
+  EXPECT_NE(p.recommendation.find("the lowest stage that fits, stage 1"), std::string::npos)
+      << p.recommendation;
+}
+
+TEST(PlanSpeed, NamesActivationCheckpointingWhenOnlyItFits) {
+  // Llama-2-70B on 8 x A100-40GB at 4096 tokens: no row fits without checkpointing.
+  PlanRequest req = llama7b_on_8_h100();
+  req.model = load_zoo_model("llama2-70b").value();
+  req.cluster.gpu = find_gpu("A100-40GB").value();
+  auto plan = make_plan(req);
+  ASSERT_TRUE(plan.ok());
+  const PlanResult& p = plan.value();
+  for (const PlanRow& r : p.rows) EXPECT_EQ(r.max_micro_batch, 0u) << r.stage;
+  ASSERT_TRUE(p.recommended) << p.recommendation;
+  EXPECT_TRUE(p.recommend_checkpointing);
+  EXPECT_NE(p.recommendation.find("activation checkpointing (--activation-checkpointing)"),
+            std::string::npos)
+      << p.recommendation;
+  EXPECT_NE(p.rows[*p.recommended].offload, OffloadVariant::None) << p.recommendation;
+}
+
+TEST(PlanSpeed, ModelsWithoutShapeKeepTheMemoryRule) {
+  PlanRequest req = llama7b_on_8_h100();
+  auto m = synthetic_model(1e9, "--params");
+  ASSERT_TRUE(m.ok());
+  req.model = m.value();
+  req.model.arch.reset();
+  auto plan = make_plan(req);
+  ASSERT_TRUE(plan.ok());
+  for (const PlanRow& r : plan->rows) EXPECT_FALSE(r.speed);
+  EXPECT_NE(plan->recommendation.find("the lowest stage that fits"), std::string::npos);
+}
+
+TEST(PlanSpeed, TablesAndJsonCarryTheSpeed) {
+  const auto t = run_cli("plan");
+  EXPECT_NE(t.out.find("predicted speed (simulated steady step"), std::string::npos) << t.out;
+  const auto j = run_cli("plan --format json");
+  const auto doc = nlohmann::json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  EXPECT_TRUE(doc["recommendation"]["micro_batch"].is_number());
+  bool any = false;
+  for (const auto& r : doc["rows"]) any = any || r["speed"].is_object();
+  EXPECT_TRUE(any);
+}
+
+}  // namespace
+}  // namespace zerosim
