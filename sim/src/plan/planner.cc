@@ -346,7 +346,8 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
                                  : 0;
     const bool never_fits =
         simulated && init_floor + overhead_bytes(init_floor, request.overheads) > ev.capacity();
-    if (!simulated) row.max_micro_batch_checkpointed = checkpointed_micro_batch(request, ev, ds, *plan);
+    if (!simulated)
+      row.max_micro_batch_checkpointed = checkpointed_micro_batch(request, ev, ds, *plan);
     for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2) {
       if (never_fits) {
         if (!request.full_sweep) break;

@@ -62,7 +62,6 @@ void write_first_and_steady(const Summary& s, std::ostream& out) {
            "not steady: run --steps 2 or more)\n";
 }
 
-
 std::string with_commas(double x) {
   auto v = static_cast<unsigned long long>(std::llround(x));
   std::string digits = std::to_string(v), out;
