@@ -215,7 +215,7 @@ TEST(CliBuckets, ReduceBucketSizeZeroReducesEachGradientAlone) {
           "zero_optimization": {"stage": 2, "reduce_bucket_size": 0, "allgather_bucket_size": 0}})");
   const std::string log = ::testing::TempDir() + "zerosim_overrides_bucket0.jsonl";
   CliRun r = run_cli("schedule --param-list " + data("param_lists/tiny_mlp.json") +
-                     " --world-size 2 --ds-config " + ds + " --collectives-out " + log);
+                     " --world-size 2 --steps 1 --ds-config " + ds + " --collectives-out " + log);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Elements reduced per flush on rank 0 (a flush may issue one collective per owner slice).
   std::map<int, std::int64_t> per_bucket;

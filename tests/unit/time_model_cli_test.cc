@@ -97,7 +97,7 @@ TEST(ClusterFlags, GarbageIsOneLine) {
 TEST(SimulateSpeed, ReportsStepTimeTokensAndMfu) {
   const auto r = run_cli(std::string("simulate ") + kOneNode);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("speed of the steady step (step 0):"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("speed of the steady step (step 1):"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" tokens/s ("), std::string::npos);
   EXPECT_NE(r.out.find("model FLOPs utilisation "), std::string::npos);
   // Human units: a half-second step reads as ms, not as a six-digit ms figure.
@@ -154,6 +154,9 @@ TEST(PlanSpeed, NamesActivationCheckpointingWhenOnlyItFits) {
   PlanRequest req = llama7b_on_8_h100();
   req.model = load_zoo_model("llama2-70b").value();
   req.cluster.gpu = find_gpu("A100-40GB").value();
+  // Built under zero.Init (as HF Trainer does for stage 3): without it every GPU holds the whole
+  // 16-bit model (128 GiB) at init, and no row fits at all.
+  req.training.zero_init = true;
   auto plan = make_plan(req);
   ASSERT_TRUE(plan.ok());
   const PlanResult& p = plan.value();
