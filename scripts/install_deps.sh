@@ -3,7 +3,9 @@
 # Safe to run repeatedly; waits up to 10 minutes for another apt/dpkg to release its lock.
 set -euo pipefail
 
-packages=(cmake g++ make libgtest-dev libbenchmark-dev nlohmann-json3-dev clang-format clang-tidy)
+# clang-14 and libclang-rt-14-dev: the sanitiser and libFuzzer builds (scripts/run_sanitizers.sh).
+packages=(cmake g++ make libgtest-dev libbenchmark-dev nlohmann-json3-dev clang-format clang-tidy
+          clang-14 libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do
