@@ -8,7 +8,7 @@
 #         (build-asan; run asan first). A crash fails the step and leaves the input in
 #         build-asan/fuzz-artifacts/.
 #   tsan  ThreadSanitizer in build-tsan: the host backend's tests (one thread per rank), i.e. the
-#         HostBackend/HostRing/HostWorld unit tests and the validate.* cases.
+#         Host*/RingPlan/TrackingAllocator/ValidateCli unit tests and the validate.* cases.
 # Usage: run_sanitizers.sh [asan] [fuzz] [tsan]   (no argument: all three, in that order)
 # Build folders follow ZEROSIM_ASAN_DIR / ZEROSIM_TSAN_DIR; jobs follow nproc.
 set -euo pipefail
@@ -65,7 +65,7 @@ step_tsan() {
   cmake -S . -B "$tsan_dir" -DZEROSIM_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DZEROSIM_WITH_CUDA=OFF -DZEROSIM_WITH_UI=OFF -DZEROSIM_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
   cmake --build "$tsan_dir" -j "$jobs" --target zerosim zerosim_tests
-  ctest --test-dir "$tsan_dir" --output-on-failure -j "$jobs" -R '^(Host[A-Za-z]*\.|validate\.)'
+  ctest --test-dir "$tsan_dir" --output-on-failure -j "$jobs" -R '^(Host[A-Za-z]*|RingPlan|TrackingAllocator|ValidateCli)\.|^validate\.'
 }
 
 for s in "${steps[@]}"; do
