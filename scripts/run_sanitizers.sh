@@ -56,7 +56,7 @@ step_fuzz() {
       tail -n 60 "$work/$t.log"
       return 1
     fi
-    grep -E '^#[0-9]+ +DONE|stat::number_of_executed_units' "$work/$t.log" | tail -n 2
+    grep -E '^#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units' "$work/$t.log" | tail -n 2
   done
 }
 
