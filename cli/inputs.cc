@@ -126,8 +126,8 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   auto gpu = find_gpu(a.get("--gpu").value_or(kDefaultGpu), "--gpu");
   if (!gpu.ok()) d.append(gpu.diagnostics());
   resolve_cluster(a, in.cluster, d);
-  auto micro = uint_flag(a, "--micro-batch", 1, 1u << 20, d);
-  auto gas = uint_flag(a, "--grad-accum", 1, 1u << 20, d);
+  auto micro = uint_flag(a, "--micro-batch", 1, kMaxMicroBatch, d);
+  auto gas = uint_flag(a, "--grad-accum", 1, kMaxGradAccumSteps, d);
   auto seq = uint_flag(a, "--seq-len", 1, 1u << 24, d);
   std::optional<DType> precision;
   if (a.has("--precision")) {

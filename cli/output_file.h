@@ -9,6 +9,7 @@
 //     every write and the close are checked there too.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,6 +51,18 @@ inline bool check_outputs(const ParsedArgs& args, const std::vector<FlagSpec>& s
       err << flag << ": expected a regular file, got a directory: " << quote(*path) << "\n";
       ok = false;
       continue;
+    }
+    // A FIFO no process reads would block the write for ever: probe it without blocking (ENXIO:
+    // no reader). One with a reader (`--output /dev/stdout | jq`) is written in place.
+    if (existed && S_ISFIFO(st.st_mode)) {
+      const int fd = ::open(path->c_str(), O_WRONLY | O_NONBLOCK);  // NOLINT: POSIX varargs
+      if (fd < 0) {
+        err << flag << ": expected a FIFO that a process reads, got " << quote(*path)
+            << (errno == ENXIO ? " with no reader" : output_detail::reason()) << "\n";
+        ok = false;
+        continue;
+      }
+      ::close(fd);
     }
     if (existed && !S_ISREG(st.st_mode)) continue;  // /dev/null, a pipe: written in place
     if (existed) {

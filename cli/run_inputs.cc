@@ -6,6 +6,7 @@
 #include "cluster_flags.h"
 #include "inputs.h"
 #include "scenario_overrides.h"
+#include "zerosim/work_limit.h"
 
 namespace zerosim::cli {
 
@@ -119,6 +120,11 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
       return fail<BuiltRun>("--zero-init", "", why);
     s.training.zero_init = true;
   }
+  // Before anything is built: a schedule's size is steps x micro-steps x tensors (work_limit.h),
+  // whether the counts came from flags, a scenario or a ds_config's train_batch_size.
+  if (!check_schedule_work(s.steps, s.ds.grad_accum_steps, s.model.params.size(),
+                           a.has("--scenario") ? *a.get("--scenario") : "zerosim", d))
+    return Result<BuiltRun>(d);
   auto plan = plan_partition(
       s.model, partition_options(s.ds, static_cast<std::uint32_t>(s.cluster.world_size())));
   d.append(plan.diagnostics());

@@ -10,9 +10,17 @@ function(zerosim_set_warnings target)
   if(ZEROSIM_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
+  # ASan + UBSan (CI's build-asan); -fno-sanitize-recover makes any undefined behaviour fail the
+  # test that hit it instead of printing a line a passing test would hide.
   if(ZEROSIM_SANITIZE)
-    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
-    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined
+                           -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined -fno-sanitize-recover=undefined)
+  endif()
+  # The fuzz targets (fuzz/, clang only) need every library they reach built with libFuzzer's
+  # coverage hooks; the hooks are inert in programs that do not link libFuzzer (the tests, the CLI).
+  if(ZEROSIM_FUZZ)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
   endif()
   if(ZEROSIM_TSAN)  # ThreadSanitizer, for the host backend's rank threads
     target_compile_options(${target} PRIVATE -fsanitize=thread -fno-omit-frame-pointer)

@@ -10,10 +10,12 @@ packages=(cmake g++ make nlohmann-json3-dev)
 # and OpenGL3 backends compiled in, stb (imgui.pc requires it; stb_image_write writes the PNGs),
 # GLFW for the window, Mesa's EGL/GL for headless screenshots (EGL surfaceless + llvmpipe), and
 # Xvfb + xauth to run the window without a display (ecosystem.md §1.1).
+# clang-14 and libclang-rt-14-dev: the sanitiser and libFuzzer builds (scripts/run_sanitizers.sh).
 viewer=(pkgconf libimgui-dev libglfw3-dev libstb-dev libegl-dev libgl-dev libopengl-dev
         libegl-mesa0 libgl1-mesa-dri xvfb xauth)
 case "${1:-}" in
-  "") packages+=(libgtest-dev libbenchmark-dev clang-format clang-tidy "${viewer[@]}") ;;
+  "") packages+=(libgtest-dev libbenchmark-dev clang-format clang-tidy "${viewer[@]}"
+      clang-14 libclang-rt-14-dev) ;;
   --cli) ;;
   *)
     echo "install_deps.sh: expected no argument or --cli, got \"$1\"" >&2

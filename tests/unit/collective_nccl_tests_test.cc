@@ -7,6 +7,7 @@
 // so the fit must recover them to within 1% from the printed (rounded) numbers.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -275,6 +276,43 @@ TEST(NcclTestsErrors, UnsupportedDuplicateAndUnfittableTables) {
 TEST(NcclTestsErrors, MissingFile) {
   EXPECT_EQ(errors(load_nccl_tests("/nonexistent/results.txt")),
             "/nonexistent/results.txt: cannot read file: No such file or directory\n");
+}
+
+// An 8-rank all_reduce_perf table with busBw 362.4 GB/s and alpha 17.3 us whose rows up to
+// `flat_to` bytes are replaced by times that do not grow (18 us with jitter), as a broken or
+// noisy run prints them; `jitter` scales every row by 1 ± jitter, alternating.
+std::string noisy_all_reduce(Bytes flat_to, double jitter) {
+  static const double pattern[] = {1.0, 1.08, 0.93, 1.05, 0.97, 1.1, 0.91, 1.03, 0.95, 1.07};
+  std::string text =
+      "# Collective test starting: all_reduce_perf\n"
+      "#       size         count      type   redop    root     time   algbw   busbw  #wrong\n";
+  for (int i = 0; i < 31; ++i) {
+    const Bytes size = Bytes{8} << i;
+    const double s = static_cast<double>(size);
+    double t = size <= flat_to ? 18.0 * pattern[i % 10] : 17.3 + 1.75 * s / 362.4e3;
+    t *= 1 + (i % 2 ? jitter : -jitter);
+    char row[160];
+    std::snprintf(row, sizeof row, "%12llu  %12llu  float  sum  -1  %10.2f  %7.2f  %7.2f  0\n",
+                  static_cast<unsigned long long>(size), static_cast<unsigned long long>(size / 4),
+                  t, s / t / 1e3, 1.75 * s / t / 1e3);
+    text += row;
+  }
+  return text;
+}
+
+TEST(NcclTestsErrors, ImplausibleFitsOfNoisyTablesAreRejected) {
+  // Flat to 64 MiB: the relative least squares would fit a busBw 51x the table's (issue 12: 98x
+  // with another table) and every collective would cost that.
+  EXPECT_EQ(errors(parse_nccl_tests(noisy_all_reduce(Bytes{64} << 20, 0), "noisy.txt")),
+            "noisy.txt: line 33: the fit t = 17.6 us + S / 1.06e+04 GB/s is off by 50.1x at size "
+            "8589934592 B (measured 4.15e+04 us, fitted 829 us); expected every row within 2x of "
+            "the fit: the table is too noisy to calibrate from\n");
+  // Measurement noise of ±20% on a sound table still calibrates, near the true values.
+  auto mild = parse_nccl_tests(noisy_all_reduce(0, 0.2), "mild.txt");
+  ASSERT_TRUE(mild.ok()) << errors(mild);
+  const CalibratedCollective* c = mild->find(CollectiveKind::AllReduce);
+  ASSERT_NE(c, nullptr);
+  EXPECT_NEAR(c->busbw_gbps, 362.4, 0.15 * 362.4);
 }
 
 }  // namespace

@@ -137,6 +137,11 @@ struct DsConfig {
 };
 
 /// Values that resolve "auto" entries (Hugging Face Trainer configs) and fill in the batch rule.
+/// The largest micro batch and gradient accumulation count zerosim accepts, from a flag
+/// (--micro-batch, --grad-accum) or a ds_config (written or derived from train_batch_size).
+inline constexpr std::uint64_t kMaxMicroBatch = std::uint64_t{1} << 20;
+inline constexpr std::uint64_t kMaxGradAccumSteps = std::uint64_t{1} << 20;
+
 /// A batch key absent from the config is taken from here; a number written in the config wins
 /// (callers decide whether a different flag value is a conflict).
 struct AutoValues {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <string>
 #include <utility>
@@ -15,6 +16,9 @@
 
 namespace zerosim::collectives {
 namespace {
+
+// The most a row's measured time may differ from the fitted line, as a ratio either way.
+constexpr double kMaxFitFactor = 2.0;
 
 struct Line {
   double alpha_us = 0;
@@ -124,9 +128,31 @@ Result<CalibratedCollective> fit_nccl_tests_table(const NcclTestsTable& t,
   c.ranks = factor_one ? t.ranks : ranks;
   c.nodes = t.nodes;
   c.rows = static_cast<std::uint32_t>(t.rows.size());
+  const NcclTestsRow* worst = nullptr;
+  double worst_factor = 1, worst_predicted = 0;
   for (const auto& r : t.rows) {
     const double predicted = fit.alpha_us + fit.us_per_mb * static_cast<double>(r.size) / 1e6;
     c.max_rel_residual = std::max(c.max_rel_residual, std::fabs(predicted - r.time_us) / r.time_us);
+    const double off = predicted > 0 ? std::max(predicted / r.time_us, r.time_us / predicted)
+                                     : std::numeric_limits<double>::infinity();
+    if (!worst || off > worst_factor) {
+      worst = &r;
+      worst_factor = off;
+      worst_predicted = predicted;
+    }
+  }
+  // A table the alpha-beta line cannot follow (noise, a mix of runs, rows edited by hand) would
+  // make every collective cost whatever the fit happened to give: one noisy table fitted a busBw
+  // 98x the hardware's. Measured nccl-tests output stays well within the bound (the shipped
+  // tables: under 1%; protocol switches in real runs: tens of percent).
+  if (worst_factor > kMaxFitFactor) {
+    return fail<CalibratedCollective>(
+        source, "line " + std::to_string(worst->line),
+        "the fit t = " + fmt(fit.alpha_us) + " us + S / " + fmt(c.busbw_gbps / factor) +
+            " GB/s is off by " + fmt(worst_factor) + "x at size " + std::to_string(worst->size) +
+            " B (measured " + fmt(worst->time_us) + " us, fitted " + fmt(worst_predicted) +
+            " us); expected every row within " + fmt(kMaxFitFactor) +
+            "x of the fit: the table is too noisy to calibrate from");
   }
   c.source = source + ": " + where;
   return Result<CalibratedCollective>(std::move(c), std::move(d));

@@ -180,8 +180,27 @@ void read_batch(JsonReader& root, Loader& ld) {
           ? std::numeric_limits<I64>::max()
           : static_cast<I64>(ld.autos.world_size);
   BatchKeys k = read_keys(root, world, ld);
+  const bool micro_given = k.micro.has_value(), gas_given = k.gas.has_value();
   if (k.failed || !derive(k, world, root, ld)) return;
   if (!assert_batch(*k.train, *k.micro, *k.gas, world, ld)) return;
+  // The CLI's limits hold however a count was obtained: written, or derived from train_batch_size
+  // (which would otherwise ask for 2^40 micro-steps per step with every flag in range).
+  bool in_limits = true;
+  const auto limit = [&](I64 v, std::uint64_t max, bool given, const std::string& key,
+                         const std::string& flag) {
+    if (static_cast<std::uint64_t>(v) <= max) return;
+    in_limits = false;
+    const std::string expected =
+        "expected at most " + std::to_string(max) + " (zerosim's limit, as for " + flag + ")";
+    if (given)
+      root.error(expected + ", got " + std::to_string(v), key);
+    else
+      root.error("derives " + key + " = " + std::to_string(v) + "; " + expected,
+                 "train_batch_size");
+  };
+  limit(*k.micro, kMaxMicroBatch, micro_given, "train_micro_batch_size_per_gpu", "--micro-batch");
+  limit(*k.gas, kMaxGradAccumSteps, gas_given, "gradient_accumulation_steps", "--grad-accum");
+  if (!in_limits) return;
   ld.cfg.train_batch_size = static_cast<std::uint64_t>(*k.train);
   ld.cfg.micro_batch = static_cast<std::uint64_t>(*k.micro);
   ld.cfg.grad_accum_steps = static_cast<std::uint64_t>(*k.gas);

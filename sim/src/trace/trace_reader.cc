@@ -179,6 +179,17 @@ std::vector<T>& slot(std::vector<std::vector<T>>& v, std::size_t i) {
   return v[i];
 }
 
+// A span or comm must end inside int64 ns: every consumer computes its end (summaries, trace
+// comparison) or its middle (the Chrome trace's flows) from start_ns and dur_ns.
+template <class Item>
+void check_end(SimTime start, SimTime dur, const Item& item) {
+  if (start >= 0 && dur >= 0 && dur > std::numeric_limits<SimTime>::max() - start)
+    item().error(
+        "expected start_ns + dur_ns <= " + std::to_string(std::numeric_limits<SimTime>::max()) +
+            ", got " + std::to_string(start) + " + " + std::to_string(dur),
+        "dur_ns");
+}
+
 void on_element(const std::string& source, const std::string& array, std::size_t i,
                 nlohmann::json& value, Trace& t, Streamed& st) {
   const auto item = [&] {
@@ -192,17 +203,20 @@ void on_element(const std::string& source, const std::string& array, std::size_t
       if (!r.expect_object()) return t.spans.pop_back();
       trace_read::read_span(r, s, st.ctx);
     }
+    check_end(s.start_ns, s.dur_ns, item);
     if (t.spans.size() > 1 && s.start_ns < t.spans[t.spans.size() - 2].start_ns)
       item().error("expected spans in start-time order, got " + std::to_string(s.start_ns) +
                        " ns after " + std::to_string(t.spans[t.spans.size() - 2].start_ns) + " ns",
                    "start_ns");
   } else if (array == "/comms") {
     CommRecord& c = t.comms.emplace_back();
-    if (trace_read::read_comm_fast(value, c, st.ctx)) return;
-    c = CommRecord{};
-    JsonReader r = item();
-    if (!r.expect_object()) return t.comms.pop_back();
-    trace_read::read_comm(r, c, st.ctx);
+    if (!trace_read::read_comm_fast(value, c, st.ctx)) {
+      c = CommRecord{};
+      JsonReader r = item();
+      if (!r.expect_object()) return t.comms.pop_back();
+      trace_read::read_comm(r, c, st.ctx);
+    }
+    check_end(c.start_ns, c.dur_ns, item);
   } else if (const std::size_t r = index_between(array, "/ranks/", "/memory");
              r != std::string::npos) {
     std::vector<MemorySample>& m = slot(st.memory, r);

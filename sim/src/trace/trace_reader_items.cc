@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,14 @@ bool expect_uints(JsonReader& row, std::size_t n, const char* what) {
   return true;
 }
 
+// The sum of per-category bytes, or nullopt past 2^64 - 1 (a wrapped sum could equal the total).
+std::optional<Bytes> category_sum(const CategoryBytes& by_category) {
+  Bytes sum = 0;
+  for (Bytes b : by_category)
+    if (__builtin_add_overflow(sum, b, &sum)) return std::nullopt;
+  return sum;
+}
+
 void read_peak(JsonReader& parent, std::string_view key, MemoryPeak& p) {
   auto r = parent.child(key);
   if (!r) return parent.error("expected a \"" + std::string(key) + "\" object, got none");
@@ -81,14 +90,12 @@ void read_peak(JsonReader& parent, std::string_view key, MemoryPeak& p) {
   read_uint(*r, "bytes", p.bytes, UINT64_MAX, true);
   read_time(*r, "t_ns", p.t);
   if (auto c = r->child("by_category"); c && expect_uints(*c, kCategoryCount, "integers")) {
-    Bytes sum = 0;
-    for (std::size_t k = 0; k < kCategoryCount; ++k) {
+    for (std::size_t k = 0; k < kCategoryCount; ++k)
       p.by_category[k] = c->value()[k].get<std::uint64_t>();
-      sum += p.by_category[k];
-    }
+    const std::optional<Bytes> sum = category_sum(p.by_category);
     if (sum != p.bytes)
       c->error("expected the categories to add up to bytes " + std::to_string(p.bytes) + ", got " +
-               std::to_string(sum));
+               (sum ? std::to_string(*sum) : std::string("a sum beyond 2^64 - 1")));
   }
   r->reject_unknown({"bytes", "t_ns", "by_category"});
 }
@@ -328,17 +335,14 @@ void read_sample(JsonReader& row, MemorySample& s, SimTime prev_t) {
   const auto& v = row.value();
   s.t = static_cast<SimTime>(std::min<std::uint64_t>(v[0].get<std::uint64_t>(), kI64));
   s.total = v[1].get<std::uint64_t>();
-  Bytes sum = 0;
-  for (std::size_t k = 0; k < kCategoryCount; ++k) {
-    s.by_category[k] = v[2 + k].get<std::uint64_t>();
-    sum += s.by_category[k];
-  }
+  for (std::size_t k = 0; k < kCategoryCount; ++k) s.by_category[k] = v[2 + k].get<std::uint64_t>();
+  const std::optional<Bytes> sum = category_sum(s.by_category);
   if (s.t < prev_t)
     row.error("expected memory samples in time order, got t = " + std::to_string(s.t) +
               " ns after " + std::to_string(prev_t) + " ns");
   if (sum != s.total)
     row.error("expected the categories to add up to the total " + std::to_string(s.total) +
-              ", got " + std::to_string(sum));
+              ", got " + (sum ? std::to_string(*sum) : std::string("a sum beyond 2^64 - 1")));
 }
 
 void read_counter_sample(JsonReader& row, CounterSample& s, SimTime prev_t) {
