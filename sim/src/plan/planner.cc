@@ -38,7 +38,7 @@ constexpr Variant kVariants[] = {
 
 /// Micro-batch search stops here: beyond it the answer is "at least this" (models without a
 /// transformer shape have no activation model, so memory does not grow with the batch).
-constexpr std::uint64_t kMaxMicroBatch = 65536;
+constexpr std::uint64_t kMaxSearchMicroBatch = 65536;
 
 std::string optimizer_name(OptimizerPath p) {
   switch (p) {
@@ -116,16 +116,17 @@ class Evaluator {
   }
   Bytes capacity() const { return req_.cluster.gpu.memory_bytes; }
 
-  /// Largest b in [1, kMaxMicroBatch] that fits (memory grows with b); 0 when b = 1 does not fit.
+  /// Largest b in [1, kMaxSearchMicroBatch] that fits (memory grows with b); 0 when b = 1 does not
+  /// fit.
   std::uint64_t max_micro_batch(const DsConfig& ds, const PartitionPlan& plan, std::uint64_t gpus,
                                 const TrainingSettings* t = nullptr) const {
     if (!fits(memory(ds, plan, gpus, 1, t))) return 0;
     std::uint64_t lo = 1, hi = 2;
-    while (hi <= kMaxMicroBatch && fits(memory(ds, plan, gpus, hi, t))) {
+    while (hi <= kMaxSearchMicroBatch && fits(memory(ds, plan, gpus, hi, t))) {
       lo = hi;
       hi *= 2;
     }
-    if (hi > kMaxMicroBatch) return lo;
+    if (hi > kMaxSearchMicroBatch) return lo;
     while (hi - lo > 1) {  // invariant: lo fits, hi does not
       std::uint64_t mid = lo + (hi - lo) / 2;
       (fits(memory(ds, plan, gpus, mid, t)) ? lo : hi) = mid;
@@ -308,7 +309,8 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       // Memory grows with the micro-batch: a row that does not fit at 1 needs no search.
       const bool none_fits = !row.fits && request.training.micro_batch <= 1;
       row.max_micro_batch =
-          none_fits ? 0 : max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxMicroBatch);
+          none_fits ? 0
+                    : max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxSearchMicroBatch);
       // What activation checkpointing would unlock (the speed recommendation weighs it), from the
       // same simulation with checkpointing on, so plan keeps one model of memory.
       if (request.model.arch && !request.training.activation_checkpointing) {
@@ -318,7 +320,8 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
         if (!cks.ok()) return diags.append(cks.diagnostics());
         const bool ck_none = cks->total > ev.capacity() && request.training.micro_batch <= 1;
         row.max_micro_batch_checkpointed =
-            ck_none ? 0 : max_fitting_micro_batch(cks.value(), ck, ev.capacity(), kMaxMicroBatch);
+            ck_none ? 0
+                    : max_fitting_micro_batch(cks.value(), ck, ev.capacity(), kMaxSearchMicroBatch);
       }
     } else {
       row.memory = ev.memory(ds, *plan, world, request.training.micro_batch);
@@ -372,7 +375,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
         total = sim->total;
         fit = total <= ev.capacity();
         if (fit && request.full_sweep)
-          mb = max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxMicroBatch);
+          mb = max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxSearchMicroBatch);
       } else {
         MemoryReport m = ev.memory(ds, *pg, g, request.training.micro_batch);
         total = m.total();
