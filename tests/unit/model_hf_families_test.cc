@@ -177,6 +177,32 @@ TEST(HfFamilies, Phi3FusesQkvAndGateUp) {
   EXPECT_EQ(find(gqa, "model.layers.0.self_attn.qkv_proj.weight")->shape, (Shape{32, 16}));
 }
 
+TEST(HfFamilies, Starcoder2HasBiasedLayerNormsAndAPlainMlp) {
+  // h 16, 2 heads of 8, 1 kv head, ffn 32, vocab 10, one layer, tied (PretrainedConfig default):
+  // q 16*16+16 = 272, k/v 16*8+8 = 136 each, o 272; c_fc 16*32+32 = 544, c_proj 32*16+16 = 528;
+  // two LayerNorms 64 -> 1952; embedding 160 + final LayerNorm 32 = 2144.
+  ModelDesc m = load_ok(R"({"model_type": "starcoder2", "vocab_size": 10, "hidden_size": 16,
+      "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+      "num_key_value_heads": 1})");
+  EXPECT_EQ(m.num_parameters(), 2144u);
+  EXPECT_NE(find(m, "model.layers.0.mlp.c_fc.bias"), nullptr);
+  EXPECT_NE(find(m, "model.layers.0.input_layernorm.bias"), nullptr);
+  EXPECT_NE(find(m, "model.norm.bias"), nullptr);
+  EXPECT_EQ(find(m, "lm_head.weight"), nullptr);
+  EXPECT_FALSE(m.arch->gated_mlp);
+  EXPECT_EQ(module(m, "model.layers.0.input_layernorm")->type, "LayerNorm");
+  // use_bias false drops every Linear bias and the LayerNorm biases stay (nn.LayerNorm default).
+  ModelDesc nobias = load_ok(R"({"model_type": "starcoder2", "vocab_size": 10,
+      "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
+      "num_attention_heads": 2, "num_key_value_heads": 1, "use_bias": false})");
+  EXPECT_EQ(nobias.num_parameters(), 2144u - (16 + 8 + 8 + 16 + 32 + 16));
+  // bigcode/starcoder2-7b's config.json shapes: 7,173,923,840 worked out from the shapes.
+  ModelDesc big = load_ok(R"({"model_type": "starcoder2", "vocab_size": 49152,
+      "hidden_size": 4608, "intermediate_size": 18432, "num_hidden_layers": 32,
+      "num_attention_heads": 36, "num_key_value_heads": 4, "use_bias": true})");
+  EXPECT_EQ(big.num_parameters(), 7173923840u);
+}
+
 TEST(HfFamilies, ConfigErrorsNameTheKey) {
   const std::string moe = R"({"model_type": "mixtral", "vocab_size": 10, "hidden_size": 16,
       "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -200,7 +226,7 @@ TEST(HfFamilies, ConfigErrorsNameTheKey) {
   EXPECT_NE(unknown.find("supported: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3"),
             std::string::npos)
       << unknown;
-  EXPECT_NE(unknown.find("mixtral, qwen2_moe"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("mixtral, qwen2_moe, starcoder2"), std::string::npos) << unknown;
 }
 
 }  // namespace

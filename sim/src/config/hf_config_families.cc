@@ -1,6 +1,6 @@
 // config.json readers of the Llama-layout families added after the original nine: Gemma and
-// Gemma2, Qwen3, Phi-3, and the mixture-of-experts Mixtral and Qwen2-MoE. Defaults are the
-// configuration classes' (transformers models/<family>/configuration_<family>.py, v4.49 to
+// Gemma2, Qwen3, Phi-3, Starcoder2, and the mixture-of-experts Mixtral and Qwen2-MoE. Defaults are
+// the configuration classes' (transformers models/<family>/configuration_<family>.py, v4.49 to
 // v4.53); a key that changes a tensor's shape is read, validated and honoured, never ignored.
 #include <string>
 
@@ -45,6 +45,17 @@ void read_qwen3(Fields& f, TransformerSpec& s) {
   read_llama_core(f, s, 32, 128, false, 32768);
   s.qkv_bias = s.o_bias = f.flag("attention_bias", false);
   s.qk_norm = true;
+}
+
+// Starcoder2Config: num_key_value_heads 2, 4096 positions, use_bias true (every Linear and the
+// LayerNorms' affine bias); tie_word_embeddings is PretrainedConfig's default, true.
+// residual_dropout and embedding_dropout (default 0) are F.dropout calls, not modules.
+void read_starcoder2(Fields& f, TransformerSpec& s) {
+  s.family = ArchFamily::Llama;
+  read_llama_core(f, s, 2, 0, true, 4096);
+  s.qkv_bias = s.o_bias = s.mlp_bias = f.flag("use_bias", true);
+  s.layer_norm = s.plain_mlp = true;
+  s.dropout = s.dropout || f.dropout({"residual_dropout", "embedding_dropout"}, 0.0);
 }
 
 // Reads num_experts_per_tok against the expert count (top-k of E needs 1 <= k <= E).

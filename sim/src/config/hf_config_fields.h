@@ -131,10 +131,11 @@ inline std::uint64_t split_heads(Fields& f, std::uint64_t hidden, std::uint64_t 
 void read_llama_core(Fields& f, TransformerSpec& s, std::uint64_t kv_default,
                      std::uint64_t head_dim_default, bool tie_default, std::uint64_t ctx_default);
 
-void read_gemma(Fields& f, TransformerSpec& s);      ///< gemma, gemma2
-void read_qwen3(Fields& f, TransformerSpec& s);      ///< qwen3
-void read_mixtral(Fields& f, TransformerSpec& s);    ///< mixtral
-void read_qwen2_moe(Fields& f, TransformerSpec& s);  ///< qwen2_moe
-void read_phi3(Fields& f, TransformerSpec& s);       ///< phi3
+void read_gemma(Fields& f, TransformerSpec& s);       ///< gemma, gemma2
+void read_qwen3(Fields& f, TransformerSpec& s);       ///< qwen3
+void read_mixtral(Fields& f, TransformerSpec& s);     ///< mixtral
+void read_qwen2_moe(Fields& f, TransformerSpec& s);   ///< qwen2_moe
+void read_phi3(Fields& f, TransformerSpec& s);        ///< phi3
+void read_starcoder2(Fields& f, TransformerSpec& s);  ///< starcoder2
 
 }  // namespace zerosim::hf

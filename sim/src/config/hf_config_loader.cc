@@ -26,8 +26,8 @@ using hf::split_heads;
 
 const std::vector<std::string>& supported_types() {
   static const std::vector<std::string> kTypes = {
-      "llama",    "mistral", "qwen2", "qwen3", "gemma",  "gemma2",  "phi3",     "gpt2",
-      "gpt_neox", "gptj",    "opt",   "bloom", "falcon", "mixtral", "qwen2_moe"};
+      "llama",    "mistral", "qwen2", "qwen3", "gemma",  "gemma2",  "phi3",      "gpt2",
+      "gpt_neox", "gptj",    "opt",   "bloom", "falcon", "mixtral", "qwen2_moe", "starcoder2"};
   return kTypes;
 }
 
@@ -205,6 +205,8 @@ std::optional<TransformerSpec> read_hf_config(json::JsonReader& r) {
     hf::read_qwen2_moe(f, s);
   else if (*type == "phi3")
     hf::read_phi3(f, s);
+  else if (*type == "starcoder2")
+    hf::read_starcoder2(f, s);
   else
     read_falcon(f, s);
   if (!f.ok()) return std::nullopt;

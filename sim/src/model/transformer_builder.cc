@@ -48,13 +48,20 @@ std::string llama_class(const std::string& model_type) {
   if (model_type == "gemma2") return "Gemma2";
   if (model_type == "mixtral") return "Mixtral";
   if (model_type == "qwen2_moe") return "Qwen2Moe";
+  if (model_type == "starcoder2") return "Starcoder2";
   return "Llama";
 }
 
 // GemmaMLP / Gemma2MLP use hidden_activation "gelu_pytorch_tanh" (PytorchGELUTanh); the others
 // ACT2FN["silu"].
 std::string mlp_act(const TransformerSpec& s) {
-  return s.model_type == "gemma" || s.model_type == "gemma2" ? "PytorchGELUTanh" : "SiLU";
+  const auto& t = s.model_type;
+  return t == "gemma" || t == "gemma2" || t == "starcoder2" ? "PytorchGELUTanh" : "SiLU";
+}
+
+// Starcoder2 uses nn.LayerNorm (weight and bias) where the others use their RMSNorm class.
+std::string norm_class(const TransformerSpec& s, const std::string& c) {
+  return s.layer_norm ? "LayerNorm" : c + "RMSNorm";
 }
 
 // LlamaDecoderLayer.forward: input_layernorm, self_attn (q, k, v, o), post_attention_layernorm,
@@ -62,7 +69,9 @@ std::string mlp_act(const TransformerSpec& s) {
 // down_proj. Variants: Qwen3Attention declares q_norm/k_norm after o_proj and applies them right
 // after q_proj and k_proj; Gemma2DecoderLayer declares pre_/post_feedforward_layernorm after the
 // two Llama norms and runs post_attention_layernorm, pre_feedforward_layernorm, mlp,
-// post_feedforward_layernorm; Mixtral's block_sparse_moe and Qwen2-MoE's sparse mlp replace the
+// post_feedforward_layernorm; Starcoder2 (modular_starcoder2.py: Mistral's layout) has biased
+// LayerNorms and a plain MLP c_fc -> act -> c_proj, biases on every Linear when use_bias;
+// Mixtral's block_sparse_moe and Qwen2-MoE's sparse mlp replace the
 // MLP (transformer_moe.cc).
 void build_llama_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t,
                        const std::string& c, std::uint64_t i) {
@@ -86,13 +95,18 @@ void build_llama_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& 
     experts = add_moe_mlp(s, b, mlp);
     mlp_use = experts.use;
   } else {
-    gate = b.linear(mlp + ".gate_proj", s.hidden, s.ffn, s.mlp_bias);
-    up = b.linear(mlp + ".up_proj", s.hidden, s.ffn, s.mlp_bias);
-    down = b.linear(mlp + ".down_proj", s.ffn, s.hidden, s.mlp_bias);
+    if (s.plain_mlp) {  // Starcoder2MLP: c_proj(act(c_fc(x)))
+      up = b.linear(mlp + ".c_fc", s.hidden, s.ffn, s.mlp_bias);
+      down = b.linear(mlp + ".c_proj", s.ffn, s.hidden, s.mlp_bias);
+    } else {
+      gate = b.linear(mlp + ".gate_proj", s.hidden, s.ffn, s.mlp_bias);
+      up = b.linear(mlp + ".up_proj", s.hidden, s.ffn, s.mlp_bias);
+      down = b.linear(mlp + ".down_proj", s.ffn, s.hidden, s.mlp_bias);
+    }
     mlp_use = concat({gate, up, down});
   }
-  auto ln1 = b.norm(p + ".input_layernorm", s.hidden, false);
-  auto ln2 = b.norm(p + ".post_attention_layernorm", s.hidden, false);
+  auto ln1 = b.norm(p + ".input_layernorm", s.hidden, s.layer_norm);
+  auto ln2 = b.norm(p + ".post_attention_layernorm", s.hidden, s.layer_norm);
   ModuleParams pre_ff, post_ff;
   if (s.sandwich_norms) {
     pre_ff = b.norm(p + ".pre_feedforward_layernorm", s.hidden, false);
@@ -102,7 +116,7 @@ void build_llama_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& 
                       concat({ln1, q, q_norm, k, k_norm, v, o, ln2, pre_ff, mlp_use, post_ff}),
                       attn_flops_per_ctx(s)));
   t.enter(p, c + "DecoderLayer");
-  t.leaf(p + ".input_layernorm", c + "RMSNorm", ln1);
+  t.leaf(p + ".input_layernorm", norm_class(s, c), ln1);
   t.enter(p + ".self_attn", c + "Attention");
   t.leaf(p + ".self_attn.q_proj", "Linear", q);
   if (s.qk_norm) t.leaf(p + ".self_attn.q_norm", c + "RMSNorm", q_norm);
@@ -111,10 +125,16 @@ void build_llama_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& 
   t.leaf(p + ".self_attn.v_proj", "Linear", v);
   t.leaf(p + ".self_attn.o_proj", "Linear", o);
   t.leave();
-  t.leaf(p + ".post_attention_layernorm", c + "RMSNorm", ln2);
+  t.leaf(p + ".post_attention_layernorm", norm_class(s, c), ln2);
   if (s.sandwich_norms) t.leaf(p + ".pre_feedforward_layernorm", c + "RMSNorm", pre_ff);
   if (moe) {
     trace_moe_mlp(s, t, mlp, c, experts);
+  } else if (s.plain_mlp) {
+    t.enter(mlp, c + "MLP");
+    t.leaf(mlp + ".c_fc", "Linear", up);
+    t.leaf(mlp + ".act", mlp_act(s));
+    t.leaf(mlp + ".c_proj", "Linear", down);
+    t.leave();
   } else {
     t.enter(mlp, c + "MLP");
     t.leaf(mlp + ".gate_proj", "Linear", gate);
@@ -142,9 +162,9 @@ void build_llama(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
   for (std::uint64_t i = 0; i < s.layers && !b.failed(); ++i) build_llama_block(s, b, t, c, i);
   t.set_layer(kNoLayer);
   t.close();
-  auto norm = b.norm("model.norm", s.hidden, false);
+  auto norm = b.norm("model.norm", s.hidden, s.layer_norm);
   t.set_layer(b.layer("model.norm", LayerKind::Norm, norm));
-  t.leaf("model.norm", c + "RMSNorm", norm);
+  t.leaf("model.norm", norm_class(s, c), norm);
   t.set_layer(kNoLayer);
   t.leave();
   const auto head = add_head(s, b, emb, "lm_head", s.hidden, false, {});
@@ -166,7 +186,7 @@ ArchInfo arch_info(const TransformerSpec& s) {
   a.experts_per_token = s.experts_per_token;
   a.vocab = s.vocab;
   a.max_seq = s.max_seq;
-  a.gated_mlp = s.family == ArchFamily::Llama || s.family == ArchFamily::Phi3;
+  a.gated_mlp = (s.family == ArchFamily::Llama && !s.plain_mlp) || s.family == ArchFamily::Phi3;
   a.tied_embeddings = s.tie_embeddings;
   a.dropout = s.dropout;
   a.head_dim = s.head_dim;

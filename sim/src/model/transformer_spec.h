@@ -65,6 +65,8 @@ struct TransformerSpec {
   // Llama-layout variants: Gemma2's pre/post feed-forward norms, Qwen3's per-head q/k norms.
   bool sandwich_norms = false;  ///< Gemma2DecoderLayer: four RMSNorms per block
   bool qk_norm = false;         ///< Qwen3Attention: q_norm/k_norm RMSNorm(head_dim)
+  bool layer_norm = false;      ///< Starcoder2: nn.LayerNorm (weight + bias), not RMSNorm
+  bool plain_mlp = false;       ///< Starcoder2MLP: c_fc, act, c_proj (no gate)
   // Mixture of experts (Mixtral, Qwen2-MoE): the MLP of a sparse layer is a router `gate`
   // Linear(hidden, experts) and `experts` MLPs of width expert_ffn, of which each token uses
   // experts_per_token; Qwen2-MoE adds an always-used shared expert and its scalar gate.
