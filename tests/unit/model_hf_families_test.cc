@@ -5,6 +5,7 @@
 // hand in each test's comment.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -203,6 +204,33 @@ TEST(HfFamilies, Starcoder2HasBiasedLayerNormsAndAPlainMlp) {
   EXPECT_EQ(big.num_parameters(), 7173923840u);
 }
 
+TEST(HfFamilies, BertIsItsMaskedLmWithATiedDecoder) {
+  auto r = load_zoo_model("google-bert/bert-base-uncased");
+  ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
+  const ModelDesc& m = r.value();
+  // AutoModelForMaskedLM.from_pretrained("bert-base-uncased").num_parameters() = 109,514,298.
+  EXPECT_EQ(m.num_parameters(), 109514298u);
+  EXPECT_EQ(m.params[3].name, "bert.embeddings.LayerNorm.weight");
+  EXPECT_EQ(m.params[2].shape, (Shape{2, 768}));  // token_type_embeddings
+  // The head's own bias comes before its transform; the decoder adds no tensor (tied).
+  const auto bias = std::find_if(m.params.begin(), m.params.end(), [](const ParamTensor& p) {
+    return p.name == "cls.predictions.bias";
+  });
+  ASSERT_NE(bias, m.params.end());
+  EXPECT_EQ((bias + 1)->name, "cls.predictions.transform.dense.weight");
+  EXPECT_EQ(find(m, "cls.predictions.decoder.weight"), nullptr);
+  EXPECT_EQ(find(m, "bert.pooler.dense.weight"), nullptr);  // BertForMaskedLM has no pooler
+  EXPECT_TRUE(m.arch->dropout);
+  EXPECT_EQ(m.grad_order.size(), m.params.size());
+  // prajjwal1/bert-tiny (h 128, 2 layers, 2 heads, ffn 512): 4,416,698 as AutoModelForMaskedLM.
+  ModelDesc tiny = load_ok(R"({"model_type": "bert", "hidden_size": 128,
+      "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512})");
+  EXPECT_EQ(tiny.num_parameters(), 4416698u);
+  EXPECT_EQ(load_error(R"({"model_type": "bert", "position_embedding_type": "relative_key"})"),
+            "c.json: /position_embedding_type: position_embedding_type \"relative_key\" is not "
+            "supported (its distance_embedding is not built); expected \"absolute\"\n");
+}
+
 TEST(HfFamilies, ConfigErrorsNameTheKey) {
   const std::string moe = R"({"model_type": "mixtral", "vocab_size": 10, "hidden_size": 16,
       "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -226,7 +254,7 @@ TEST(HfFamilies, ConfigErrorsNameTheKey) {
   EXPECT_NE(unknown.find("supported: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3"),
             std::string::npos)
       << unknown;
-  EXPECT_NE(unknown.find("mixtral, qwen2_moe, starcoder2"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("mixtral, qwen2_moe, starcoder2, bert"), std::string::npos) << unknown;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ namespace {
 // Hugging Face model.num_parameters() of the *ForCausalLM model; GPT-3 rows are derived (GPT-2
 // modules with Table 2.1 shapes) and match the paper's rounded sizes.
 const std::vector<std::pair<std::string, Elements>> kExpected = {
+    {"bert-base-uncased", 109514298u},
     {"bloom-176b", 176247271424u},
     {"falcon-7b", 6921720704u},
     // Gemma, Gemma2, Mixtral, Phi-3: keras-hub's presets (gemma_7b_en, gemma2_9b_en,
@@ -85,8 +86,8 @@ TEST(ModelZoo, ListIsSortedAndComplete) {
     EXPECT_EQ(zoo[i].parameters, kExpected[i].second);
     EXPECT_FALSE(zoo[i].source.empty());
   }
-  EXPECT_EQ(zoo[20].display_name, "Llama-2-7B");
-  EXPECT_EQ(zoo[20].source,
+  EXPECT_EQ(zoo[21].display_name, "Llama-2-7B");
+  EXPECT_EQ(zoo[21].source,
             "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json");
 }
 

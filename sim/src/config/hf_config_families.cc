@@ -1,7 +1,8 @@
 // config.json readers of the Llama-layout families added after the original nine: Gemma and
-// Gemma2, Qwen3, Phi-3, Starcoder2, and the mixture-of-experts Mixtral and Qwen2-MoE. Defaults are
-// the configuration classes' (transformers models/<family>/configuration_<family>.py, v4.49 to
-// v4.53); a key that changes a tensor's shape is read, validated and honoured, never ignored.
+// Gemma2, Qwen3, Phi-3, Starcoder2, BERT, and the mixture-of-experts Mixtral and Qwen2-MoE.
+// Defaults are the configuration classes' (transformers models/<family>/configuration_<family>.py,
+// v4.49 to v4.53); a key that changes a tensor's shape is read, validated and honoured, never
+// ignored.
 #include <string>
 
 #include "config/hf_config_fields.h"
@@ -56,6 +57,25 @@ void read_starcoder2(Fields& f, TransformerSpec& s) {
   s.qkv_bias = s.o_bias = s.mlp_bias = f.flag("use_bias", true);
   s.layer_norm = s.plain_mlp = true;
   s.dropout = s.dropout || f.dropout({"residual_dropout", "embedding_dropout"}, 0.0);
+}
+
+// BertConfig: every shape key has a default (vocab 30522, hidden 768, 12 layers and heads,
+// intermediate 3072, 512 positions, type_vocab_size 2), hidden/attention dropout 0.1, tied
+// decoder (PretrainedConfig). Only absolute position embeddings are supported: the relative
+// kinds add distance_embedding tensors zerosim does not build.
+void read_bert(Fields& f, TransformerSpec& s) {
+  s.family = ArchFamily::Bert;
+  s.vocab = f.dim({"vocab_size"}, std::uint64_t{30522});
+  s.hidden = f.dim({"hidden_size"}, std::uint64_t{768});
+  s.layers = f.dim({"num_hidden_layers"}, std::uint64_t{12}, 1, kMaxLayers);
+  s.heads = s.kv_heads = f.dim({"num_attention_heads"}, std::uint64_t{12});
+  s.ffn = f.dim({"intermediate_size"}, std::uint64_t{3072});
+  s.head_dim = split_heads(f, s.hidden, s.heads, "hidden_size", "num_attention_heads");
+  s.max_seq = s.positions = f.dim({"max_position_embeddings"}, std::uint64_t{512});
+  s.type_vocab = f.dim({"type_vocab_size"}, std::uint64_t{2});
+  s.tie_embeddings = f.flag("tie_word_embeddings", true);
+  s.dropout = f.dropout({"hidden_dropout_prob", "attention_probs_dropout_prob"}, 0.1);
+  f.position_kind("position_embedding_type");
 }
 
 // Reads num_experts_per_tok against the expert count (top-k of E needs 1 <= k <= E).

@@ -103,6 +103,20 @@ class Fields {
     return out;
   }
 
+  /// BERT's position_embedding_type: only "absolute" (the default) is built.
+  void position_kind(const char* key) {
+    if (!present(key)) return;
+    auto v = r_.get_string(key);
+    if (!v) {
+      ok_ = false;
+      return;
+    }
+    if (*v != "absolute")
+      error("position_embedding_type " + quote(*v) +
+                " is not supported (its distance_embedding is not built); expected \"absolute\"",
+            key);
+  }
+
  private:
   bool present(const char* key) {
     if (!r_.has(key)) return false;
@@ -137,5 +151,6 @@ void read_mixtral(Fields& f, TransformerSpec& s);     ///< mixtral
 void read_qwen2_moe(Fields& f, TransformerSpec& s);   ///< qwen2_moe
 void read_phi3(Fields& f, TransformerSpec& s);        ///< phi3
 void read_starcoder2(Fields& f, TransformerSpec& s);  ///< starcoder2
+void read_bert(Fields& f, TransformerSpec& s);        ///< bert
 
 }  // namespace zerosim::hf

@@ -26,8 +26,9 @@ using hf::split_heads;
 
 const std::vector<std::string>& supported_types() {
   static const std::vector<std::string> kTypes = {
-      "llama",    "mistral", "qwen2", "qwen3", "gemma",  "gemma2",  "phi3",      "gpt2",
-      "gpt_neox", "gptj",    "opt",   "bloom", "falcon", "mixtral", "qwen2_moe", "starcoder2"};
+      "llama",  "mistral", "qwen2",     "qwen3",      "gemma", "gemma2",
+      "phi3",   "gpt2",    "gpt_neox",  "gptj",       "opt",   "bloom",
+      "falcon", "mixtral", "qwen2_moe", "starcoder2", "bert"};
   return kTypes;
 }
 
@@ -207,6 +208,8 @@ std::optional<TransformerSpec> read_hf_config(json::JsonReader& r) {
     hf::read_phi3(f, s);
   else if (*type == "starcoder2")
     hf::read_starcoder2(f, s);
+  else if (*type == "bert")
+    hf::read_bert(f, s);
   else
     read_falcon(f, s);
   if (!f.ok()) return std::nullopt;

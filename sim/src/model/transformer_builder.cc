@@ -211,6 +211,8 @@ void build_family(const TransformerSpec& spec, ModelBuilder& b, ModuleTracer& t)
       return build_falcon(spec, b, t);
     case ArchFamily::Phi3:
       return build_phi3(spec, b, t);
+    case ArchFamily::Bert:
+      return build_bert(spec, b, t);
   }
 }
 

@@ -25,6 +25,7 @@ enum class ArchFamily {
   Bloom,    ///< modeling_bloom.py (ALiBi, word_embeddings_layernorm, fused qkv)
   Falcon,   ///< modeling_falcon.py (multi-query / new decoder architecture, parallel attention)
   Phi3,     ///< modeling_phi3.py (fused qkv_proj and gate_up_proj, RMSNorm)
+  Bert,     ///< modeling_bert.py, BertForMaskedLM (encoder, post-LayerNorm, tied MLM decoder)
 };
 
 /// How a Falcon block declares its LayerNorms (FalconDecoderLayer.__init__).
@@ -63,10 +64,11 @@ struct TransformerSpec {
   bool falcon_bias = false;          ///< config.bias
   FalconNorms falcon_norms = FalconNorms::InputOnly;
   // Llama-layout variants: Gemma2's pre/post feed-forward norms, Qwen3's per-head q/k norms.
-  bool sandwich_norms = false;  ///< Gemma2DecoderLayer: four RMSNorms per block
-  bool qk_norm = false;         ///< Qwen3Attention: q_norm/k_norm RMSNorm(head_dim)
-  bool layer_norm = false;      ///< Starcoder2: nn.LayerNorm (weight + bias), not RMSNorm
-  bool plain_mlp = false;       ///< Starcoder2MLP: c_fc, act, c_proj (no gate)
+  bool sandwich_norms = false;   ///< Gemma2DecoderLayer: four RMSNorms per block
+  bool qk_norm = false;          ///< Qwen3Attention: q_norm/k_norm RMSNorm(head_dim)
+  bool layer_norm = false;       ///< Starcoder2: nn.LayerNorm (weight + bias), not RMSNorm
+  bool plain_mlp = false;        ///< Starcoder2MLP: c_fc, act, c_proj (no gate)
+  std::uint64_t type_vocab = 0;  ///< BERT token_type_embeddings rows (type_vocab_size)
   // Mixture of experts (Mixtral, Qwen2-MoE): the MLP of a sparse layer is a router `gate`
   // Linear(hidden, experts) and `experts` MLPs of width expert_ffn, of which each token uses
   // experts_per_token; Qwen2-MoE adds an always-used shared expert and its scalar gate.
