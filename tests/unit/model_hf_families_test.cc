@@ -231,6 +231,22 @@ TEST(HfFamilies, BertIsItsMaskedLmWithATiedDecoder) {
             "supported (its distance_embedding is not built); expected \"absolute\"\n");
 }
 
+TEST(HfFamilies, RobertaIsBertUnderItsOwnNames) {
+  auto r = load_zoo_model("FacebookAI/roberta-base");
+  ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
+  const ModelDesc& m = r.value();
+  // The Hub's safetensors F32 total for roberta-base: 124,697,433.
+  EXPECT_EQ(m.num_parameters(), 124697433u);
+  EXPECT_EQ(m.params[1].shape, (Shape{514, 768}));  // position rows incl. the padding offset
+  EXPECT_EQ(m.params[2].shape, (Shape{1, 768}));    // one token type
+  const auto bias = std::find_if(m.params.begin(), m.params.end(),
+                                 [](const ParamTensor& p) { return p.name == "lm_head.bias"; });
+  ASSERT_NE(bias, m.params.end());
+  EXPECT_EQ((bias + 1)->name, "lm_head.dense.weight");
+  EXPECT_EQ(module(m, "roberta.encoder.layer.0")->type, "RobertaLayer");
+  EXPECT_EQ(module(m, "lm_head")->type, "RobertaLMHead");
+}
+
 TEST(HfFamilies, ConfigErrorsNameTheKey) {
   const std::string moe = R"({"model_type": "mixtral", "vocab_size": 10, "hidden_size": 16,
       "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -254,7 +270,8 @@ TEST(HfFamilies, ConfigErrorsNameTheKey) {
   EXPECT_NE(unknown.find("supported: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3"),
             std::string::npos)
       << unknown;
-  EXPECT_NE(unknown.find("mixtral, qwen2_moe, starcoder2, bert"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("mixtral, qwen2_moe, starcoder2, bert, roberta"), std::string::npos)
+      << unknown;
 }
 
 }  // namespace

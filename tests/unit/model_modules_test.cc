@@ -367,7 +367,9 @@ void check_tree(const ModelDesc& m) {
     if (holders[p].size() > 1) {
       ASSERT_TRUE(m.arch && m.arch->tied_embeddings) << name;
       // BertForMaskedLM's decoder shares the word embedding and the head's own bias.
-      const std::string head = m.arch->family == "bert" ? "cls.predictions.decoder" : "lm_head";
+      const std::string head = m.arch->family == "bert"      ? "cls.predictions.decoder"
+                               : m.arch->family == "roberta" ? "lm_head.decoder"
+                                                             : "lm_head";
       EXPECT_EQ(holders[p], (Names{owner, head}));
     }
   }

@@ -65,6 +65,7 @@ const std::vector<std::pair<std::string, Elements>> kExpected = {
     {"qwen1.5-moe-a2.7b", 14315784192u},
     {"qwen2-7b", 7615616512u},
     {"qwen3-8b", 8190735360u},
+    {"roberta-base", 124697433u},
 };
 
 TEST(ModelZoo, EveryModelHasItsExactParameterCount) {

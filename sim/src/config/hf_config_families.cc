@@ -63,9 +63,12 @@ void read_starcoder2(Fields& f, TransformerSpec& s) {
 // intermediate 3072, 512 positions, type_vocab_size 2), hidden/attention dropout 0.1, tied
 // decoder (PretrainedConfig). Only absolute position embeddings are supported: the relative
 // kinds add distance_embedding tensors zerosim does not build.
+// RobertaConfig: BertConfig's defaults except vocab 50265 and type_vocab_size 1 as configs set
+// them; roberta-base's config.json gives max_position_embeddings 514 (2 padding-offset rows).
 void read_bert(Fields& f, TransformerSpec& s) {
+  const bool roberta = s.model_type == "roberta";
   s.family = ArchFamily::Bert;
-  s.vocab = f.dim({"vocab_size"}, std::uint64_t{30522});
+  s.vocab = f.dim({"vocab_size"}, std::uint64_t{roberta ? 50265u : 30522u});
   s.hidden = f.dim({"hidden_size"}, std::uint64_t{768});
   s.layers = f.dim({"num_hidden_layers"}, std::uint64_t{12}, 1, kMaxLayers);
   s.heads = s.kv_heads = f.dim({"num_attention_heads"}, std::uint64_t{12});

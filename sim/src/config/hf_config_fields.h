@@ -151,6 +151,6 @@ void read_mixtral(Fields& f, TransformerSpec& s);     ///< mixtral
 void read_qwen2_moe(Fields& f, TransformerSpec& s);   ///< qwen2_moe
 void read_phi3(Fields& f, TransformerSpec& s);        ///< phi3
 void read_starcoder2(Fields& f, TransformerSpec& s);  ///< starcoder2
-void read_bert(Fields& f, TransformerSpec& s);        ///< bert
+void read_bert(Fields& f, TransformerSpec& s);        ///< bert, roberta
 
 }  // namespace zerosim::hf

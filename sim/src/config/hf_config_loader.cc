@@ -28,7 +28,7 @@ const std::vector<std::string>& supported_types() {
   static const std::vector<std::string> kTypes = {
       "llama",  "mistral", "qwen2",     "qwen3",      "gemma", "gemma2",
       "phi3",   "gpt2",    "gpt_neox",  "gptj",       "opt",   "bloom",
-      "falcon", "mixtral", "qwen2_moe", "starcoder2", "bert"};
+      "falcon", "mixtral", "qwen2_moe", "starcoder2", "bert",  "roberta"};
   return kTypes;
 }
 
@@ -208,7 +208,7 @@ std::optional<TransformerSpec> read_hf_config(json::JsonReader& r) {
     hf::read_phi3(f, s);
   else if (*type == "starcoder2")
     hf::read_starcoder2(f, s);
-  else if (*type == "bert")
+  else if (*type == "bert" || *type == "roberta")
     hf::read_bert(f, s);
   else
     read_falcon(f, s);
