@@ -2,6 +2,7 @@
 #include "args.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -140,8 +141,13 @@ Result<double> parse_number(const std::string& flag, const std::string& text, do
 
 Result<std::string> parse_choice(const std::string& flag, const std::string& text,
                                  const std::vector<std::string>& allowed) {
+  // Case-insensitive (BF16, Flash, JSON), answering with the canonical spelling.
   for (const auto& a : allowed)
-    if (a == text) return text;
+    if (a.size() == text.size() &&
+        std::equal(a.begin(), a.end(), text.begin(), [](unsigned char x, unsigned char y) {
+          return std::tolower(x) == std::tolower(y);
+        }))
+      return a;
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
   std::string m = closest_match(text, allowed);

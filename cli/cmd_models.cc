@@ -29,11 +29,12 @@ std::string json_escape(const std::string& s) {
 void write_table(std::ostream& out) {
   char line[512];
   out << "model zoo (exact parameter counts, as Hugging Face model.num_parameters() reports):\n";
-  std::snprintf(line, sizeof line, "  %-18s %-20s %19s  %s\n", "name", "model", "parameters",
+  // The model column fits the longest display name (Phi-3-mini-4k-instruct).
+  std::snprintf(line, sizeof line, "  %-18s %-24s %15s  %s\n", "name", "model", "parameters",
                 "source");
   out << line;
   for (const auto& z : list_zoo()) {
-    std::snprintf(line, sizeof line, "  %-18s %-20s %19llu  %s\n", z.name.c_str(),
+    std::snprintf(line, sizeof line, "  %-18s %-24s %15llu  %s\n", z.name.c_str(),
                   z.display_name.c_str(), static_cast<unsigned long long>(z.parameters),
                   z.source.c_str());
     out << line;

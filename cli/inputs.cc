@@ -3,6 +3,9 @@
 // is an error rather than a silent override.
 #include "inputs.h"
 
+#include <cctype>
+#include <utility>
+
 #include "cluster_flags.h"
 #include "zerosim/model_loader.h"
 
@@ -11,8 +14,8 @@ namespace zerosim::cli {
 std::vector<FlagSpec> model_cluster_flags() {
   std::vector<FlagSpec> f = {
       {"--model", "NAME", "zoo model (see `zerosim models`); default: llama2-7b"},
-      {"--hf-config", "FILE", "Hugging Face config.json"},
-      {"--params", "N", "raw parameter count, e.g. 13e9 (synthetic GPT-style model)"},
+      {"--hf-config", "FILE", "Hugging Face config.json, or a model directory holding one"},
+      {"--params", "N", "raw parameter count, e.g. 13e9, 7B or 1.3b (synthetic GPT-style model)"},
       {"--param-list", "FILE",
        "param list JSON {\"params\": [[name, [shape]]...], \"grad_order\": [...]}"},
       {"--gpus", "N", "total GPUs (data-parallel ranks); default 8"},
@@ -23,7 +26,9 @@ std::vector<FlagSpec> model_cluster_flags() {
       {"--micro-batch", "N", "micro-batch per GPU; default 1 (or the ds_config's)"},
       {"--grad-accum", "N", "gradient accumulation steps; default 1 (or the ds_config's)"},
       {"--seq-len", "N", "sequence length in tokens; default min(4096, model context)"},
-      {"--precision", "P", "fp16|bf16|fp32 when no ds_config says; default bf16"},
+      {"--precision", "P",
+       "fp16|bf16|fp32 (or bfloat16, float16, half, float32, torch.<dtype>) when no ds_config "
+       "says; default bf16"},
       {"--gradient-clipping", "X", "resolves \"auto\" gradient_clipping"},
       {"--activation-checkpointing", "", "full activation checkpointing of every block"},
       {"--attention", "KIND", "flash|eager: eager stores attention scores; default flash"},
@@ -33,6 +38,36 @@ std::vector<FlagSpec> model_cluster_flags() {
 }
 
 namespace {
+
+// --params: a number with an optional K/M/B/T suffix (7B, 1.3b, 70e9, 175000000000).
+Result<double> parse_param_count(const std::string& text) {
+  static constexpr std::pair<char, double> kSuffixes[] = {
+      {'k', 1e3}, {'m', 1e6}, {'b', 1e9}, {'t', 1e12}};
+  std::string number = text;
+  double scale = 1;
+  if (!number.empty()) {
+    const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(number.back())));
+    for (const auto& [suffix, value] : kSuffixes)
+      if (last == suffix) {
+        number.pop_back();
+        scale = value;
+      }
+  }
+  auto n = parse_number("--params", number, -1e300, 1e300);
+  if (!n.ok() || number.empty())
+    return fail<double>("--params", "",
+                        "expected a parameter count such as 7e9, 7B or 1.3B, got " + quote(text));
+  return n.value() * scale;
+}
+
+// --precision: DeepSpeed's and torch's dtype names as well as fp16|bf16|fp32, any case.
+Result<std::string> parse_precision(const std::string& text) {
+  const auto t = parse_dtype(text);
+  if (t == DType::Float16) return std::string("fp16");
+  if (t == DType::BFloat16) return std::string("bf16");
+  if (t == DType::Float32) return std::string("fp32");
+  return parse_choice("--precision", text, {"fp16", "bf16", "fp32"});
+}
 
 Result<ModelDesc> load_model(const ParsedArgs& a, bool& used_default) {
   std::vector<std::string> given;
@@ -45,7 +80,7 @@ Result<ModelDesc> load_model(const ParsedArgs& a, bool& used_default) {
   if (a.has("--hf-config")) return load_hf_config_file(*a.get("--hf-config"));
   if (a.has("--param-list")) return load_param_list_file(*a.get("--param-list"));
   if (a.has("--params")) {
-    auto n = parse_number("--params", *a.get("--params"), -1e300, 1e300);
+    auto n = parse_param_count(*a.get("--params"));
     if (!n.ok()) return Result<ModelDesc>(n.diagnostics());
     return synthetic_model(n.value(), "--params");
   }
@@ -131,7 +166,7 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   auto seq = uint_flag(a, "--seq-len", 1, 1u << 24, d);
   std::optional<DType> precision;
   if (a.has("--precision")) {
-    auto p = parse_choice("--precision", *a.get("--precision"), {"fp16", "bf16", "fp32"});
+    auto p = parse_precision(*a.get("--precision"));
     if (p.ok())
       precision = parse_dtype(p.value());
     else

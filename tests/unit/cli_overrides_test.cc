@@ -118,7 +118,7 @@ TEST(CliScenario, GarbageOverridesAreOneLineErrors) {
   expect_one_line_error(p + " --gradient-clipping -1", "--gradient-clipping: expected a number");
   expect_one_line_error(p + " --attention slow", "--attention: expected one of");
   expect_one_line_error(p + " --activation-checkpointing=yes", "takes no value");
-  expect_one_line_error(p + " --model nope", "unknown model \"nope\"");
+  expect_one_line_error(p + " --model nope", "model \"nope\" is not in the zoo");
   expect_one_line_error(p + " --params 1.5", "--params: expected a whole number of parameters");
   expect_one_line_error(p + " --params 1e9 --model gpt2", "give one of --model, --hf-config");
   expect_one_line_error(p + " --hf-config /nonexistent/c.json", "/nonexistent/c.json");

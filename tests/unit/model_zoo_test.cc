@@ -15,20 +15,57 @@ namespace {
 // Hugging Face model.num_parameters() of the *ForCausalLM model; GPT-3 rows are derived (GPT-2
 // modules with Table 2.1 shapes) and match the paper's rounded sizes.
 const std::vector<std::pair<std::string, Elements>> kExpected = {
-    {"bloom-176b", 176247271424u},    {"falcon-7b", 6921720704u},   {"gpt-j-6b", 6050882784u},
-    {"gpt-neox-20b", 20554567680u},   {"gpt2-large", 774030080u},   {"gpt2-medium", 354823168u},
-    {"gpt2-small", 124439808u},       {"gpt2-xl", 1557611200u},     {"gpt3-1.3b", 1315723264u},
-    {"gpt3-125m", 125226240u},        {"gpt3-13b", 12853386240u},   {"gpt3-175b", 174604259328u},
-    {"gpt3-2.7b", 2651553280u},       {"gpt3-350m", 355871744u},    {"gpt3-6.7b", 6658404352u},
-    {"gpt3-760m", 760300032u},        {"llama2-13b", 13015864320u}, {"llama2-70b", 68976648192u},
-    {"llama2-7b", 6738415616u},       {"llama3-70b", 70553706496u}, {"llama3-8b", 8030261248u},
-    {"llama3.1-405b", 405853388800u}, {"mistral-7b", 7241732096u},  {"opt-1.3b", 1315758080u},
-    {"opt-125m", 125239296u},         {"opt-13b", 12853473280u},    {"opt-2.7b", 2651596800u},
-    {"opt-30b", 29974540288u},        {"opt-350m", 331196416u},     {"opt-6.7b", 6658473984u},
-    {"opt-66b", 65719701504u},        {"pythia-1.4b", 1414647808u}, {"pythia-12b", 11846072320u},
-    {"pythia-160m", 162322944u},      {"pythia-1b", 1011781632u},   {"pythia-2.8b", 2775208960u},
-    {"pythia-410m", 405334016u},      {"pythia-6.9b", 6857302016u}, {"pythia-70m", 70426624u},
+    {"bert-base-uncased", 109514298u},
+    {"bloom-176b", 176247271424u},
+    {"falcon-7b", 6921720704u},
+    // Gemma, Gemma2, Mixtral, Phi-3: keras-hub's presets (gemma_7b_en, gemma2_9b_en,
+    // mixtral_8_7b_en, phi3_mini_4k_instruct_en "params"), equal to the Hub's safetensors totals;
+    // Qwen3-8B and Qwen1.5-MoE-A2.7B: worked out from the shapes (model cards: 8.2B, 14.3B).
+    {"gemma-7b", 8537680896u},
+    {"gemma2-9b", 9241705984u},
+    {"gpt-j-6b", 6050882784u},
+    {"gpt-neox-20b", 20554567680u},
+    {"gpt2-large", 774030080u},
+    {"gpt2-medium", 354823168u},
+    {"gpt2-small", 124439808u},
+    {"gpt2-xl", 1557611200u},
+    {"gpt3-1.3b", 1315723264u},
+    {"gpt3-125m", 125226240u},
+    {"gpt3-13b", 12853386240u},
+    {"gpt3-175b", 174604259328u},
+    {"gpt3-2.7b", 2651553280u},
+    {"gpt3-350m", 355871744u},
+    {"gpt3-6.7b", 6658404352u},
+    {"gpt3-760m", 760300032u},
+    {"llama2-13b", 13015864320u},
+    {"llama2-70b", 68976648192u},
+    {"llama2-7b", 6738415616u},
+    {"llama3-70b", 70553706496u},
+    {"llama3-8b", 8030261248u},
+    {"llama3.1-405b", 405853388800u},
+    {"mistral-7b", 7241732096u},
+    {"mixtral-8x7b", 46702792704u},
+    {"opt-1.3b", 1315758080u},
+    {"opt-125m", 125239296u},
+    {"opt-13b", 12853473280u},
+    {"opt-2.7b", 2651596800u},
+    {"opt-30b", 29974540288u},
+    {"opt-350m", 331196416u},
+    {"opt-6.7b", 6658473984u},
+    {"opt-66b", 65719701504u},
+    {"phi3-mini-4k", 3821079552u},
+    {"pythia-1.4b", 1414647808u},
+    {"pythia-12b", 11846072320u},
+    {"pythia-160m", 162322944u},
+    {"pythia-1b", 1011781632u},
+    {"pythia-2.8b", 2775208960u},
+    {"pythia-410m", 405334016u},
+    {"pythia-6.9b", 6857302016u},
+    {"pythia-70m", 70426624u},
+    {"qwen1.5-moe-a2.7b", 14315784192u},
     {"qwen2-7b", 7615616512u},
+    {"qwen3-8b", 8190735360u},
+    {"roberta-base", 124697433u},
 };
 
 TEST(ModelZoo, EveryModelHasItsExactParameterCount) {
@@ -50,8 +87,8 @@ TEST(ModelZoo, ListIsSortedAndComplete) {
     EXPECT_EQ(zoo[i].parameters, kExpected[i].second);
     EXPECT_FALSE(zoo[i].source.empty());
   }
-  EXPECT_EQ(zoo[18].display_name, "Llama-2-7B");
-  EXPECT_EQ(zoo[18].source,
+  EXPECT_EQ(zoo[21].display_name, "Llama-2-7B");
+  EXPECT_EQ(zoo[21].source,
             "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json");
 }
 
@@ -71,12 +108,30 @@ TEST(ModelZoo, UnknownNameSuggestsAndPointsToTheList) {
   auto r = load_zoo_model("llama2-7");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.diagnostics().to_string(),
-            "model zoo: unknown model \"llama2-7\"; `zerosim models` lists the zoo (did you mean "
-            "\"llama2-7b\"?)\n");
+            "--model: model \"llama2-7\" is not in the zoo; pass its config.json with --hf-config "
+            "(`zerosim models` lists the zoo) (did you mean \"llama2-7b\"?)\n");
   auto far = load_zoo_model("resnet50");
   ASSERT_FALSE(far.ok());
   EXPECT_EQ(far.diagnostics().to_string(),
-            "model zoo: unknown model \"resnet50\"; `zerosim models` lists the zoo\n");
+            "--model: model \"resnet50\" is not in the zoo; pass its config.json with --hf-config "
+            "(`zerosim models` lists the zoo)\n");
+}
+
+TEST(ModelZoo, NoSuggestionOfADifferentSize) {
+  // qwen/qwen2-7b is one edit away from Qwen/Qwen2-72B but a tenth of its size; Mixtral-8x7B is
+  // close to Mistral-7B but a mixture of experts. Neither is suggested.
+  for (const char* n : {"Qwen/Qwen2-72B", "Qwen2-72B", "mistralai/Mixtral-8x22B-v0.1"}) {
+    auto r = load_zoo_model(n);
+    ASSERT_FALSE(r.ok()) << n;
+    const auto text = r.diagnostics().to_string();
+    EXPECT_EQ(text.find("did you mean"), std::string::npos) << text;
+    EXPECT_NE(text.find("pass its config.json with --hf-config"), std::string::npos) << text;
+  }
+  auto typo = load_zoo_model("mixtral-8x7");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.diagnostics().to_string().find("did you mean \"mixtral-8x7b\"?"),
+            std::string::npos)
+      << typo.diagnostics().to_string();
 }
 
 const char* kTinyConfig = R"("hf_config": {"model_type": "gpt2", "n_embd": 32, "n_head": 4,

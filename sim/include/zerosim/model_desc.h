@@ -55,6 +55,11 @@ struct ArchInfo {
                                ///< probability > 0 (GPT-2/3, OPT); false for Llama-style models and
                                ///< for BLOOM/Falcon/GPT-J/GPT-NeoX, whose released configs use 0.0
   std::uint64_t head_dim = 0;  ///< per-head width (h / a unless the config sets head_dim)
+  /// Mixture of experts: routed experts per MoE layer (0 = dense) and how many each token uses.
+  /// `ffn` is then the MLP width one token passes through (top-k x expert width + shared expert),
+  /// which is what the activation formulas need; the parameters hold every expert.
+  std::uint64_t experts = 0;
+  std::uint64_t experts_per_token = 0;
 };
 
 /// "No module" / "no layer" in the module tree (the root's parent, a container above the layers).
@@ -83,6 +88,13 @@ struct ModuleNode {
   ModuleGrad grad = ModuleGrad::Both;  ///< which backward hooks fire
   bool called = true;  ///< false for modules whose forward never runs (nn.ModuleList, a dropout
                        ///< the fused attention kernel replaces): hooked, but they never fire
+  /// A mixture-of-experts block that fine-tuning recipes mark with DeepSpeed's
+  /// set_z3_leaf_modules (deepspeed/utils/z3_leaf_module.py; LLaMA-Factory's add_z3_leaf_module
+  /// does it for Mixtral and Qwen2-MoE): stage 3 then gathers the whole block at its pre-forward
+  /// and hooks none of its children, so ranks that route tokens to different experts still issue
+  /// the same collectives. Recorded here; the stage 3 schedule does not read it yet (see
+  /// models/README.md).
+  bool z3_leaf = false;
 };
 
 /// One forward hook event: the module's pre-forward (`begin`) or post-forward hook. A module's

@@ -7,22 +7,28 @@
 #include "config/hf_config_loader.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <initializer_list>
 #include <vector>
 
+#include "config/hf_config_fields.h"
 #include "zerosim/model_loader.h"
 
 namespace zerosim {
 
 namespace {
 
-constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 24;
-constexpr std::uint64_t kMaxLayers = 4096;
-constexpr std::uint64_t kMaxPositions = std::uint64_t{1} << 32;
+using hf::Fields;
+using hf::kMaxDim;
+using hf::kMaxLayers;
+using hf::kMaxPositions;
+using hf::split_heads;
 
 const std::vector<std::string>& supported_types() {
-  static const std::vector<std::string> kTypes = {"llama", "mistral", "qwen2", "gpt2",  "gpt_neox",
-                                                  "gptj",  "opt",     "bloom", "falcon"};
+  static const std::vector<std::string> kTypes = {
+      "llama",  "mistral", "qwen2",     "qwen3",      "gemma", "gemma2",
+      "phi3",   "gpt2",    "gpt_neox",  "gptj",       "opt",   "bloom",
+      "falcon", "mixtral", "qwen2_moe", "starcoder2", "bert",  "roberta"};
   return kTypes;
 }
 
@@ -30,90 +36,6 @@ std::string type_list() {
   std::string s;
   for (const auto& t : supported_types()) s += (s.empty() ? "" : ", ") + t;
   return s;
-}
-
-// Field access with aliases, null-as-absent (transformers treats None as "use the default") and a
-// sticky error flag, so each family reader stays a flat list of fields.
-class Fields {
- public:
-  explicit Fields(json::JsonReader& r) : r_(r) {}
-  bool ok() const { return ok_; }
-  void error(const std::string& message) {
-    r_.error(message);
-    ok_ = false;
-  }
-
-  /// An integer in [lo, hi] under the first present alias; `fallback` when absent or null
-  /// (nullopt fallback: required).
-  std::uint64_t dim(std::initializer_list<const char*> keys, std::optional<std::uint64_t> fallback,
-                    std::uint64_t lo = 1, std::uint64_t hi = kMaxDim) {
-    std::optional<std::uint64_t> found;
-    std::string found_key;
-    for (const char* k : keys) {
-      if (!present(k)) continue;
-      auto v = r_.get_uint(k, lo, hi);
-      if (!v) {
-        ok_ = false;
-        return 0;
-      }
-      if (found && *found != *v) {
-        error("\"" + found_key + "\" (" + std::to_string(*found) + ") and \"" + k + "\" (" +
-              std::to_string(*v) + ") disagree");
-        return 0;
-      }
-      found = v;
-      found_key = k;
-    }
-    if (found) return *found;
-    if (fallback) return *fallback;
-    std::string names;
-    for (const char* k : keys) names += names.empty() ? quote(k) : " (or " + quote(k) + ")";
-    error("missing required key " + names);
-    return 0;
-  }
-
-  bool flag(const char* key, bool fallback) {
-    if (!present(key)) return fallback;
-    auto v = r_.get_bool(key);
-    if (!v) ok_ = false;
-    return v.value_or(fallback);
-  }
-
-  /// True when any of the dropout probabilities (each defaulting to `fallback`) is > 0.
-  bool dropout(std::initializer_list<const char*> keys, double fallback) {
-    bool any = false;
-    for (const char* k : keys) {
-      double p = fallback;
-      if (present(k)) {
-        auto v = r_.get_number(k, 0.0, 1.0);
-        if (!v) ok_ = false;
-        p = v.value_or(0.0);
-      }
-      any = any || p > 0.0;
-    }
-    return any;
-  }
-
- private:
-  bool present(const char* key) {
-    if (!r_.has(key)) return false;
-    r_.mark_used(key);
-    return !r_.value().at(key).is_null();
-  }
-  json::JsonReader& r_;
-  bool ok_ = true;
-};
-
-// hidden / heads, as every supported attention class computes it (most raise when it is not exact).
-std::uint64_t split_heads(Fields& f, std::uint64_t hidden, std::uint64_t heads, const char* h_key,
-                          const char* a_key) {
-  if (hidden == 0 || heads == 0) return 0;
-  if (hidden % heads != 0) {
-    f.error(std::string(h_key) + " (" + std::to_string(hidden) + ") is not divisible by " + a_key +
-            " (" + std::to_string(heads) + ")");
-    return 0;
-  }
-  return hidden / heads;
 }
 
 void read_llama(Fields& f, TransformerSpec& s) {
@@ -274,6 +196,20 @@ std::optional<TransformerSpec> read_hf_config(json::JsonReader& r) {
     read_opt(f, s);
   else if (*type == "bloom")
     read_bloom(f, s);
+  else if (*type == "gemma" || *type == "gemma2")
+    hf::read_gemma(f, s);
+  else if (*type == "qwen3")
+    hf::read_qwen3(f, s);
+  else if (*type == "mixtral")
+    hf::read_mixtral(f, s);
+  else if (*type == "qwen2_moe")
+    hf::read_qwen2_moe(f, s);
+  else if (*type == "phi3")
+    hf::read_phi3(f, s);
+  else if (*type == "starcoder2")
+    hf::read_starcoder2(f, s);
+  else if (*type == "bert" || *type == "roberta")
+    hf::read_bert(f, s);
   else
     read_falcon(f, s);
   if (!f.ok()) return std::nullopt;
@@ -308,8 +244,15 @@ Result<ModelDesc> load_hf_config_text(const std::string& text, const std::string
 Result<ModelDesc> load_hf_config_file(const std::string& path) {
   Diagnostics diags;
   std::string text;
-  if (!json::read_file(path, text, diags)) return Result<ModelDesc>(std::move(diags));
-  return load_hf_config_text(text, path);
+  // A model directory (what save_pretrained writes, a Hub snapshot) holds DIR/config.json.
+  std::error_code ec;
+  const std::string file = std::filesystem::is_directory(path, ec)
+                               ? (std::filesystem::path(path) / "config.json").string()
+                               : path;
+  if (file != path && !std::filesystem::exists(file, ec))
+    return fail<ModelDesc>(path, "", "a directory without a config.json");
+  if (!json::read_file(file, text, diags)) return Result<ModelDesc>(std::move(diags));
+  return load_hf_config_text(text, file);
 }
 
 }  // namespace zerosim

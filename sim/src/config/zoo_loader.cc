@@ -30,6 +30,22 @@ std::string lower(std::string s) {
   return s;
 }
 
+// The digit runs of a name ("qwen/qwen2-72b" -> {"2", "72"}), which a misspelling keeps.
+std::vector<std::string> name_numbers(const std::string& name) {
+  std::vector<std::string> out;
+  std::string run;
+  for (char c : name) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      run += c;
+    } else if (!run.empty()) {
+      out.push_back(run);
+      run.clear();
+    }
+  }
+  if (!run.empty()) out.push_back(run);
+  return out;
+}
+
 std::string zoo_source(const EmbeddedFile& f) { return "models/zoo/" + std::string(f.name); }
 
 std::string stem(std::string_view file) {
@@ -131,15 +147,23 @@ Result<ModelDesc> load_zoo_model(const std::string& name) {
       owners.push_back(h.entry.name);
     }
   }
-  const std::string m = closest_match(want, candidates);
+  // A suggestion only where it is plausibly the same model: the numbers in the names (family
+  // version, size) must agree, so Qwen/Qwen2-72B never suggests qwen2-7b.
+  std::vector<std::string> plausible;
+  for (const auto& c : candidates)
+    if (name_numbers(c) == name_numbers(want)) plausible.push_back(c);
+  const std::string m = closest_match(want, plausible);
   std::string hint;
   for (std::size_t i = 0; i < candidates.size() && !m.empty(); ++i)
     if (candidates[i] == m) {
       hint = "did you mean " + quote(owners[i]) + "?";
       break;
     }
-  return fail<ModelDesc>("model zoo", "",
-                         "unknown model " + quote(name) + "; `zerosim models` lists the zoo", hint);
+  return fail<ModelDesc>("--model", "",
+                         "model " + quote(name) +
+                             " is not in the zoo; pass its config.json with --hf-config "
+                             "(`zerosim models` lists the zoo)",
+                         hint);
 }
 
 }  // namespace zerosim

@@ -30,6 +30,14 @@ void ModuleTracer::enter(const std::string& name, const std::string& type,
   stack_.push_back(id);
 }
 
+void ModuleTracer::mark_z3_leaf() {
+  if (stack_.empty()) {
+    failed_ = true;
+    return;
+  }
+  m_.modules[stack_.back()].z3_leaf = true;
+}
+
 void ModuleTracer::leave() {
   if (stack_.empty() || !m_.modules[stack_.back()].called) {
     failed_ = true;

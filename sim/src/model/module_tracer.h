@@ -35,6 +35,8 @@ class ModuleTracer {
   void close();
   /// A leaf that is hooked but never called (no hook events).
   void unused(const std::string& name, const std::string& type);
+  /// Marks the innermost open module as a DeepSpeed stage 3 leaf (ModuleNode::z3_leaf).
+  void mark_z3_leaf();
   /// Modules added from now on belong to Layer `layer` (kNoLayer: to none).
   void set_layer(std::uint32_t layer) { layer_ = layer; }
 

@@ -5,7 +5,8 @@
 //
 // Parameter sources checked (transformers main, 2024-2025): models/llama/modeling_llama.py (also
 // mistral, qwen2), gpt2/modeling_gpt2.py, gptj/modeling_gptj.py, gpt_neox/modular_gpt_neox.py,
-// opt/modeling_opt.py, bloom/modeling_bloom.py, falcon/modeling_falcon.py.
+// opt/modeling_opt.py, bloom/modeling_bloom.py, falcon/modeling_falcon.py; gemma, gemma2, qwen3,
+// mixtral, qwen2_moe and phi3 from the same releases (modeling_<family>.py).
 // Module trees and call orders follow the same files as released in 2025 (transformers v4.49 to
 // v4.53): the default attention implementation (sdpa where the model supports it, else eager),
 // training mode, no cache, labels passed so the loss is computed inside the root's forward.
@@ -42,12 +43,36 @@ namespace {
 std::string llama_class(const std::string& model_type) {
   if (model_type == "mistral") return "Mistral";
   if (model_type == "qwen2") return "Qwen2";
+  if (model_type == "qwen3") return "Qwen3";
+  if (model_type == "gemma") return "Gemma";
+  if (model_type == "gemma2") return "Gemma2";
+  if (model_type == "mixtral") return "Mixtral";
+  if (model_type == "qwen2_moe") return "Qwen2Moe";
+  if (model_type == "starcoder2") return "Starcoder2";
   return "Llama";
+}
+
+// GemmaMLP / Gemma2MLP use hidden_activation "gelu_pytorch_tanh" (PytorchGELUTanh); the others
+// ACT2FN["silu"].
+std::string mlp_act(const TransformerSpec& s) {
+  const auto& t = s.model_type;
+  return t == "gemma" || t == "gemma2" || t == "starcoder2" ? "PytorchGELUTanh" : "SiLU";
+}
+
+// Starcoder2 uses nn.LayerNorm (weight and bias) where the others use their RMSNorm class.
+std::string norm_class(const TransformerSpec& s, const std::string& c) {
+  return s.layer_norm ? "LayerNorm" : c + "RMSNorm";
 }
 
 // LlamaDecoderLayer.forward: input_layernorm, self_attn (q, k, v, o), post_attention_layernorm,
 // mlp: down_proj(act_fn(gate_proj(x)) * up_proj(x)) evaluates gate_proj, act_fn, up_proj,
-// down_proj.
+// down_proj. Variants: Qwen3Attention declares q_norm/k_norm after o_proj and applies them right
+// after q_proj and k_proj; Gemma2DecoderLayer declares pre_/post_feedforward_layernorm after the
+// two Llama norms and runs post_attention_layernorm, pre_feedforward_layernorm, mlp,
+// post_feedforward_layernorm; Starcoder2 (modular_starcoder2.py: Mistral's layout) has biased
+// LayerNorms and a plain MLP c_fc -> act -> c_proj, biases on every Linear when use_bias;
+// Mixtral's block_sparse_moe and Qwen2-MoE's sparse mlp replace the
+// MLP (transformer_moe.cc).
 void build_llama_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t,
                        const std::string& c, std::uint64_t i) {
   const std::string p = "model.layers." + std::to_string(i);
@@ -57,28 +82,68 @@ void build_llama_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& 
   auto k = b.linear(p + ".self_attn.k_proj", s.hidden, kv_out, s.qkv_bias);
   auto v = b.linear(p + ".self_attn.v_proj", s.hidden, kv_out, s.qkv_bias);
   auto o = b.linear(p + ".self_attn.o_proj", q_out, s.hidden, s.o_bias);
-  auto gate = b.linear(p + ".mlp.gate_proj", s.hidden, s.ffn, s.mlp_bias);
-  auto up = b.linear(p + ".mlp.up_proj", s.hidden, s.ffn, s.mlp_bias);
-  auto down = b.linear(p + ".mlp.down_proj", s.ffn, s.hidden, s.mlp_bias);
-  auto ln1 = b.norm(p + ".input_layernorm", s.hidden, false);
-  auto ln2 = b.norm(p + ".post_attention_layernorm", s.hidden, false);
-  t.set_layer(b.layer(p, LayerKind::Block, concat({ln1, q, k, v, o, ln2, gate, up, down}),
+  ModuleParams q_norm, k_norm;
+  if (s.qk_norm) {
+    q_norm = b.norm(p + ".self_attn.q_norm", s.head_dim, false);
+    k_norm = b.norm(p + ".self_attn.k_norm", s.head_dim, false);
+  }
+  const bool moe = is_moe_layer(s, i);
+  const std::string mlp = p + (s.model_type == "mixtral" ? ".block_sparse_moe" : ".mlp");
+  ModuleParams gate, up, down, mlp_use;
+  MoeParams experts;
+  if (moe) {
+    experts = add_moe_mlp(s, b, mlp);
+    mlp_use = experts.use;
+  } else {
+    if (s.plain_mlp) {  // Starcoder2MLP: c_proj(act(c_fc(x)))
+      up = b.linear(mlp + ".c_fc", s.hidden, s.ffn, s.mlp_bias);
+      down = b.linear(mlp + ".c_proj", s.ffn, s.hidden, s.mlp_bias);
+    } else {
+      gate = b.linear(mlp + ".gate_proj", s.hidden, s.ffn, s.mlp_bias);
+      up = b.linear(mlp + ".up_proj", s.hidden, s.ffn, s.mlp_bias);
+      down = b.linear(mlp + ".down_proj", s.ffn, s.hidden, s.mlp_bias);
+    }
+    mlp_use = concat({gate, up, down});
+  }
+  auto ln1 = b.norm(p + ".input_layernorm", s.hidden, s.layer_norm);
+  auto ln2 = b.norm(p + ".post_attention_layernorm", s.hidden, s.layer_norm);
+  ModuleParams pre_ff, post_ff;
+  if (s.sandwich_norms) {
+    pre_ff = b.norm(p + ".pre_feedforward_layernorm", s.hidden, false);
+    post_ff = b.norm(p + ".post_feedforward_layernorm", s.hidden, false);
+  }
+  t.set_layer(b.layer(p, LayerKind::Block,
+                      concat({ln1, q, q_norm, k, k_norm, v, o, ln2, pre_ff, mlp_use, post_ff}),
                       attn_flops_per_ctx(s)));
   t.enter(p, c + "DecoderLayer");
-  t.leaf(p + ".input_layernorm", c + "RMSNorm", ln1);
+  t.leaf(p + ".input_layernorm", norm_class(s, c), ln1);
   t.enter(p + ".self_attn", c + "Attention");
   t.leaf(p + ".self_attn.q_proj", "Linear", q);
+  if (s.qk_norm) t.leaf(p + ".self_attn.q_norm", c + "RMSNorm", q_norm);
   t.leaf(p + ".self_attn.k_proj", "Linear", k);
+  if (s.qk_norm) t.leaf(p + ".self_attn.k_norm", c + "RMSNorm", k_norm);
   t.leaf(p + ".self_attn.v_proj", "Linear", v);
   t.leaf(p + ".self_attn.o_proj", "Linear", o);
   t.leave();
-  t.leaf(p + ".post_attention_layernorm", c + "RMSNorm", ln2);
-  t.enter(p + ".mlp", c + "MLP");
-  t.leaf(p + ".mlp.gate_proj", "Linear", gate);
-  t.leaf(p + ".mlp.act_fn", "SiLU");  // ACT2FN["silu"]
-  t.leaf(p + ".mlp.up_proj", "Linear", up);
-  t.leaf(p + ".mlp.down_proj", "Linear", down);
-  t.leave();
+  t.leaf(p + ".post_attention_layernorm", norm_class(s, c), ln2);
+  if (s.sandwich_norms) t.leaf(p + ".pre_feedforward_layernorm", c + "RMSNorm", pre_ff);
+  if (moe) {
+    trace_moe_mlp(s, t, mlp, c, experts);
+  } else if (s.plain_mlp) {
+    t.enter(mlp, c + "MLP");
+    t.leaf(mlp + ".c_fc", "Linear", up);
+    t.leaf(mlp + ".act", mlp_act(s));
+    t.leaf(mlp + ".c_proj", "Linear", down);
+    t.leave();
+  } else {
+    t.enter(mlp, c + "MLP");
+    t.leaf(mlp + ".gate_proj", "Linear", gate);
+    t.leaf(mlp + ".act_fn", mlp_act(s));
+    t.leaf(mlp + ".up_proj", "Linear", up);
+    t.leaf(mlp + ".down_proj", "Linear", down);
+    t.leave();
+  }
+  if (s.sandwich_norms) t.leaf(p + ".post_feedforward_layernorm", c + "RMSNorm", post_ff);
   t.leave();
 }
 
@@ -97,9 +162,9 @@ void build_llama(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
   for (std::uint64_t i = 0; i < s.layers && !b.failed(); ++i) build_llama_block(s, b, t, c, i);
   t.set_layer(kNoLayer);
   t.close();
-  auto norm = b.norm("model.norm", s.hidden, false);
+  auto norm = b.norm("model.norm", s.hidden, s.layer_norm);
   t.set_layer(b.layer("model.norm", LayerKind::Norm, norm));
-  t.leaf("model.norm", c + "RMSNorm", norm);
+  t.leaf("model.norm", norm_class(s, c), norm);
   t.set_layer(kNoLayer);
   t.leave();
   const auto head = add_head(s, b, emb, "lm_head", s.hidden, false, {});
@@ -116,10 +181,12 @@ ArchInfo arch_info(const TransformerSpec& s) {
   a.layers = s.layers;
   a.heads = s.heads;
   a.kv_heads = s.kv_heads;
-  a.ffn = s.ffn;
+  a.ffn = per_token_ffn(s);
+  a.experts = s.experts;
+  a.experts_per_token = s.experts_per_token;
   a.vocab = s.vocab;
   a.max_seq = s.max_seq;
-  a.gated_mlp = s.family == ArchFamily::Llama;
+  a.gated_mlp = (s.family == ArchFamily::Llama && !s.plain_mlp) || s.family == ArchFamily::Phi3;
   a.tied_embeddings = s.tie_embeddings;
   a.dropout = s.dropout;
   a.head_dim = s.head_dim;
@@ -142,6 +209,10 @@ void build_family(const TransformerSpec& spec, ModelBuilder& b, ModuleTracer& t)
       return build_bloom(spec, b, t);
     case ArchFamily::Falcon:
       return build_falcon(spec, b, t);
+    case ArchFamily::Phi3:
+      return build_phi3(spec, b, t);
+    case ArchFamily::Bert:
+      return build_bert(spec, b, t);
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/model_builder.h"
 #include "model/module_tracer.h"
@@ -38,5 +39,29 @@ void build_gpt_neox(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
 void build_opt(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
 void build_bloom(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
 void build_falcon(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
+void build_phi3(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
+void build_bert(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
+
+/// True when Llama-layout block `layer` has a mixture-of-experts MLP (Qwen2MoeDecoderLayer's
+/// decoder_sparse_step rule; every layer for Mixtral).
+bool is_moe_layer(const TransformerSpec& s, std::uint64_t layer);
+
+/// Declares the MoE MLP of block prefix `p` (Mixtral's block_sparse_moe, Qwen2-MoE's mlp) and
+/// returns its params in use order with matmul_elems counting what one token multiplies by: the
+/// router, experts_per_token routed experts and the shared expert (FLOPs under top-k routing).
+/// `trace` is called afterwards with the same declarations to record the module tree.
+struct MoeParams {
+  ModuleParams use;
+  ModuleParams gate, shared_gate;
+  std::vector<ModuleParams> experts;  ///< per expert: its three projections, use order
+  ModuleParams shared;                ///< shared expert's three projections (Qwen2-MoE)
+};
+MoeParams add_moe_mlp(const TransformerSpec& s, ModelBuilder& b, const std::string& p);
+void trace_moe_mlp(const TransformerSpec& s, ModuleTracer& t, const std::string& p,
+                   const std::string& cls, const MoeParams& m);
+
+/// The MLP width one token passes through (ArchInfo::ffn): ffn for dense models, top-k x expert
+/// width + shared expert width for MoE.
+std::uint64_t per_token_ffn(const TransformerSpec& s);
 
 }  // namespace zerosim

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "zerosim/diagnostic.h"
 #include "zerosim/model_desc.h"
@@ -23,6 +24,8 @@ enum class ArchFamily {
   Opt,      ///< modeling_opt.py (learned positions with offset 2, optional project_in/out)
   Bloom,    ///< modeling_bloom.py (ALiBi, word_embeddings_layernorm, fused qkv)
   Falcon,   ///< modeling_falcon.py (multi-query / new decoder architecture, parallel attention)
+  Phi3,     ///< modeling_phi3.py (fused qkv_proj and gate_up_proj, RMSNorm)
+  Bert,     ///< modeling_bert.py, BertForMaskedLM (encoder, post-LayerNorm, tied MLM decoder)
 };
 
 /// How a Falcon block declares its LayerNorms (FalconDecoderLayer.__init__).
@@ -60,6 +63,21 @@ struct TransformerSpec {
   std::uint64_t falcon_qkv_out = 0;  ///< query_key_value output width
   bool falcon_bias = false;          ///< config.bias
   FalconNorms falcon_norms = FalconNorms::InputOnly;
+  // Llama-layout variants: Gemma2's pre/post feed-forward norms, Qwen3's per-head q/k norms.
+  bool sandwich_norms = false;   ///< Gemma2DecoderLayer: four RMSNorms per block
+  bool qk_norm = false;          ///< Qwen3Attention: q_norm/k_norm RMSNorm(head_dim)
+  bool layer_norm = false;       ///< Starcoder2: nn.LayerNorm (weight + bias), not RMSNorm
+  bool plain_mlp = false;        ///< Starcoder2MLP: c_fc, act, c_proj (no gate)
+  std::uint64_t type_vocab = 0;  ///< BERT token_type_embeddings rows (type_vocab_size)
+  // Mixture of experts (Mixtral, Qwen2-MoE): the MLP of a sparse layer is a router `gate`
+  // Linear(hidden, experts) and `experts` MLPs of width expert_ffn, of which each token uses
+  // experts_per_token; Qwen2-MoE adds an always-used shared expert and its scalar gate.
+  std::uint64_t experts = 0;            ///< routed experts per sparse layer; 0 = dense model
+  std::uint64_t experts_per_token = 0;  ///< top-k
+  std::uint64_t expert_ffn = 0;         ///< each routed expert's MLP inner width
+  std::uint64_t shared_expert_ffn = 0;  ///< Qwen2-MoE shared expert width; 0 = none
+  std::uint64_t sparse_step = 1;        ///< Qwen2-MoE decoder_sparse_step: every k-th layer is MoE
+  std::vector<std::uint64_t> dense_layers;  ///< Qwen2-MoE mlp_only_layers: dense MLP (width ffn)
 };
 
 /// Builds params (declaration order), layers (forward order, FLOPs), ArchInfo and grad_order.
