@@ -15,6 +15,7 @@
 #include "zerosim/partition_plan.h"
 #include "zerosim/scenario.h"
 #include "zerosim/schedule.h"
+#include "zerosim/schedule_graph.h"
 
 namespace zerosim {
 
@@ -32,6 +33,12 @@ struct ScheduleInput {
   std::vector<std::uint32_t> overflow_steps;
   Accounting mode = Accounting::DeepSpeed;
   DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
+  /// How build_schedule checks what it built (a failure is a builder bug, reported, never handed
+  /// on). Replan: every rule, operands included (what executors and files need). References:
+  /// structure and ordering only, for a caller that only simulates (the engine reads no operand):
+  /// the planner, which builds every row and sweep cell; the same inputs through `zerosim
+  /// simulate` or `schedule` still pass the full check (plan_simulate_test builds them so).
+  LayoutCheck self_check = LayoutCheck::Replan;
 };
 
 /// Stage 3 without zero.Init: the init buffer holding every whole param before partitioning (an
