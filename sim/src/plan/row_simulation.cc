@@ -231,7 +231,7 @@ Result<RowSimulation> simulate_row(const RowInput& in) {
   si.training = in.training;
   si.steps = kDefaultSteps;
   si.mode = in.mode;
-  si.self_check = LayoutCheck::References;  // the engine reads no operand (schedule_builder.h)
+  si.self_check = std::nullopt;  // simulate() lowers it (schedule_builder.h)
   auto sched = build_schedule(si);
   if (!sched.ok()) return Result<RowSimulation>(sched.diagnostics());
   RowSimulation row;
