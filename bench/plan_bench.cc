@@ -41,7 +41,10 @@ void BM_PlanProcess405BFullSweep(benchmark::State& state) {
                                         "--gpus",         "1024",     "--sweep", "--max-gpus",
                                         "4096",           "--format", "json"};
   for (auto _ : state) {
-    if (spawn_and_wait(cmd) != 0) {
+    // Exit 2 is plan's "infeasible" answer (the report is printed): at 1024 GPUs without
+    // zero.Init no variant fits Llama-3.1-405B's init. Anything else is a failure.
+    const int rc = spawn_and_wait(cmd);
+    if (rc != 0 && rc != 2) {
       state.SkipWithError("zerosim plan failed");
       break;
     }
