@@ -21,6 +21,7 @@ namespace {
 
 int spawn_and_wait(const std::vector<std::string>& args) {
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;
@@ -41,7 +42,10 @@ void BM_PlanProcess405BFullSweep(benchmark::State& state) {
                                         "--gpus",         "1024",     "--sweep", "--max-gpus",
                                         "4096",           "--format", "json"};
   for (auto _ : state) {
-    if (spawn_and_wait(cmd) != 0) {
+    // Exit 2 is plan's "infeasible" answer (the report is printed): at 1024 GPUs without
+    // zero.Init no variant fits Llama-3.1-405B's init. Anything else is a failure.
+    const int rc = spawn_and_wait(cmd);
+    if (rc != 0 && rc != 2) {
       state.SkipWithError("zerosim plan failed");
       break;
     }

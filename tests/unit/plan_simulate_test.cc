@@ -103,6 +103,10 @@ TEST_P(PlanEqualsSimulate, EveryRowToTheByte) {
     EXPECT_EQ(row.memory.total(), with_overhead(sim.whole));
     EXPECT_EQ(row.steady_total_bytes, with_overhead(sim.steady));
     EXPECT_EQ(row.memory.model_states() + row.memory.buffers + row.memory.activations, sim.whole);
+    Bytes gpu_items = 0;  // the itemised breakdown (plan --verbose) adds up to the same peak
+    for (const MemoryItem& i : row.memory.items)
+      if (i.layer != "overhead" && i.layer != "host") gpu_items += i.bytes;
+    EXPECT_EQ(gpu_items, sim.whole);
     EXPECT_EQ(row.comm_bytes_per_step, sim.summary.steps.back().bytes_sent);
     EXPECT_EQ(row.init_bytes_sent, sim.summary.init_bytes_sent);
     EXPECT_EQ(row.steady_step_ns,

@@ -55,8 +55,10 @@ struct RowSimulation {
   /// Whole-run peak plus overheads, the plan's "total/GPU".
   Bytes total = 0;
   Bytes steady_total = 0;  ///< steady peak plus overheads
-  /// The whole-run peak as a MemoryReport (one item per buffer category, then the overheads and the
-  /// host peak); peak_phase is peak_phase_name(phase).
+  /// The whole-run peak as a MemoryReport: one item per family of schedule buffers live at the
+  /// worst role's peak (same spec id, category and name pattern: "bit16_groups_flat[0] (B1)",
+  /// "grad:* (T1), 580 buffers"), adding up to it; then the overheads; then the buffers live at the
+  /// largest host peak, adding up to it. peak_phase is peak_phase_name(phase).
   MemoryReport report;
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "zerosim/partition_plan.h"
 #include "zerosim/scenario.h"
 #include "zerosim/schedule.h"
+#include "zerosim/schedule_graph.h"
 
 namespace zerosim {
 
@@ -32,6 +34,14 @@ struct ScheduleInput {
   std::vector<std::uint32_t> overflow_steps;
   Accounting mode = Accounting::DeepSpeed;
   DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
+  /// How build_schedule checks what it built (a failure is a builder bug, reported, never handed
+  /// on). Replan: every rule, operands included (what executors and files need). nullopt: no
+  /// check here, for a caller that only simulates: simulate() lowers the schedule itself with
+  /// LayoutCheck::References (structure and ordering; the engine reads no operand) and reports
+  /// what that finds. The planner, which builds every row and sweep cell, does so; the same inputs
+  /// through `zerosim simulate` or `schedule` still pass the full check (plan_simulate_test builds
+  /// them so).
+  std::optional<LayoutCheck> self_check = LayoutCheck::Replan;
 };
 
 /// Stage 3 without zero.Init: the init buffer holding every whole param before partitioning (an

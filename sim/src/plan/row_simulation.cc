@@ -2,7 +2,9 @@
 #include "zerosim/row_simulation.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
+#include <string_view>
 
 #include "memory/exact_math.h"
 #include "schedule/builders.h"
@@ -33,28 +35,6 @@ const char* layer_of(BufferCategory c) {
   return "buffers";
 }
 
-const char* category_meaning(BufferCategory c) {
-  switch (c) {
-    case BufferCategory::Param16:
-      return "low-precision parameters";
-    case BufferCategory::Param32:
-      return "fp32 master weights";
-    case BufferCategory::Grad:
-      return "gradients";
-    case BufferCategory::OptimState:
-      return "optimizer states";
-    case BufferCategory::Activation:
-      return "activations";
-    case BufferCategory::CommBucket:
-      return "communication buckets and staging";
-    case BufferCategory::GatheredParam:
-      return "gathered stage-3 parameters";
-    case BufferCategory::Temp:
-      return "temporaries";
-  }
-  return "";
-}
-
 void add_layer(MemoryReport& r, BufferCategory c, Bytes b) {
   switch (c) {
     case BufferCategory::Param16:
@@ -75,19 +55,103 @@ void add_layer(MemoryReport& r, BufferCategory c, Bytes b) {
   }
 }
 
+// Bytes of each ledger buffer in `pool` (device, or host and pinned) live on `role` after events
+// [0, last]: the state at a peak (MemoryPeak::event). O(events up to `last`).
+std::vector<Bytes> live_by_buffer(const MemoryLedger& l, std::uint32_t role, std::uint64_t last,
+                                  bool device) {
+  std::vector<Bytes> live(l.buffers().size(), 0);
+  const auto& events = l.events();
+  for (std::size_t i = 0; i < events.size() && i <= last; ++i) {
+    const MemoryLedger::Event& e = events[i];
+    const LedgerBuffer& b = l.buffers()[e.buffer];
+    if ((b.pool == MemoryPool::Device) != device) continue;
+    live[e.buffer] = e.alloc ? b.bytes_for(role) : 0;
+  }
+  return live;
+}
+
+// The name shared by a family of buffers: "grad:model.layers.0.mlp.up_proj.weight" -> "grad:*",
+// "ipg[1]" -> "ipg[*]", "grads_in_partition (backward flush 3)" -> "... flush *"; digits that
+// belong to a word ("fp32", "bfloat16", "bit16_groups_flat") stay.
+std::string family_of(std::string_view name) {
+  if (const std::size_t colon = name.find(':'); colon != std::string_view::npos)
+    return std::string(name.substr(0, colon + 1)) + "*";
+  std::string out;
+  for (std::size_t i = 0; i < name.size();) {
+    const bool digit = name[i] >= '0' && name[i] <= '9';
+    const bool in_word = i > 0 && std::isalpha(static_cast<unsigned char>(name[i - 1])) != 0;
+    if (!digit || in_word) {
+      // Keep a whole word-attached digit run ("fp32"), not only its first digit.
+      do out.push_back(name[i++]);
+      while (digit && i < name.size() && name[i] >= '0' && name[i] <= '9');
+      continue;
+    }
+    out.push_back('*');
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9') ++i;
+  }
+  return out;
+}
+
+// One item per buffer family live at a peak (same spec id, category and family name), by layer
+// and then in the order the schedule declares the families: "bit16_groups_flat[0] (B1)", "grad:*
+// (T1), 580 buffers". The items add up to the peak's bytes.
+void itemise(MemoryReport& r, const Schedule& sched, const std::vector<Bytes>& live,
+             const std::string& layer_override, const std::string& phase) {
+  struct Family {
+    std::string label;
+    std::string spec;
+    BufferCategory category;
+    Bytes bytes = 0;
+    std::size_t count = 0;
+  };
+  std::vector<Family> families;
+  std::map<std::string, std::size_t, std::less<>> index;
+  for (std::size_t i = 0; i < live.size() && i < sched.buffers.size(); ++i) {
+    if (live[i] == 0) continue;
+    const Buffer& b = sched.buffers[i];
+    std::string family = family_of(b.name);
+    std::string key = b.spec_id + "\x1f" + std::string(category_name(b.category)) + "\x1f" + family;
+    auto [it, added] = index.try_emplace(std::move(key), families.size());
+    if (added) families.push_back({b.name, b.spec_id, b.category, 0, 0});
+    Family& f = families[it->second];
+    if (f.count == 1) f.label = std::move(family);  // a second member: name the family
+    f.bytes = memory::sat_add(f.bytes, live[i]);
+    ++f.count;
+  }
+  // Model states first, in the table's column order, then buffers and activations.
+  auto rank = [](BufferCategory c) {
+    const std::string_view l = layer_of(c);
+    for (int i = 0; const char* x : {"params", "grads", "optimizer_states", "buffers"}) {
+      if (l == x) return i;
+      ++i;
+    }
+    return 4;
+  };
+  std::stable_sort(families.begin(), families.end(), [&](const Family& a, const Family& b) {
+    return rank(a.category) < rank(b.category);
+  });
+  for (Family& f : families) {
+    std::string label = std::move(f.label);
+    if (!f.spec.empty()) label += " (" + f.spec + ")";
+    if (f.count > 1) label += ", " + std::to_string(f.count) + " buffers";
+    r.items.push_back({layer_override.empty() ? layer_of(f.category) : layer_override,
+                       std::move(label), f.bytes, phase});
+  }
+}
+
 MemoryReport report_of(const RowSimulation& row, const OverheadParams& o) {
   MemoryReport r;
   r.peak_phase = peak_phase_name(row.phase);
   const std::string phase = r.peak_phase;
-  for (BufferCategory c : kAllCategories) {
-    const Bytes b = row.whole_run.by_category[static_cast<std::size_t>(c)];
-    if (b == 0) continue;
-    add_layer(r, c, b);
-    r.items.push_back(
-        {layer_of(c),
-         std::string(category_name(c)) + ": " + category_meaning(c) + " (simulated ledger)", b,
-         phase});
-  }
+  for (BufferCategory c : kAllCategories)
+    add_layer(r, c, row.whole_run.by_category[static_cast<std::size_t>(c)]);
+  // The buffers live at the worst role's whole-run peak, and at the largest host peak.
+  const RolePeakSummary* peak_role = nullptr;
+  if (const Summary& s = row.sim.summary; s.peak_role < s.peaks.size())
+    peak_role = &s.peaks[s.peak_role];
+  if (peak_role && row.whole_run.bytes > 0)
+    itemise(r, row.schedule,
+            live_by_buffer(row.sim.ledger, peak_role->role, row.whole_run.event, true), "", phase);
   r.phases.push_back({"whole run (init included)", row.whole_run.bytes});
   r.phases.push_back({"steady state (last step)", row.steady.bytes});
   auto overhead = [&r](std::string name, Bytes b) {
@@ -103,7 +167,13 @@ MemoryReport report_of(const RowSimulation& row, const OverheadParams& o) {
              memory::floor_scaled(row.whole_run.bytes, 1, o.fragmentation));
   if (row.host_peak > 0) {
     r.host_bytes = row.host_peak;
-    r.items.push_back({"host", "host and pinned memory (simulated ledger)", row.host_peak, phase});
+    std::uint32_t host_role = 0;
+    const std::vector<RoleMemory>& m = row.sim.memory;
+    for (std::uint32_t k = 1; k < m.size(); ++k)
+      if (m[k].host.bytes > m[host_role].host.bytes) host_role = k;
+    itemise(r, row.schedule,
+            live_by_buffer(row.sim.ledger, host_role, m[host_role].host.event, false), "host",
+            phase);
   }
   return r;
 }
@@ -161,6 +231,7 @@ Result<RowSimulation> simulate_row(const RowInput& in) {
   si.training = in.training;
   si.steps = kDefaultSteps;
   si.mode = in.mode;
+  si.self_check = std::nullopt;  // simulate() lowers it (schedule_builder.h)
   auto sched = build_schedule(si);
   if (!sched.ok()) return Result<RowSimulation>(sched.diagnostics());
   RowSimulation row;

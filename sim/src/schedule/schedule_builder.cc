@@ -150,7 +150,8 @@ Result<Schedule> build_schedule(const ScheduleInput& in) {
     built.value().meta.tokens_per_micro_batch = in.training.micro_batch * in.training.seq_len;
   }
   // A schedule that fails its own consistency check is a builder bug: report it, never hand it on.
-  auto lowered = lower_schedule(built.value(), "schedule (internal error)");
+  if (!in.self_check) return built;
+  auto lowered = lower_schedule(built.value(), "schedule (internal error)", *in.self_check);
   if (!lowered.ok()) return lowered.diagnostics();
   return built;
 }

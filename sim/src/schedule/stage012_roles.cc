@@ -9,8 +9,8 @@
 // every param (plus the padding ranks of each group). Values are evaluated per segment by sweeps
 // over those events, and segments with equal value vectors share a role.
 #include <algorithm>
-#include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "schedule/stage012_internal.h"
 
@@ -254,18 +254,28 @@ std::vector<std::vector<Elements>> slot_values(const ModelDesc& m, const Partiti
 std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan,
                                     const SlotTable& slots) {
   const Segments seg(m, plan);
-  const auto values = slot_values(m, plan, slots, seg);
+  auto values = slot_values(m, plan, slots, seg);  // each new role takes its vector
   std::vector<RankRole> roles;
-  std::map<std::vector<Elements>, std::uint32_t> by_value;  // ordered: deterministic
+  // Segments with equal value vectors share a role, numbered by first segment. Grouped by a hash
+  // (equal vectors confirmed element by element), not an ordered map of vectors: with ~1000
+  // segments x ~1000 slots (Llama-3.1-405B at 1024 ranks) the map's comparisons walked the long
+  // common prefixes of similar vectors and dominated `zerosim plan`. Role order is the same.
+  std::unordered_multimap<std::uint64_t, std::uint32_t> by_hash;
   for (std::size_t i = 0; i < seg.size(); ++i) {
-    auto [it, fresh] = by_value.emplace(values[i], static_cast<std::uint32_t>(roles.size()));
-    if (fresh) {
+    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the values
+    for (Elements v : values[i]) h = (h ^ v) * 1099511628211ULL;
+    std::uint32_t id = kNone;
+    for (auto [it, end] = by_hash.equal_range(h); it != end && id == kNone; ++it)
+      if (roles[it->second].slots == values[i]) id = it->second;
+    if (id == kNone) {
+      id = static_cast<std::uint32_t>(roles.size());
+      by_hash.emplace(h, id);
       RankRole role;
       role.representative = seg.first(i);
-      role.slots = values[i];
+      role.slots = std::move(values[i]);
       roles.push_back(std::move(role));
     }
-    auto& ranges = roles[it->second].ranks;
+    auto& ranges = roles[id].ranks;
     if (!ranges.empty() && ranges.back().second + 1 == seg.first(i)) {
       ranges.back().second = seg.last(i);  // extends the role's previous segment
     } else {
