@@ -59,7 +59,8 @@ TEST(CliModelInputs, HfConfigAcceptsAModelDirectory) {
       "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
       "num_attention_heads": 32, "num_key_value_heads": 8})";
   std::ofstream(dir / "config.json") << config;
-  // --zero-init: without it every GPU first holds the whole 16-bit model (87 GiB), and nothing fits.
+  // --zero-init: without it every GPU first holds the whole 16-bit model (87 GiB), and nothing
+  // fits.
   const auto r = run_cli("plan --zero-init --hf-config " + dir.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(first_line(r.out).find("46,702,792,704 parameters"), std::string::npos) << r.out;
