@@ -27,6 +27,8 @@ std::string pct(double x) {
   return b;
 }
 
+}  // namespace
+
 const char* offload_label(OffloadVariant v) {
   switch (v) {
     case OffloadVariant::None:
@@ -38,8 +40,6 @@ const char* offload_label(OffloadVariant v) {
   }
   return "?";
 }
-
-}  // namespace
 
 void write_plan_speeds(const PlanResult& p, std::ostream& out, bool markdown) {
   bool any = false;

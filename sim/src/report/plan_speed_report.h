@@ -1,4 +1,5 @@
-// The plan's predicted-speed block (planner.h RowSpeed), shared by the text and JSON reporters.
+// The plan's predicted-speed block (planner.h RowSpeed), shared by the text and JSON reporters,
+// and the offload label every plan table prints.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -7,6 +8,9 @@
 #include "zerosim/planner.h"
 
 namespace zerosim::report {
+
+/// A row's offload as the plan's tables print it ("none", "optimizer->cpu", "opt+params->cpu").
+const char* offload_label(OffloadVariant v);
 
 /// One line per row with a speed: micro-batch, step time, tokens/s per GPU, MFU, and the
 /// checkpointed alternative when simulated. Nothing when no row has a speed.

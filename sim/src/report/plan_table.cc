@@ -12,17 +12,7 @@ namespace {
 
 using Cells = std::vector<std::string>;
 
-std::string offload_label(OffloadVariant v) {
-  switch (v) {
-    case OffloadVariant::None:
-      return "none";
-    case OffloadVariant::OptimizerCpu:
-      return "optimizer->cpu";
-    case OffloadVariant::OptimizerAndParamsCpu:
-      return "opt+params->cpu";
-  }
-  return "?";
-}
+using report::offload_label;
 
 std::string signed_gib(std::int64_t b) {
   char buf[48];
