@@ -125,7 +125,11 @@ void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements 
                       .block_stride = sum_c});
       prefix += c;
     }
-    copy(OpKind::Copy, in, cx_.cd, cx_.pieces(std::move(from)), cx_.pieces(std::move(into)),
+    // Interned one after the other: two pieces() calls in one argument list would number the
+    // lists in an order C++ leaves to the compiler (gcc and clang differ), changing the schedule.
+    const Region src = cx_.pieces(std::move(from));
+    const Region dst = cx_.pieces(std::move(into));
+    copy(OpKind::Copy, in, cx_.cd, src, dst,
          flush_label + ": rank-major staging, padded per tensor, / W", kNone, {}, CopyMode::Assign,
          average);
   }
@@ -216,8 +220,9 @@ void Reducer::partition_grads(const std::vector<std::uint32_t>& params, Elements
       const Region v = cx_.grad_partition(p);
       views.push_back({v.buffer, v.offset, v.length});
     }
-    copy(OpKind::Copy, sum_c, ga, out != kNone ? region(out) : cx_.pieces(chunks),
-         cx_.pieces(std::move(views)), "partition grads (" + mode + ")", kNone, {}, into);
+    const Region src = out != kNone ? region(out) : cx_.pieces(chunks);  // interned first
+    const Region dst = cx_.pieces(std::move(views));
+    copy(OpKind::Copy, sum_c, ga, src, dst, "partition grads (" + mode + ")", kNone, {}, into);
     return;
   }
   for (std::size_t k = 0; k < params.size(); ++k) {
