@@ -6,24 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "hf_config_testlib.h"
 #include "zerosim/model_loader.h"
 
 namespace zerosim {
 namespace {
 
-using Shape = std::vector<std::uint64_t>;
-
-ModelDesc load_ok(const std::string& text) {
-  auto r = load_hf_config_text(text, "c.json");
-  EXPECT_TRUE(r.ok()) << r.diagnostics().to_string();
-  return r.ok() ? r.value() : ModelDesc{};
-}
-
-std::string load_error(const std::string& text) {
-  auto r = load_hf_config_text(text, "c.json");
-  EXPECT_FALSE(r.ok());
-  return r.diagnostics().to_string();
-}
+using hftest::load_error;
+using hftest::load_ok;
+using hftest::Shape;
 
 TEST(HfConfigVariants, FalconNewDecoderArchitecture) {
   // h 64, 8 heads of 8, 2 kv heads: qkv (2*2 + 8) * 8 = 96 rows. Per block 96*64 + 64*64 +
