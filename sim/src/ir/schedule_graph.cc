@@ -149,9 +149,12 @@ void Lowering::check_roles() {
   if (ranges_ok && s_.meta.world != 0) check_role_cover();
   if (!d_.has_errors()) {  // the timing role: every role has one value per slot now
     g_.max_slots.assign(n_slots, 0);
-    for (const RankRole& role : s_.roles)
+    Elements* max = g_.max_slots.data();
+    for (const RankRole& role : s_.roles) {  // most values are 0 (a flush touches a few ranks)
+      const Elements* v = role.slots.data();
       for (std::size_t k = 0; k < n_slots; ++k)
-        g_.max_slots[k] = std::max(g_.max_slots[k], role.slots[k]);
+        if (v[k] > max[k]) max[k] = v[k];
+    }
   }
 }
 

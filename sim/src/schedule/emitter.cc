@@ -7,6 +7,13 @@
 #include <utility>
 
 namespace zerosim::schedule {
+namespace {
+
+// FNV-1a style mixing of 64-bit words, for the interning indexes (collisions are resolved by ==).
+constexpr std::uint64_t kHashSeed = 1469598103934665603ULL;
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) { return (h ^ v) * 1099511628211ULL; }
+
+}  // namespace
 
 std::string short_name(CollectiveKind k) {
   switch (k) {
@@ -44,10 +51,14 @@ std::uint32_t Emitter::list(std::vector<Piece> pieces) {
 }
 
 std::uint32_t Emitter::flush_plan(FlushPlan f) {
-  const auto it = std::find(s_.flush_plans.begin(), s_.flush_plans.end(), f);
-  if (it != s_.flush_plans.end()) return static_cast<std::uint32_t>(it - s_.flush_plans.begin());
+  std::uint64_t h = kHashSeed;
+  for (const FlushEntry& e : f.entries) h = mix(mix(mix(h, e.tensor), e.buffer), e.offset);
+  for (auto [it, end] = flush_plan_index_.equal_range(h); it != end; ++it)
+    if (s_.flush_plans[it->second] == f) return it->second;
+  const auto id = static_cast<std::uint32_t>(s_.flush_plans.size());
   s_.flush_plans.push_back(std::move(f));
-  return static_cast<std::uint32_t>(s_.flush_plans.size() - 1);
+  flush_plan_index_.emplace(h, id);
+  return id;
 }
 
 std::uint32_t Emitter::grad_pass(GradPass g) {
@@ -56,10 +67,22 @@ std::uint32_t Emitter::grad_pass(GradPass g) {
 }
 
 Region Emitter::derived(DerivedOperand d) {
+  std::uint64_t h = kHashSeed;
+  for (std::uint64_t v : {std::uint64_t{static_cast<std::uint8_t>(d.kind)}, std::uint64_t{d.pass},
+                          std::uint64_t{d.set}, std::uint64_t{d.flush}, std::uint64_t{d.group},
+                          std::uint64_t{d.flat}, std::uint64_t{d.flush_plan}})
+    h = mix(h, v);
+  for (std::uint32_t b : d.buffers) h = mix(h, b);
   Region r;
-  const auto it = std::find(s_.derived.begin(), s_.derived.end(), d);
-  r.derived = static_cast<std::uint32_t>(it - s_.derived.begin());
-  if (it == s_.derived.end()) s_.derived.push_back(std::move(d));
+  for (auto [it, end] = derived_index_.equal_range(h); it != end; ++it) {
+    if (s_.derived[it->second] == d) {
+      r.derived = it->second;
+      return r;
+    }
+  }
+  r.derived = static_cast<std::uint32_t>(s_.derived.size());
+  s_.derived.push_back(std::move(d));
+  derived_index_.emplace(h, r.derived);
   return r;
 }
 

@@ -9,6 +9,7 @@
 // every param (plus the padding ranks of each group). Values are evaluated per segment by sweeps
 // over those events, and segments with equal value vectors share a role.
 #include <algorithm>
+#include <map>
 #include <tuple>
 #include <unordered_map>
 
@@ -136,53 +137,6 @@ class Segments {
   std::vector<std::uint32_t> starts_;
 };
 
-// Adds v on segments [from, to) of a difference array (modular arithmetic: the sums are exact).
-void add_range(std::vector<Elements>& diff, std::size_t from, std::size_t to, Elements v) {
-  diff[from] += v;
-  diff[to] -= v;
-}
-
-std::vector<Elements> prefix(std::vector<Elements> diff) {
-  Elements run = 0;
-  for (auto& d : diff) {
-    run += d;
-    d = run;
-  }
-  diff.pop_back();
-  return diff;
-}
-
-std::vector<Elements> touching_values(const ModelDesc& m, const PartitionPlan& plan,
-                                      const Segments& seg,
-                                      const std::vector<std::uint32_t>& params) {
-  std::vector<Elements> diff(seg.size() + 1, 0);
-  for (std::uint32_t p : params) {
-    const Span sp = span_of(plan, m, p);
-    if (!sp.valid || sp.n == 0) continue;
-    add_range(diff, seg.at(sp.lo), seg.at(std::uint64_t{sp.hi} + 1), sp.n);
-  }
-  return prefix(std::move(diff));
-}
-
-std::vector<Elements> owned_values(const ModelDesc& m, const PartitionPlan& plan,
-                                   const Segments& seg, const std::vector<std::uint32_t>& params) {
-  std::vector<Elements> diff(seg.size() + 1, 0);
-  for (std::uint32_t p : params) {
-    const Span sp = span_of(plan, m, p);
-    if (!sp.valid || sp.n == 0) continue;
-    const Elements end = sp.start + sp.n;
-    const std::uint64_t lo = sp.lo, hi = sp.hi;
-    if (lo == hi) {
-      add_range(diff, seg.at(lo), seg.at(lo + 1), sp.n);
-      continue;
-    }
-    add_range(diff, seg.at(lo), seg.at(lo + 1), (lo + 1) * sp.s - sp.start);
-    if (hi > lo + 1) add_range(diff, seg.at(lo + 1), seg.at(hi), sp.s);
-    add_range(diff, seg.at(hi), seg.at(hi + 1), end - hi * sp.s);
-  }
-  return prefix(std::move(diff));
-}
-
 Elements padding_of(const PartitionPlan& plan, std::uint32_t rank) {
   Elements total = 0;
   for (const FlatGroup& fg : plan.groups) {
@@ -205,75 +159,197 @@ Elements flat_copy_of(const ModelDesc& m, const PartitionPlan& plan, std::uint32
   return tensors > 1 ? plan.groups[g].partition : 0;
 }
 
-// Values of every slot on every segment: out[segment][slot].
-std::vector<std::vector<Elements>> slot_values(const ModelDesc& m, const PartitionPlan& plan,
-                                               const SlotTable& slots, const Segments& seg) {
-  const auto& defs = slots.defs();
-  std::vector<std::vector<Elements>> out(seg.size(), std::vector<Elements>(defs.size(), 0));
-  // FirstTouch: per pass, which flush first touches each segment.
-  std::vector<std::vector<std::uint32_t>> first_flush(slots.passes().size());
-  for (std::size_t ps = 0; ps < slots.passes().size(); ++ps) {
-    first_flush[ps].assign(seg.size(), kNone);
-    const auto& flushes = slots.passes()[ps];
-    for (std::size_t f = 0; f < flushes.size(); ++f) {
-      const auto touched = touching_values(m, plan, seg, flushes[f]);
-      for (std::size_t i = 0; i < seg.size(); ++i)
-        if (touched[i] > 0 && first_flush[ps][i] == kNone)
-          first_flush[ps][i] = static_cast<std::uint32_t>(f);
+// The non-zero slot values of every segment. Most slots are zero on most segments (a flush's
+// gradients touch a few of ~1000 ranks), so values are accumulated over the segments each param
+// actually spans and kept as (slot, value) pairs per segment: the dense segments x slots table
+// (~10 MB for Llama-3.1-405B at 1024 ranks: 939 roles x 1271 slots) was a quarter of `zerosim
+// plan`'s instructions. Sums are modulo 2^64, as the difference arrays they replace were.
+class SparseSlots {
+ public:
+  struct Entry {
+    std::uint32_t slot;
+    Elements value;
+    friend bool operator==(const Entry&, const Entry&) = default;
+  };
+
+  SparseSlots(const ModelDesc& m, const PartitionPlan& plan, const SlotTable& slots,
+              const Segments& seg)
+      : m_(m), plan_(plan), seg_(seg), n_(seg.size()), acc_(n_, 0), marked_(n_, 0) {
+    fill(slots);
+    transpose();
+  }
+  /// Segment i's non-zero values, in slot order.
+  const Entry* begin(std::size_t i) const { return entries_.data() + row_start_[i]; }
+  const Entry* end(std::size_t i) const { return entries_.data() + row_start_[i + 1]; }
+  bool same(std::size_t a, std::size_t b) const {
+    return std::equal(begin(a), end(a), begin(b), end(b));
+  }
+
+ private:
+  // Adds v on segments [from, to).
+  void add_range(std::size_t from, std::size_t to, Elements v) {
+    for (std::size_t i = from; i < to; ++i) {
+      if (marked_[i] == 0) {
+        marked_[i] = 1;
+        touched_.push_back(static_cast<std::uint32_t>(i));
+      }
+      acc_[i] += v;
     }
   }
-  for (std::size_t k = 0; k < defs.size(); ++k) {
-    const SlotDef& d = defs[k];
-    std::vector<Elements> col;
-    if (d.kind == SlotKind::Touching) col = touching_values(m, plan, seg, d.params);
-    if (d.kind == SlotKind::OwnedSlice) col = owned_values(m, plan, seg, d.params);
-    for (std::size_t i = 0; i < seg.size(); ++i) {
-      const std::uint32_t rep = seg.first(i);
+  // Moves the accumulated values of slot k into its column list, segments ascending.
+  void flush_column(std::uint32_t k) {
+    std::sort(touched_.begin(), touched_.end());
+    for (std::uint32_t i : touched_) {
+      if (acc_[i] != 0) by_slot_.push_back({i, k, acc_[i]});
+      acc_[i] = 0;
+      marked_[i] = 0;
+    }
+    touched_.clear();
+  }
+  void add_touching(const std::vector<std::uint32_t>& params) {
+    for (std::uint32_t p : params) {
+      const Span sp = span_of(plan_, m_, p);
+      if (!sp.valid || sp.n == 0) continue;
+      add_range(seg_.at(sp.lo), seg_.at(std::uint64_t{sp.hi} + 1), sp.n);
+    }
+  }
+  void add_owned(const std::vector<std::uint32_t>& params) {
+    for (std::uint32_t p : params) {
+      const Span sp = span_of(plan_, m_, p);
+      if (!sp.valid || sp.n == 0) continue;
+      const Elements end = sp.start + sp.n;
+      const std::uint64_t lo = sp.lo, hi = sp.hi;
+      if (lo == hi) {
+        add_range(seg_.at(lo), seg_.at(lo + 1), sp.n);
+        continue;
+      }
+      add_range(seg_.at(lo), seg_.at(lo + 1), (lo + 1) * sp.s - sp.start);
+      if (hi > lo + 1) add_range(seg_.at(lo + 1), seg_.at(hi), sp.s);
+      add_range(seg_.at(hi), seg_.at(hi + 1), end - hi * sp.s);
+    }
+  }
+
+  void fill(const SlotTable& slots) {
+    const auto& defs = slots.defs();
+    // FirstTouch: per pass, which flush first touches each segment (a param with elements
+    // spanning it), and the slot of each (pass, flush).
+    std::vector<std::vector<std::uint32_t>> first_flush(slots.passes().size());
+    for (std::size_t ps = 0; ps < slots.passes().size(); ++ps) {
+      first_flush[ps].assign(n_, kNone);
+      const auto& flushes = slots.passes()[ps];
+      for (std::size_t f = 0; f < flushes.size(); ++f) {
+        for (std::uint32_t p : flushes[f]) {
+          const Span sp = span_of(plan_, m_, p);
+          if (!sp.valid || sp.n == 0) continue;
+          const std::size_t to = seg_.at(std::uint64_t{sp.hi} + 1);
+          for (std::size_t i = seg_.at(sp.lo); i < to; ++i)
+            if (first_flush[ps][i] == kNone) first_flush[ps][i] = static_cast<std::uint32_t>(f);
+        }
+      }
+    }
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> first_touch_slot;
+    for (std::size_t k = 0; k < defs.size(); ++k) {
+      const SlotDef& d = defs[k];
+      const auto slot = static_cast<std::uint32_t>(k);
       switch (d.kind) {
         case SlotKind::Touching:
+          add_touching(d.params);
+          flush_column(slot);
+          break;
         case SlotKind::OwnedSlice:
-          out[i][k] = col[i];
+          add_owned(d.params);
+          flush_column(slot);
           break;
         case SlotKind::Padding:
-          out[i][k] = padding_of(plan, rep);
+          for (std::size_t i = 0; i < n_; ++i)
+            if (const Elements v = padding_of(plan_, seg_.first(i)); v != 0)
+              by_slot_.push_back({static_cast<std::uint32_t>(i), slot, v});
           break;
         case SlotKind::FlatCopy:
-          out[i][k] = flat_copy_of(m, plan, d.group, rep);
+          for (std::size_t i = 0; i < n_; ++i)
+            if (const Elements v = flat_copy_of(m_, plan_, d.group, seg_.first(i)); v != 0)
+              by_slot_.push_back({static_cast<std::uint32_t>(i), slot, v});
           break;
         case SlotKind::FirstTouch:
-          out[i][k] = first_flush[d.pass][i] == d.flush ? plan.grads_in_partition(rep) : 0;
+          first_touch_slot.emplace(std::make_pair(d.pass, d.flush), slot);
           break;
       }
     }
+    // FirstTouch values: grads_in_partition of the segment, in the slot of its first flush.
+    if (first_touch_slot.empty()) return;
+    std::vector<Elements> gip(n_);
+    for (std::size_t i = 0; i < n_; ++i) gip[i] = plan_.grads_in_partition(seg_.first(i));
+    for (std::size_t ps = 0; ps < first_flush.size(); ++ps) {
+      for (std::size_t i = 0; i < n_; ++i) {
+        if (first_flush[ps][i] == kNone || gip[i] == 0) continue;
+        const auto it = first_touch_slot.find({static_cast<std::uint32_t>(ps), first_flush[ps][i]});
+        if (it != first_touch_slot.end())
+          by_slot_.push_back({static_cast<std::uint32_t>(i), it->second, gip[i]});
+      }
+    }
   }
-  return out;
-}
+
+  // Groups the values by segment (a counting sort), each segment's in slot order.
+  // by_slot_ is in slot order but for the FirstTouch values, appended last.
+  void transpose() {
+    std::stable_sort(by_slot_.begin(), by_slot_.end(),
+                     [](const Cell& a, const Cell& b) { return a.slot < b.slot; });
+    row_start_.assign(n_ + 1, 0);
+    for (const Cell& c : by_slot_) ++row_start_[c.segment + 1];
+    for (std::size_t i = 0; i < n_; ++i) row_start_[i + 1] += row_start_[i];
+    entries_.resize(by_slot_.size());
+    std::vector<std::size_t> next(row_start_.begin(), row_start_.end() - 1);
+    for (const Cell& c : by_slot_) entries_[next[c.segment]++] = {c.slot, c.value};
+    by_slot_ = {};
+  }
+
+  struct Cell {
+    std::uint32_t segment;
+    std::uint32_t slot;
+    Elements value;
+  };
+  const ModelDesc& m_;
+  const PartitionPlan& plan_;
+  const Segments& seg_;
+  std::size_t n_;
+  std::vector<Elements> acc_;           // per segment: the column being accumulated
+  std::vector<std::uint8_t> marked_;    // per segment: in touched_
+  std::vector<std::uint32_t> touched_;  // segments the column being accumulated has touched
+  std::vector<Cell> by_slot_;
+  std::vector<std::size_t> row_start_;  // n_ + 1 offsets into entries_
+  std::vector<Entry> entries_;
+};
 
 }  // namespace
 
 std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan,
                                     const SlotTable& slots) {
   const Segments seg(m, plan);
-  auto values = slot_values(m, plan, slots, seg);  // each new role takes its vector
-  std::vector<RankRole> roles;
+  const SparseSlots values(m, plan, slots, seg);
+  const std::size_t n = seg.size(), slot_count = slots.defs().size();
   // Segments with equal value vectors share a role, numbered by first segment. Grouped by a hash
-  // (equal vectors confirmed element by element), not an ordered map of vectors: with ~1000
-  // segments x ~1000 slots (Llama-3.1-405B at 1024 ranks) the map's comparisons walked the long
-  // common prefixes of similar vectors and dominated `zerosim plan`. Role order is the same.
+  // of the non-zero values (equal vectors confirmed value by value), not an ordered map of
+  // vectors: with ~1000 segments x ~1000 slots (Llama-3.1-405B at 1024 ranks) the map's
+  // comparisons walked the long common prefixes of similar vectors. Role order is the same.
+  std::vector<RankRole> roles;
+  std::vector<std::size_t> first_segment;  // per role
   std::unordered_multimap<std::uint64_t, std::uint32_t> by_hash;
-  for (std::size_t i = 0; i < seg.size(); ++i) {
-    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the values
-    for (Elements v : values[i]) h = (h ^ v) * 1099511628211ULL;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the (slot, value) pairs
+    for (const auto* e = values.begin(i); e != values.end(i); ++e)
+      h = (((h ^ e->slot) * 1099511628211ULL) ^ e->value) * 1099511628211ULL;
     std::uint32_t id = kNone;
     for (auto [it, end] = by_hash.equal_range(h); it != end && id == kNone; ++it)
-      if (roles[it->second].slots == values[i]) id = it->second;
+      if (values.same(first_segment[it->second], i)) id = it->second;
     if (id == kNone) {
       id = static_cast<std::uint32_t>(roles.size());
       by_hash.emplace(h, id);
       RankRole role;
       role.representative = seg.first(i);
-      role.slots = std::move(values[i]);
+      role.slots.assign(slot_count, 0);
+      for (const auto* e = values.begin(i); e != values.end(i); ++e) role.slots[e->slot] = e->value;
       roles.push_back(std::move(role));
+      first_segment.push_back(i);
     }
     auto& ranges = roles[id].ranks;
     if (!ranges.empty() && ranges.back().second + 1 == seg.first(i)) {
