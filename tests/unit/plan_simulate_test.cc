@@ -204,6 +204,89 @@ TEST(PlanEqualsSimulate, BackwardPeakAndStageOrderAreTheSimulated) {
   EXPECT_EQ(s1.steady_total_bytes < s2.steady_total_bytes, a.steady < b.steady);
 }
 
+// The largest micro-batch with activation checkpointing (what the speed recommendation weighs) is
+// the simulated one: rebuilt with checkpointing at it the row fits, at one more it does not (0: not
+// even micro-batch 1). Also where the planner answers 0 without simulating because the whole
+// 16-bit model every GPU holds at init without zero.Init already exceeds the GPU (the capacity
+// here is one byte below that floor plus overheads, so stages 0-2, and stage 3 without zero.Init,
+// take the shortcut; stage 3 under zero.Init is searched).
+TEST(PlanEqualsSimulate, CheckpointedMicroBatchIsTheSimulated) {
+  for (const bool tight : {false, true}) {
+    for (const bool zero_init : {false, true}) {
+      SCOPED_TRACE(std::string(tight ? "capacity below the init floor" : "H100") +
+                   (zero_init ? ", zero.Init" : ""));
+      PlanRequest req = request_for({"gpt3-350m", 1, false, zero_init, DType::BFloat16, 2048});
+      const Bytes floor = req.model.num_parameters() * dtype_size(req.base.lp_dtype());
+      if (tight) req.cluster.gpu.memory_bytes = with_overhead(floor) - 1;
+      auto plan = make_plan(req);
+      ASSERT_TRUE(plan.ok()) << plan.diagnostics().to_string();
+      PlanRequest ck = req;
+      ck.training.activation_checkpointing = true;
+      const Bytes capacity = req.cluster.gpu.memory_bytes;
+      int searched = 0;  // rows with a non-zero answer
+      for (const PlanRow& row : plan->rows) {
+        SCOPED_TRACE("stage " + std::to_string(row.stage) + " offload " +
+                     std::string(offload_name(row.offload)));
+        const std::uint64_t mb = row.max_micro_batch_checkpointed;
+        if (tight && !(row.stage == 3 && zero_init)) {
+          EXPECT_EQ(mb, 0u);
+        }
+        if (mb == 0) {
+          EXPECT_GT(with_overhead(simulate_like_cli(ck, row, 1).whole), capacity);
+          continue;
+        }
+        ++searched;
+        if (mb >= 65536) continue;  // the search's cap
+        EXPECT_LE(with_overhead(simulate_like_cli(ck, row, mb).whole), capacity);
+        EXPECT_GT(with_overhead(simulate_like_cli(ck, row, mb + 1).whole), capacity);
+      }
+      if (!tight) {
+        EXPECT_GT(searched, 0);
+      }
+    }
+  }
+}
+
+// The full sweep's cells (every variant at every power-of-two GPU count) come from the memory-only
+// path (the ledger without the event loop): each cell's total is the simulated whole-run peak
+// plus overheads at that GPU count, its verdict follows, and its largest micro-batch is exact.
+// Floor cells (at_least) hold the whole 16-bit model, which the simulation does not go below.
+TEST(PlanEqualsSimulate, SweepCellsAreTheSimulated) {
+  for (const bool zero_init : {false, true}) {
+    SCOPED_TRACE(zero_init ? "zero.Init" : "no zero.Init");
+    PlanRequest req = request_for({"gpt3-350m", 2, false, zero_init, DType::BFloat16, 2048}, 2);
+    req.sweep_max_gpus = 8;
+    req.full_sweep = true;
+    auto plan = make_plan(req);
+    ASSERT_TRUE(plan.ok()) << plan.diagnostics().to_string();
+    ASSERT_EQ(plan->sweep.size(), 8u * 4u);
+    for (const SweepCell& c : plan->sweep) {
+      SCOPED_TRACE(std::to_string(c.gpus) + " GPUs, stage " + std::to_string(c.stage) +
+                   " offload " + std::string(offload_name(c.offload)));
+      PlanRequest at = req;  // the planner's cluster at that count (whole nodes of 2 GPUs)
+      at.cluster.nodes = c.gpus % 2 == 0 ? c.gpus / 2 : 1;
+      at.cluster.gpus_per_node = c.gpus % 2 == 0 ? 2 : c.gpus;
+      PlanRow row;
+      row.stage = c.stage;
+      row.offload = c.offload;
+      const Sim sim = simulate_like_cli(at, row, req.training.micro_batch);
+      if (c.at_least) {
+        EXPECT_LE(c.total_bytes, with_overhead(sim.whole));
+        EXPECT_FALSE(c.fits);
+        continue;
+      }
+      EXPECT_EQ(c.total_bytes, with_overhead(sim.whole));
+      EXPECT_EQ(c.fits, with_overhead(sim.whole) <= req.cluster.gpu.memory_bytes);
+      if (c.max_micro_batch > 0 && c.max_micro_batch < 65536) {
+        EXPECT_LE(with_overhead(simulate_like_cli(at, row, c.max_micro_batch).whole),
+                  req.cluster.gpu.memory_bytes);
+        EXPECT_GT(with_overhead(simulate_like_cli(at, row, c.max_micro_batch + 1).whole),
+                  req.cluster.gpu.memory_bytes);
+      }
+    }
+  }
+}
+
 // bf16 master weights: the stage-3 step reads the flattened gradient as it is (Tensor.to of the
 // same dtype returns the tensor); no master-dtype copy is allocated.
 TEST(PlanEqualsSimulate, Stage3Bf16MasterWeightsStepHasNoGradCopy) {

@@ -184,4 +184,11 @@ Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
 Result<SimulationResult> simulate(const Schedule& schedule, const ScheduleGraph& graph,
                                   const GpuSpec& gpu, const EngineOptions& options = {});
 
+/// The ledger simulate() fills, without timing anything: memory events follow program order
+/// (simulator.cc, record_memory), so every peak's bytes, event and breakdown over the whole run
+/// (RoleMemory::device, ::host) are the simulation's; only the stamps differ (all 0), so times and
+/// the steady window are not. `graph` = lower_schedule(schedule). Errors: ledger misuse (a double
+/// allocation or a free of a buffer not live), as simulate() reports it.
+Result<MemoryLedger> memory_ledger(const Schedule& schedule, const ScheduleGraph& graph);
+
 }  // namespace zerosim

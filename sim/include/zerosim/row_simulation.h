@@ -78,4 +78,22 @@ Bytes whole_run_peak_at(const RowSimulation& row, const RowInput& in, std::uint6
 std::uint64_t max_fitting_micro_batch(const RowSimulation& row, const RowInput& in, Bytes capacity,
                                       std::uint64_t max_micro_batch);
 
+/// A row's memory alone, for the planner's cells that show no time (the sweep at other GPU counts,
+/// the micro-batch search with activation checkpointing): the same schedule and the same ledger as
+/// simulate_row, without the event loop (memory_ledger in engine.h: memory events follow program
+/// order, so the whole-run peak is the simulation's to the byte; plan_simulate_test checks it).
+struct RowMemory {
+  Schedule schedule;
+  MemoryLedger ledger;
+  Bytes whole_run = 0;  ///< worst role, init included (RowSimulation::whole_run.bytes)
+  Bytes total = 0;      ///< whole_run plus overheads (RowSimulation::total)
+};
+
+/// Builds the row's schedule and its ledger (no times). Errors: as simulate_row.
+Result<RowMemory> simulate_row_memory(const RowInput& in);
+
+/// max_fitting_micro_batch of the memory-only row (the same answer as from simulate_row).
+std::uint64_t max_fitting_micro_batch(const RowMemory& row, const RowInput& in, Bytes capacity,
+                                      std::uint64_t max_micro_batch);
+
 }  // namespace zerosim

@@ -23,9 +23,9 @@ constexpr std::uint32_t kOpDone = 1;  // EventQueue kind: a = op index
 // Ledger buffers are unnamed: the names stay in the schedule (a copy of each would be a heap
 // allocation per buffer on every simulation); record_memory and simulate() put them back into the
 // messages and the OOM event.
-MemoryLedger make_ledger(const Schedule& s, const Program& p) {
+MemoryLedger make_ledger(const Schedule& s, const std::vector<std::uint32_t>& memory_ops) {
   MemoryLedger ledger(static_cast<std::uint32_t>(std::max<std::size_t>(s.roles.size(), 1)));
-  ledger.reserve(s.buffers.size(), p.memory_ops().size());
+  ledger.reserve(s.buffers.size(), memory_ops.size());
   std::vector<std::vector<RoleBytes>> by_slot(s.meta.slot_names.size());  // elements, not bytes
   std::vector<std::uint8_t> used(by_slot.size(), 0);
   for (const Buffer& b : s.buffers)
@@ -67,14 +67,19 @@ MemoryLedger make_ledger(const Schedule& s, const Program& p) {
 // times may interleave them differently (a prefetch on the gather stream can run before an earlier
 // free on the compute stream). Each event is stamped with its op's start time, raised to the
 // previous memory event's stamp so that the memory curve's time axis never goes back.
-Diagnostics record_memory(const Schedule& s, const Program& p, LoopOutput& out) {
+// `start_ns`: per op, its start (nullptr: every event stamped 0, the memory-only ledger). `ops`:
+// the compiled ops or the schedule's (kind and buffer are the same; the compiled ones are smaller).
+template <class OpList>
+Diagnostics record_memory(const Schedule& s, const OpList& ops,
+                          const std::vector<std::uint32_t>& memory_ops,
+                          const std::vector<OpTiming>* start_ns, MemoryLedger& ledger) {
   Diagnostics d;
   SimTime t = 0;
-  for (std::uint32_t i : p.memory_ops()) {
-    const CompiledOp& op = p.ops[i];
-    t = std::max(t, out.ops[i].start_ns);
-    auto bad = op.kind == OpKind::Alloc ? out.ledger.allocate(op.buffer, t)
-                                        : out.ledger.release(op.buffer, t);
+  for (std::uint32_t i : memory_ops) {
+    const auto& op = ops[i];
+    if (start_ns) t = std::max(t, (*start_ns)[i].start_ns);
+    auto bad =
+        op.kind == OpKind::Alloc ? ledger.allocate(op.buffer, t) : ledger.release(op.buffer, t);
     if (bad) {
       const std::string id = "#" + std::to_string(op.buffer);  // the unnamed ledger buffer's label
       if (const auto at = bad->message.find(id); at != std::string::npos)
@@ -250,10 +255,21 @@ Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p) {
   EventLoop loop(s, p, out);
   Diagnostics d = loop.run();
   if (d.has_errors()) return d;
-  out.ledger = make_ledger(s, p);
-  d = record_memory(s, p, out);
+  out.ledger = make_ledger(s, p.memory_ops());
+  d = record_memory(s, p.ops, p.memory_ops(), &out.ops, out.ledger);
   if (d.has_errors()) return d;
   return out;
 }
 
 }  // namespace zerosim::sim
+
+namespace zerosim {
+
+Result<MemoryLedger> memory_ledger(const Schedule& schedule, const ScheduleGraph& graph) {
+  MemoryLedger ledger = sim::make_ledger(schedule, graph.memory_ops);
+  Diagnostics d = sim::record_memory(schedule, schedule.ops, graph.memory_ops, nullptr, ledger);
+  if (d.has_errors()) return d;
+  return ledger;
+}
+
+}  // namespace zerosim

@@ -4,8 +4,10 @@
 // Deepspeed accounting simulates every row (row_simulation.h: the schedule `zerosim simulate`
 // runs), so plan and simulate give one answer for memory, traffic and step time; the micro-batch
 // search replays the recorded ledger with resized activations instead of rebuilding, the row at the
-// requested GPU count is reused by the GPU-count search, and a variant whose init floor (the whole
-// 16-bit model without zero.Init) exceeds the GPU is not simulated at other counts. Paper
+// requested GPU count is reused by the GPU-count search, the cells that show no time (the sweep at
+// other counts, the search with activation checkpointing) take the ledger without the event loop
+// (simulate_row_memory), and a variant whose init floor (the whole 16-bit model without zero.Init)
+// exceeds the GPU is not simulated at other counts nor searched with checkpointing. Paper
 // accounting keeps the paper's closed forms for memory and takes the traffic of the paper schedule.
 // bench/plan_bench.cc measures the Llama-3.1-405B full sweep (README "Benchmarks").
 #include "zerosim/planner.h"
@@ -294,6 +296,17 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     row.optimizer = optimizer_name(ds.optimizer_path());
     const PartitionPlan* plan = ev.plan_for(ds, world, diags);
     if (!plan) return;
+    // Without zero.Init (stages 0-2 always) every GPU holds the whole 16-bit model at init,
+    // whatever the GPU count, micro-batch or checkpointing: when that alone does not fit, no GPU
+    // count and no micro-batch fits, and neither the GPU-count search nor the checkpointed
+    // micro-batch search needs a simulation (plan_simulate_test checks the floor against the
+    // simulated peak, and that the rows' answers are the same with the shortcut off).
+    const bool whole_model_at_init = !(ds.zero.stage == 3 && request.training.zero_init);
+    const Bytes init_floor = simulated && whole_model_at_init
+                                 ? request.model.num_parameters() * dtype_size(ds.lp_dtype())
+                                 : 0;
+    const bool never_fits =
+        simulated && init_floor + overhead_bytes(init_floor, request.overheads) > ev.capacity();
     if (simulated) {
       const RowInput in = ev.row_input(ds, *plan, world, request.training.micro_batch);
       auto sim = simulate_row(in);
@@ -313,10 +326,10 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
                     : max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxSearchMicroBatch);
       // What activation checkpointing would unlock (the speed recommendation weighs it), from the
       // same simulation with checkpointing on, so plan keeps one model of memory.
-      if (request.model.arch && !request.training.activation_checkpointing) {
+      if (request.model.arch && !request.training.activation_checkpointing && !never_fits) {
         RowInput ck = in;
         ck.training.activation_checkpointing = true;
-        auto cks = simulate_row(ck);
+        auto cks = simulate_row_memory(ck);  // only its memory is shown
         if (!cks.ok()) return diags.append(cks.diagnostics());
         const bool ck_none = cks->total > ev.capacity() && request.training.micro_batch <= 1;
         row.max_micro_batch_checkpointed =
@@ -340,15 +353,6 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
                          static_cast<std::int64_t>(row.memory.total());
     row.ds_estimate = estimator_for(request, v);
     row.matches_ds_config = request.ds_config_given && matches(request.base, v);
-    // Without zero.Init (stages 0-2 always) every GPU holds the whole 16-bit model at init,
-    // whatever the GPU count: when that alone does not fit, no GPU count fits and the search
-    // needs no simulation (plan_simulate_test checks the floor against the simulated peak).
-    const bool whole_model_at_init = !(ds.zero.stage == 3 && request.training.zero_init);
-    const Bytes init_floor = simulated && whole_model_at_init
-                                 ? request.model.num_parameters() * dtype_size(ds.lp_dtype())
-                                 : 0;
-    const bool never_fits =
-        simulated && init_floor + overhead_bytes(init_floor, request.overheads) > ev.capacity();
     if (!simulated)
       row.max_micro_batch_checkpointed = checkpointed_micro_batch(request, ev, ds, *plan);
     for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2) {
@@ -370,7 +374,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
         mb = fit ? row.max_micro_batch : 0;
       } else if (simulated) {
         const RowInput in = ev.row_input(ds, *pg, g, request.training.micro_batch);
-        auto sim = simulate_row(in);
+        auto sim = simulate_row_memory(in);  // a sweep cell shows no time
         if (!sim.ok()) return diags.append(sim.diagnostics());
         total = sim->total;
         fit = total <= ev.capacity();

@@ -8,8 +8,10 @@
 
 #include "memory/exact_math.h"
 #include "schedule/builders.h"
+#include "zerosim/engine.h"
 #include "zerosim/scenario.h"
 #include "zerosim/schedule_builder.h"
+#include "zerosim/schedule_graph.h"
 
 namespace zerosim {
 namespace {
@@ -180,7 +182,7 @@ MemoryReport report_of(const RowSimulation& row, const OverheadParams& o) {
 
 // Activation buffer sizes for `micro_batch`, by schedule buffer (kNoResize for other buffers).
 constexpr Bytes kNoResize = ~Bytes{0};
-std::vector<Bytes> activation_sizes(const RowSimulation& row, const RowInput& in,
+std::vector<Bytes> activation_sizes(const Schedule& schedule, const RowInput& in,
                                     std::uint64_t micro_batch) {
   TrainingSettings t = in.training;
   t.micro_batch = micro_batch;
@@ -189,9 +191,9 @@ std::vector<Bytes> activation_sizes(const RowSimulation& row, const RowInput& in
   std::map<std::string, std::size_t, std::less<>> layer_index;
   for (std::size_t l = 0; l < in.model->layers.size(); ++l)
     layer_index.emplace(in.model->layers[l].name, l);
-  std::vector<Bytes> out(row.schedule.buffers.size(), kNoResize);
-  for (std::size_t i = 0; i < row.schedule.buffers.size(); ++i) {
-    const Buffer& b = row.schedule.buffers[i];
+  std::vector<Bytes> out(schedule.buffers.size(), kNoResize);
+  for (std::size_t i = 0; i < schedule.buffers.size(); ++i) {
+    const Buffer& b = schedule.buffers[i];
     if (b.category != BufferCategory::Activation || b.name.rfind(kActivationPrefix, 0) != 0)
       continue;
     auto it = layer_index.find(
@@ -199,6 +201,19 @@ std::vector<Bytes> activation_sizes(const RowSimulation& row, const RowInput& in
     if (it != layer_index.end() && it->second < per_layer.size()) out[i] = per_layer[it->second];
   }
   return out;
+}
+
+ScheduleInput schedule_input_of(const RowInput& in) {
+  ScheduleInput si;
+  si.model = in.model;
+  si.plan = in.plan;
+  si.ds = in.ds;
+  si.cluster = in.cluster;
+  si.training = in.training;
+  si.steps = kDefaultSteps;
+  si.mode = in.mode;
+  si.self_check = std::nullopt;  // simulate() lowers it (schedule_builder.h)
+  return si;
 }
 
 }  // namespace
@@ -223,16 +238,7 @@ Bytes overhead_bytes(Bytes tensor_bytes, const OverheadParams& o) {
 }
 
 Result<RowSimulation> simulate_row(const RowInput& in) {
-  ScheduleInput si;
-  si.model = in.model;
-  si.plan = in.plan;
-  si.ds = in.ds;
-  si.cluster = in.cluster;
-  si.training = in.training;
-  si.steps = kDefaultSteps;
-  si.mode = in.mode;
-  si.self_check = std::nullopt;  // simulate() lowers it (schedule_builder.h)
-  auto sched = build_schedule(si);
+  auto sched = build_schedule(schedule_input_of(in));
   if (!sched.ok()) return Result<RowSimulation>(sched.diagnostics());
   RowSimulation row;
   row.schedule = std::move(sched.value());
@@ -266,9 +272,11 @@ Result<RowSimulation> simulate_row(const RowInput& in) {
   return Result<RowSimulation>(std::move(row));
 }
 
-Bytes whole_run_peak_at(const RowSimulation& row, const RowInput& in, std::uint64_t micro_batch) {
-  const MemoryLedger& src = row.sim.ledger;
-  const std::vector<Bytes> act = activation_sizes(row, in, micro_batch);
+namespace {
+
+Bytes peak_at(const Schedule& schedule, const MemoryLedger& src, const RowInput& in,
+              std::uint64_t micro_batch) {
+  const std::vector<Bytes> act = activation_sizes(schedule, in, micro_batch);
   MemoryLedger l(src.role_count());
   l.reserve(src.buffers().size(), src.event_count());
   for (std::size_t i = 0; i < src.buffers().size(); ++i) {
@@ -287,10 +295,10 @@ Bytes whole_run_peak_at(const RowSimulation& row, const RowInput& in, std::uint6
   return peak;
 }
 
-std::uint64_t max_fitting_micro_batch(const RowSimulation& row, const RowInput& in, Bytes capacity,
-                                      std::uint64_t max_micro_batch) {
+std::uint64_t max_fitting(const Schedule& schedule, const MemoryLedger& ledger, const RowInput& in,
+                          Bytes capacity, std::uint64_t max_micro_batch) {
   auto fits = [&](std::uint64_t b) {
-    const Bytes peak = whole_run_peak_at(row, in, b);
+    const Bytes peak = peak_at(schedule, ledger, in, b);
     return memory::sat_add(peak, overhead_bytes(peak, in.overheads)) <= capacity;
   };
   if (max_micro_batch == 0 || !fits(1)) return 0;
@@ -311,6 +319,39 @@ std::uint64_t max_fitting_micro_batch(const RowSimulation& row, const RowInput& 
     (fits(mid) ? lo : hi) = mid;
   }
   return lo;
+}
+
+}  // namespace
+
+Bytes whole_run_peak_at(const RowSimulation& row, const RowInput& in, std::uint64_t micro_batch) {
+  return peak_at(row.schedule, row.sim.ledger, in, micro_batch);
+}
+
+std::uint64_t max_fitting_micro_batch(const RowSimulation& row, const RowInput& in, Bytes capacity,
+                                      std::uint64_t max_micro_batch) {
+  return max_fitting(row.schedule, row.sim.ledger, in, capacity, max_micro_batch);
+}
+
+Result<RowMemory> simulate_row_memory(const RowInput& in) {
+  auto sched = build_schedule(schedule_input_of(in));
+  if (!sched.ok()) return Result<RowMemory>(sched.diagnostics());
+  RowMemory row;
+  row.schedule = std::move(sched.value());
+  // simulate()'s lowering and its checks, then its ledger without the event loop.
+  auto graph = lower_schedule(row.schedule, "schedule", LayoutCheck::References);
+  if (!graph.ok()) return Result<RowMemory>(graph.diagnostics());
+  auto ledger = memory_ledger(row.schedule, graph.value());
+  if (!ledger.ok()) return Result<RowMemory>(ledger.diagnostics());
+  row.ledger = std::move(ledger.value());
+  for (const RoleMemory& m : row.ledger.analyze(0))
+    row.whole_run = std::max(row.whole_run, m.device.bytes);
+  row.total = memory::sat_add(row.whole_run, overhead_bytes(row.whole_run, in.overheads));
+  return Result<RowMemory>(std::move(row));
+}
+
+std::uint64_t max_fitting_micro_batch(const RowMemory& row, const RowInput& in, Bytes capacity,
+                                      std::uint64_t max_micro_batch) {
+  return max_fitting(row.schedule, row.ledger, in, capacity, max_micro_batch);
 }
 
 }  // namespace zerosim
