@@ -242,6 +242,22 @@ Summary summarize(const Trace& trace);
 /// summarize() one record at a time, for producers that would rather not build a Trace (the
 /// simulator without a recorded trace feeds its ops through one reused Span). Spans and comm
 /// records in any order; then steady_from_ns() if needed; then the ranks; then finish().
+/// The fields of a span that summarize() reads, its category reduced to the two tests the summary
+/// makes (a compute kind; a collective): a producer that knows op kinds (the simulator) adds its
+/// spans without building category names. add(const Span&) reduces a span to this.
+struct SpanTiming {
+  std::uint32_t rank = kAllRanks;
+  Stream stream = Stream::Compute;
+  bool compute = false;     ///< category forward, backward or recompute
+  bool collective = false;  ///< category collective
+  SimTime start_ns = 0;
+  SimTime dur_ns = 0;
+  std::uint32_t step = 0;
+  Phase phase = Phase::Forward;
+  SimTime wait_ns = 0;
+  std::optional<Stream> wait_stream;
+};
+
 class SummaryBuilder {
  public:
   explicit SummaryBuilder(const TraceMeta& meta);
@@ -249,6 +265,7 @@ class SummaryBuilder {
   SummaryBuilder(const SummaryBuilder&) = delete;
   SummaryBuilder& operator=(const SummaryBuilder&) = delete;
   void add(const Span& span);
+  void add(const SpanTiming& span);
   void add(const CommRecord& comm);
   /// The steady window's start (the last step's start); closes the time part (no more spans).
   SimTime steady_from_ns();

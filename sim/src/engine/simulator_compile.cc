@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "engine/simulator_internal.h"
 
@@ -22,15 +23,32 @@ bool is_compute(OpKind k) {
 }
 
 // Compute ops per (kind, layer) in the first micro-step: how many pieces one layer's pass is split
-// into (stage 3 runs a layer in one piece per module holding params; stages 0-2 in one).
-std::map<std::pair<OpKind, std::uint32_t>, std::uint32_t> pieces_per_layer(const Schedule& s) {
-  std::map<std::pair<OpKind, std::uint32_t>, std::uint32_t> n;
-  const std::uint32_t first_step = s.ops.empty() ? 0 : s.ops.front().step;
-  for (const Op& op : s.ops)
-    if (is_compute(op.kind) && op.step == first_step && op.micro_step == 0)
-      ++n[{op.kind, op.layer}];
-  return n;
-}
+// into (stage 3 runs a layer in one piece per module holding params; stages 0-2 in one). A flat
+// table (the op's layer + 1, kNone at 0), looked up once per compute op.
+class PiecesPerLayer {
+ public:
+  explicit PiecesPerLayer(const Schedule& s) {
+    const std::uint32_t first_step = s.ops.empty() ? 0 : s.ops.front().step;
+    for (const Op& op : s.ops)
+      if (is_compute(op.kind) && op.step == first_step && op.micro_step == 0) {
+        const std::size_t at = index(op.kind, op.layer);
+        if (at >= n_.size()) n_.resize(at + 1, 0);
+        ++n_[at];
+      }
+  }
+  /// 1 for a pass with no op in the first micro-step.
+  std::uint32_t operator()(OpKind kind, std::uint32_t layer) const {
+    const std::size_t at = index(kind, layer);
+    return at < n_.size() && n_[at] != 0 ? n_[at] : 1;
+  }
+
+ private:
+  static std::size_t index(OpKind kind, std::uint32_t layer) {
+    const std::size_t k = kind == OpKind::Forward ? 0 : kind == OpKind::Backward ? 1 : 2;
+    return 3 * (layer == kNone ? 0 : std::size_t{layer} + 1) + k;
+  }
+  std::vector<std::uint32_t> n_;  // [3 * (layer + 1) + compute kind]
+};
 
 // Costs op i into p (collectives are costed once per distinct call: one all-gather per layer
 // repeats the same sizes).
@@ -85,7 +103,7 @@ Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const Cos
   p.bytes.assign(n, 0);
   p.collectives.reserve(graph.collectives.size());
   SeenCalls seen;
-  const auto pieces = pieces_per_layer(s);
+  const PiecesPerLayer pieces(s);
   const bool stage3 = s.meta.stage == 3 && s.meta.mode == "deepspeed";
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
@@ -104,9 +122,7 @@ Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const Cos
     cost_op(op, i, op.slot == kNone ? op.elements : graph.max_slots[op.slot], comm, cost, seen, p,
             d);
     if (is_compute(op.kind)) {  // the host issues the op's kernels (and stage 3's hooks) first
-      const auto it = pieces.find({op.kind, op.layer});
-      const double host =
-          host_compute_ns(cost.host(), op.kind, it == pieces.end() ? 1 : it->second, stage3);
+      const double host = host_compute_ns(cost.host(), op.kind, pieces(op.kind, op.layer), stage3);
       c.duration_ns = std::max<SimTime>(c.duration_ns, static_cast<SimTime>(std::llround(host)));
     }
   }

@@ -34,9 +34,9 @@ Span make_span(const Schedule& s, const Program& p, const LoopOutput& loop, std:
   return sp;
 }
 
-CommRecord make_comm(const Schedule& s, const Op& op, std::uint32_t i, const CollectiveCost& c,
-                     const LoopOutput& loop) {
-  CommRecord r;
+// Fills every field of r (the trace's record and, reused, the summary's: no record per call).
+void fill_comm(const Schedule& s, const Op& op, std::uint32_t i, const CollectiveCost& c,
+               const LoopOutput& loop, CommRecord& r) {
   r.op = i;
   r.kind = op.collective;
   r.phase = op.phase;
@@ -51,6 +51,8 @@ CommRecord make_comm(const Schedule& s, const Op& op, std::uint32_t i, const Col
   r.bytes_received = c.bytes_sent_per_rank;  // ring: every rank receives what it sends
   r.start_ns = loop.ops[i].start_ns;
   r.dur_ns = loop.ops[i].end_ns - loop.ops[i].start_ns;
+  r.algbw_gbps = 0;
+  r.busbw_gbps = 0;
   if (r.dur_ns > 0) {
     r.algbw_gbps = static_cast<double>(r.bytes) / static_cast<double>(r.dur_ns);  // B/ns = GB/s
     r.busbw_gbps = r.algbw_gbps * c.busbw_factor;
@@ -58,10 +60,17 @@ CommRecord make_comm(const Schedule& s, const Op& op, std::uint32_t i, const Col
   r.algorithm = c.algorithm;
   r.micro_step = op.micro_step;
   r.reduce_op = op.reduce_op;
+  r.root = kNone;
   if (op.root != kNone) {  // the root as a rank (of the group the first rank belongs to)
     const CommGroup& g = s.comms[op.comm];
     r.root = g.rank_at(g.first, op.root);
   }
+}
+
+CommRecord make_comm(const Schedule& s, const Op& op, std::uint32_t i, const CollectiveCost& c,
+                     const LoopOutput& loop) {
+  CommRecord r;
+  fill_comm(s, op, i, c, loop, r);
   return r;
 }
 
@@ -119,16 +128,15 @@ Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
 }
 
 void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, SummaryBuilder& b) {
-  // One reused Span holding the fields summarize() reads, from the compact ops: no allocation and
-  // no pass over the large schedule ops.
-  std::array<std::string, kOpKindCount> names;
-  for (std::size_t k = 0; k < kOpKindCount; ++k) names[k] = op_kind_name(static_cast<OpKind>(k));
-  Span sp;
+  // One reused SpanTiming from the compact ops: no names, no pass over the large schedule ops.
+  SpanTiming sp;
   for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
     const CompiledOp& op = p.ops[i];
     if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
     sp.stream = op.stream;
-    sp.category = names[static_cast<std::size_t>(op.kind)];
+    sp.compute =
+        op.kind == OpKind::Forward || op.kind == OpKind::Backward || op.kind == OpKind::Recompute;
+    sp.collective = op.kind == OpKind::Collective;
     sp.start_ns = loop.ops[i].start_ns;
     sp.dur_ns = loop.ops[i].end_ns - loop.ops[i].start_ns;
     sp.step = op.step;
@@ -138,8 +146,11 @@ void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, Summar
     if (loop.blocker[i] != kNone) sp.wait_stream = p.ops[loop.blocker[i]].stream;
     b.add(sp);
   }
-  for (const CollectiveCall& call : p.collectives)
-    b.add(make_comm(s, s.ops[call.op], call.op, call.cost, loop));
+  CommRecord r;
+  for (const CollectiveCall& call : p.collectives) {
+    fill_comm(s, s.ops[call.op], call.op, call.cost, loop, r);
+    b.add(r);
+  }
 }
 
 void add_roles(const Schedule& s, const std::vector<RoleMemory>& memory, SummaryBuilder& b) {

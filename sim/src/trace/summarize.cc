@@ -45,7 +45,7 @@ struct Timeline {
   std::vector<StepSummary> steps;
 };
 
-void add_span(const Span& s, Timeline& tl) {
+void add_span(const SpanTiming& s, Timeline& tl) {
   const SimTime end = s.start_ns + s.dur_ns;
   tl.total_ns = std::max(tl.total_ns, end);
   if (s.phase == Phase::Init) {
@@ -55,9 +55,8 @@ void add_span(const Span& s, Timeline& tl) {
   if (s.step >= tl.steps.size()) return;
   StepSummary& st = tl.steps[s.step];
   tl.end[s.step] = std::max(tl.end[s.step], end);
-  if (is_compute(s.category)) st.compute_ns += s.dur_ns;
-  if (s.stream == Stream::Compute && s.category == categories().collective)
-    st.exposed_comm_ns += s.dur_ns;
+  if (s.compute) st.compute_ns += s.dur_ns;
+  if (s.stream == Stream::Compute && s.collective) st.exposed_comm_ns += s.dur_ns;
   if (s.wait_ns > 0 && s.wait_stream) {
     if (is_comm_stream(*s.wait_stream)) st.exposed_comm_ns += s.wait_ns;
     if (is_offload_stream(*s.wait_stream)) st.exposed_offload_ns += s.wait_ns;
@@ -120,6 +119,9 @@ struct SummaryBuilder::State {
   bool time_closed = false;
   std::uint32_t last_rank = 0;  // the timeline of the previous span (most traces have one)
   Timeline* last = nullptr;
+  std::uint32_t last_comm_rank = 0;  // the same for the previous comm record
+  ByKind* last_kinds = nullptr;
+  std::vector<Bytes>* last_sent = nullptr;
 };
 
 SummaryBuilder::SummaryBuilder(const TraceMeta& meta) : state_(std::make_unique<State>()) {
@@ -128,6 +130,21 @@ SummaryBuilder::SummaryBuilder(const TraceMeta& meta) : state_(std::make_unique<
 SummaryBuilder::~SummaryBuilder() = default;
 
 void SummaryBuilder::add(const Span& s) {
+  SpanTiming t;
+  t.rank = s.rank;
+  t.stream = s.stream;
+  t.compute = is_compute(s.category);
+  t.collective = s.category == categories().collective;
+  t.start_ns = s.start_ns;
+  t.dur_ns = s.dur_ns;
+  t.step = s.step;
+  t.phase = s.phase;
+  t.wait_ns = s.wait_ns;
+  t.wait_stream = s.wait_stream;
+  add(t);
+}
+
+void SummaryBuilder::add(const SpanTiming& s) {
   State& st = *state_;
   if (st.last == nullptr || st.last_rank != s.rank) {
     auto [it, fresh] = st.lines.try_emplace(s.rank);
@@ -142,14 +159,20 @@ void SummaryBuilder::add(const Span& s) {
 }
 
 void SummaryBuilder::add(const CommRecord& c) {
-  CommKindSummary& k = state_->comm[c.rank][static_cast<std::size_t>(c.kind)];
+  State& st = *state_;
+  if (st.last_kinds == nullptr || st.last_comm_rank != c.rank) {  // std::map entries stay put
+    st.last_comm_rank = c.rank;
+    st.last_kinds = &st.comm[c.rank];
+    st.last_sent = &st.sent[c.rank];
+    st.last_sent->resize(std::size_t{st.out.meta.steps} + 1, 0);
+  }
+  CommKindSummary& k = (*st.last_kinds)[static_cast<std::size_t>(c.kind)];
   k.calls += 1;
   k.bytes += c.bytes;
   k.bytes_sent += c.bytes_sent;
   k.bytes_received += c.bytes_received;
   k.time_ns += c.dur_ns;
-  std::vector<Bytes>& sent = state_->sent[c.rank];
-  sent.resize(std::size_t{state_->out.meta.steps} + 1, 0);
+  std::vector<Bytes>& sent = *st.last_sent;
   const std::size_t slot = c.phase == Phase::Init ? 0 : std::size_t{c.step} + 1;
   if (slot < sent.size()) sent[slot] += c.bytes_sent;
 }
