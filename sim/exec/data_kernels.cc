@@ -164,8 +164,9 @@ void convert_to(F dt, unsigned char* d, const unsigned char* s, Elements n, floa
 bool wide(DType t) { return t == DType::Float64 || t == DType::Int64; }
 
 template <F T, bool Acc, bool Quantised>
-void grads_run(unsigned char* d, Elements begin, Elements n, const StandInGrads& grads,
+void grads_run(unsigned char* d, Elements begin, Elements n, const StandInGrads& grads_in,
                Elements first, float ls, float op_scale) {
+  const StandInGrads grads = grads_in;  // a local copy: its key stays in a register (no aliasing)
   for (Elements i = begin; i < n; ++i) {
     const float g = (Quantised ? grads(first + i) : grads.unquantised(first + i)) * ls * op_scale;
     if constexpr (Acc)
@@ -188,7 +189,8 @@ void grads_typed(unsigned char* d, Elements begin, Elements n, bool acc, const S
 }
 
 template <F T>
-void weights_run(unsigned char* d, Elements n, const SyntheticGrads& w) {
+void weights_run(unsigned char* d, Elements n, const SyntheticGrads& w_in) {
+  const SyntheticGrads w = w_in;  // as grads_run
   for (Elements i = 0; i < n; ++i) st<T>(d, i, 0.25f * w(i));
 }
 
