@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 
 #include "data_reference.h"
+#include "process_cpu.h"
 #include "zerosim/host_backend.h"
 #include "zerosim/model_loader.h"
 #include "zerosim/partition_plan.h"
@@ -35,11 +36,13 @@ void BM_HostDataPlainDpGpt2Small(benchmark::State& state) {
   const Schedule s = exec::plain_dp_schedule(spec);
   auto g = lower_schedule(s);
   if (!g.ok()) return state.SkipWithError(g.diagnostics().to_string().c_str());
+  const auto cpu0 = bench::ProcessCpu::now();
   for (auto _ : state) {
     auto run = exec::run_host(s, g.value(), data_mode());
     if (!run.ok()) return state.SkipWithError(run.diagnostics().to_string().c_str());
     benchmark::DoNotOptimize(run.value().wall_ns);
   }
+  bench::report_process_cpu(state, cpu0);
   state.counters["ops"] = static_cast<double>(s.ops.size());
 }
 BENCHMARK(BM_HostDataPlainDpGpt2Small)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
@@ -68,11 +71,13 @@ void BM_HostDataZeroGpt2Small(benchmark::State& state) {
   o.data_options.gradient_clipping = ds.gradient_clipping;
   if (auto gap = exec::data_mode_refusal(s.value(), o))
     return state.SkipWithError(gap->to_string().c_str());
+  const auto cpu0 = bench::ProcessCpu::now();
   for (auto _ : state) {
     auto run = exec::run_host(s.value(), g.value(), o);
     if (!run.ok()) return state.SkipWithError(run.diagnostics().to_string().c_str());
     benchmark::DoNotOptimize(run.value().wall_ns);
   }
+  bench::report_process_cpu(state, cpu0);
 }
 BENCHMARK(BM_HostDataZeroGpt2Small)
     ->Arg(2)
