@@ -55,6 +55,8 @@ class BlockCache {
   Block take(std::size_t bytes, bool zero);
   /// Keeps `b` for a later take() if it fits in the limit; frees it otherwise.
   void give(Block b);
+  /// Bytes kept now.
+  std::size_t held() const { return held_; }
 
  private:
   std::size_t limit_, held_ = 0;
