@@ -5,8 +5,10 @@
 // them: the ZeRO cases report the refusal as their error), so the figure today is the complete
 // plain data-parallel schedule of the same tensors (data_reference.h: broadcasts, flatten,
 // all-reduce, cast, AdamW, write-back), about 2.7 GB of buffers per rank. The schedule is built
-// outside the timed loop.
-//   build/bench/host_data_bench --benchmark_repetitions=1
+// outside the timed loop. user_s/sys_s are the process's CPU seconds (process_cpu.h): on the build
+// machine (a 2-core VM) sys_s is mostly first-touch page faults, about 0.7-0.9 s per GB of the
+// 11 GB the four ranks' buffers hold, and sets a floor no loop change moves.
+//   build/bench/host_data_bench --benchmark_filter=PlainDp
 #include <benchmark/benchmark.h>
 
 #include "data_reference.h"
