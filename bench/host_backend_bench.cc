@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "process_cpu.h"
 #include "zerosim/host_backend.h"
 #include "zerosim/model_loader.h"
 #include "zerosim/partition_plan.h"
@@ -39,11 +40,13 @@ void BM_HostCountOnlyLlama70B(benchmark::State& state) {
   if (!s.ok()) return state.SkipWithError(s.diagnostics().to_string().c_str());
   auto g = lower_schedule(s.value());
   if (!g.ok()) return state.SkipWithError(g.diagnostics().to_string().c_str());
+  const auto cpu0 = bench::ProcessCpu::now();
   for (auto _ : state) {
     auto run = exec::run_host(s.value(), g.value(), exec::HostOptions{});
     if (!run.ok()) return state.SkipWithError(run.diagnostics().to_string().c_str());
     benchmark::DoNotOptimize(run.value().wall_ns);
   }
+  bench::report_process_cpu(state, cpu0);
   state.counters["ops"] = static_cast<double>(s.value().ops.size());
   state.counters["ranks"] = gpus;
 }

@@ -5,11 +5,14 @@
 // them: the ZeRO cases report the refusal as their error), so the figure today is the complete
 // plain data-parallel schedule of the same tensors (data_reference.h: broadcasts, flatten,
 // all-reduce, cast, AdamW, write-back), about 2.7 GB of buffers per rank. The schedule is built
-// outside the timed loop.
-//   build/bench/host_data_bench --benchmark_repetitions=1
+// outside the timed loop. user_s/sys_s are the process's CPU seconds (process_cpu.h): on the build
+// machine (a 2-core VM) sys_s is mostly first-touch page faults, about 0.7-0.9 s per GB of the
+// 11 GB the four ranks' buffers hold, and sets a floor no loop change moves.
+//   build/bench/host_data_bench --benchmark_filter=PlainDp
 #include <benchmark/benchmark.h>
 
 #include "data_reference.h"
+#include "process_cpu.h"
 #include "zerosim/host_backend.h"
 #include "zerosim/model_loader.h"
 #include "zerosim/partition_plan.h"
@@ -35,11 +38,13 @@ void BM_HostDataPlainDpGpt2Small(benchmark::State& state) {
   const Schedule s = exec::plain_dp_schedule(spec);
   auto g = lower_schedule(s);
   if (!g.ok()) return state.SkipWithError(g.diagnostics().to_string().c_str());
+  const auto cpu0 = bench::ProcessCpu::now();
   for (auto _ : state) {
     auto run = exec::run_host(s, g.value(), data_mode());
     if (!run.ok()) return state.SkipWithError(run.diagnostics().to_string().c_str());
     benchmark::DoNotOptimize(run.value().wall_ns);
   }
+  bench::report_process_cpu(state, cpu0);
   state.counters["ops"] = static_cast<double>(s.ops.size());
 }
 BENCHMARK(BM_HostDataPlainDpGpt2Small)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
@@ -68,11 +73,13 @@ void BM_HostDataZeroGpt2Small(benchmark::State& state) {
   o.data_options.gradient_clipping = ds.gradient_clipping;
   if (auto gap = exec::data_mode_refusal(s.value(), o))
     return state.SkipWithError(gap->to_string().c_str());
+  const auto cpu0 = bench::ProcessCpu::now();
   for (auto _ : state) {
     auto run = exec::run_host(s.value(), g.value(), o);
     if (!run.ok()) return state.SkipWithError(run.diagnostics().to_string().c_str());
     benchmark::DoNotOptimize(run.value().wall_ns);
   }
+  bench::report_process_cpu(state, cpu0);
 }
 BENCHMARK(BM_HostDataZeroGpt2Small)
     ->Arg(2)

@@ -53,7 +53,7 @@ class CountingDevice final : public Device {
   Status collective(Stream, const CollectiveCall& call) override {
     const std::int64_t t0 = world_.now_ns();
     if (Status f = fault(call.op)) return f;
-    if (Status e = world_.arrive(rank_, call, where(s_, rank_, call.op))) return e;
+    if (Status e = world_.arrive(rank_, call, ArrivalSite(s_, rank_, call.op))) return e;
     if (data_)
       if (Status e = data_->collective(call)) return e;
     const RingBytes b =

@@ -15,169 +15,6 @@ Diagnostic data_error(std::string message) {
   return Diagnostic{Severity::Error, "host backend (data mode)", "", std::move(message), {}};
 }
 
-// Element i of a buffer of `t` as a double (exact for every dtype but int64 beyond 2^53).
-double load(DType t, const unsigned char* p, Elements i) {
-  switch (t) {
-    case DType::Float16: {
-      std::uint16_t h;
-      std::memcpy(&h, p + 2 * i, 2);
-      return fp16_to_float(h);
-    }
-    case DType::BFloat16: {
-      std::uint16_t h;
-      std::memcpy(&h, p + 2 * i, 2);
-      return bf16_to_float(h);
-    }
-    case DType::Float32: {
-      float f;
-      std::memcpy(&f, p + 4 * i, 4);
-      return f;
-    }
-    case DType::Float64: {
-      double d;
-      std::memcpy(&d, p + 8 * i, 8);
-      return d;
-    }
-    case DType::Int64: {
-      std::int64_t v;
-      std::memcpy(&v, p + 8 * i, 8);
-      return static_cast<double>(v);
-    }
-    case DType::UInt8:
-      return p[i];
-  }
-  return 0;
-}
-
-// Stores a value computed in float (double for float64/int64 storage), rounding to nearest even.
-void store(DType t, unsigned char* p, Elements i, double v) {
-  switch (t) {
-    case DType::Float16: {
-      const std::uint16_t h = float_to_fp16(static_cast<float>(v));
-      std::memcpy(p + 2 * i, &h, 2);
-      return;
-    }
-    case DType::BFloat16: {
-      const std::uint16_t h = float_to_bf16(static_cast<float>(v));
-      std::memcpy(p + 2 * i, &h, 2);
-      return;
-    }
-    case DType::Float32: {
-      const auto f = static_cast<float>(v);
-      std::memcpy(p + 4 * i, &f, 4);
-      return;
-    }
-    case DType::Float64:
-      std::memcpy(p + 8 * i, &v, 8);
-      return;
-    case DType::Int64: {
-      const auto x = static_cast<std::int64_t>(v);
-      std::memcpy(p + 8 * i, &x, 8);
-      return;
-    }
-    case DType::UInt8:
-      p[i] = static_cast<std::uint8_t>(std::clamp(v, 0.0, 255.0));
-      return;
-  }
-}
-
-// d[i] = f(i) (or d[i] + f(i)) for n elements of dtype t, f computing in float: the dtype's
-// switch outside the loop.
-template <class F>
-void write_run(DType t, unsigned char* d, Elements n, bool accumulate, F&& f) {
-  switch (t) {
-    case DType::Float16:
-    case DType::BFloat16: {
-      const bool f16 = t == DType::Float16;
-      for (Elements i = 0; i < n; ++i) {
-        float v = f(i);
-        std::uint16_t h;
-        if (accumulate) {
-          std::memcpy(&h, d + 2 * i, 2);
-          v = (f16 ? fp16_to_float(h) : bf16_to_float(h)) + v;
-        }
-        h = f16 ? float_to_fp16(v) : float_to_bf16(v);
-        std::memcpy(d + 2 * i, &h, 2);
-      }
-      return;
-    }
-    case DType::Float32:
-      for (Elements i = 0; i < n; ++i) {
-        float v = f(i);
-        if (accumulate) {
-          float old;
-          std::memcpy(&old, d + 4 * i, 4);
-          v = old + v;
-        }
-        std::memcpy(d + 4 * i, &v, 4);
-      }
-      return;
-    default:
-      for (Elements i = 0; i < n; ++i) {
-        const float v = f(i);
-        store(t, d, i, accumulate ? static_cast<float>(load(t, d, i)) + v : v);
-      }
-  }
-}
-
-bool wide(DType t) { return t == DType::Float64 || t == DType::Int64; }
-
-// The plain casts between 16-bit storage and fp32 (the master copies, the grad casts, the
-// write-backs) as tight loops; false for any other pair.
-bool cast16(unsigned char* d, DType dt, const unsigned char* s, DType st, Elements n) {
-  const bool half = st == DType::Float16 || st == DType::BFloat16;
-  if (half && dt == DType::Float32) {
-    const bool f16 = st == DType::Float16;
-    for (Elements i = 0; i < n; ++i) {
-      std::uint16_t h;
-      std::memcpy(&h, s + 2 * i, 2);
-      const float f = f16 ? fp16_to_float(h) : bf16_to_float(h);
-      std::memcpy(d + 4 * i, &f, 4);
-    }
-    return true;
-  }
-  if (st == DType::Float32 && (dt == DType::Float16 || dt == DType::BFloat16)) {
-    const bool f16 = dt == DType::Float16;
-    for (Elements i = 0; i < n; ++i) {
-      float f;
-      std::memcpy(&f, s + 4 * i, 4);
-      const std::uint16_t h = f16 ? float_to_fp16(f) : float_to_bf16(f);
-      std::memcpy(d + 2 * i, &h, 2);
-    }
-    return true;
-  }
-  return false;
-}
-
-// dst[i] (=|+=) src[i] x scale for n elements; src null: zeros. The arithmetic is float32's (as
-// PyTorch's copy_, mul_ and add_ on half/bfloat16/float tensors compute), double for 64-bit
-// storage.
-void convert(unsigned char* d, DType dt, const unsigned char* s, DType st, Elements n, double scale,
-             bool accumulate) {
-  if (s && !accumulate && scale == 1.0 && dt == st) {
-    std::memmove(d, s, n * dtype_size(dt));
-    return;
-  }
-  if (s && !accumulate && scale == 1.0 && cast16(d, dt, s, st, n)) return;
-  if (!s && !accumulate) {  // zeros: all-zero bytes in every dtype
-    std::memset(d, 0, n * dtype_size(dt));
-    return;
-  }
-  const bool dbl = wide(dt) || wide(st);
-  const auto fscale = static_cast<float>(scale);
-  for (Elements i = 0; i < n; ++i) {
-    const double x = s ? load(st, s, i) : 0.0;
-    if (dbl) {
-      store(dt, d, i, (accumulate ? load(dt, d, i) : 0.0) + x * scale);
-    } else {
-      float v = static_cast<float>(x);
-      if (scale != 1.0) v *= fscale;
-      if (accumulate) v = static_cast<float>(load(dt, d, i)) + v;
-      store(dt, d, i, v);
-    }
-  }
-}
-
 std::uint64_t mix(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -190,6 +27,10 @@ Elements total(const Operand& x) {
   for (const OperandPiece& p : x) n += p.length;
   return n;
 }
+
+// 16-bit and fp32 pieces go through convert's typed loops (the same values as load/store); the
+// 64-bit and byte dtypes element by element.
+bool floaty(DType t) { return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32; }
 
 }  // namespace
 
@@ -211,18 +52,13 @@ float initial_weight(std::uint64_t seed, std::uint32_t rank, std::uint32_t buffe
   return 0.25f * SyntheticGrads(mix(seed ^ 0x5EEDull), rank, 0, 0, buffer)(index);
 }
 
-float StandInGrads::operator()(Elements index) const {
-  double g = g_(index);
-  if (quantum_ > 0) g = std::nearbyint(g * quantum_) / quantum_;
-  return static_cast<float>(g * scale_);
-}
-
 DataPath::DataPath(const Schedule& s, const DataOptions& o, std::uint32_t rank, RingRegistry& rings)
     : s_(s),
       o_(o),
       rank_(rank),
       rings_(rings),
       store_(s.buffers.size()),
+      cache_(std::size_t{256} << 20),
       live_(s.buffers.size(), false),
       scaler_(s.meta.lp == DType::Float16 ? o.initial_loss_scale : 1.0),
       loss_scaled_(s.meta.lp == DType::Float16),
@@ -231,9 +67,9 @@ DataPath::DataPath(const Schedule& s, const DataOptions& o, std::uint32_t rank, 
   for (std::uint32_t b = 0; b < s.buffers.size(); ++b)
     if (s.buffers[b].executor_owned) {  // provided before op 0 (zeros)
       const Bytes bytes = s.buffer_numel(b, role) * dtype_size(s.buffers[b].dtype);
-      store_[b].data.reset(new unsigned char[bytes]());
+      store_[b].data = Block::make(bytes, true);
       store_[b].bytes = bytes;
-      live_[b] = true;
+      live_[b] = static_cast<bool>(store_[b].data);  // else: "not allocated" where it is used
     }
   for (const UpdateCall& u : s.updates)
     if (u.overflow.buffer != kNone) overflow_buffers_.insert(u.overflow.buffer);
@@ -244,14 +80,17 @@ Status DataPath::allocate(std::uint32_t b, Bytes bytes, bool zero_fill, bool ini
   // Contents nothing wrote are never read (data_mode_gap checked the whole program before the
   // run), so a buffer is left uninitialised unless it is zero-filled: no pass over its pages.
   Storage& st = store_[b];
-  st.data.reset(zero_fill ? new unsigned char[bytes]() : new unsigned char[bytes]);
+  cache_.give(std::move(st.data));  // a buffer allocated twice without a Free: the old block goes
+  st.data = cache_.take(bytes, zero_fill);
+  if (!st.data)
+    return data_error("out of host memory: buffer #" + std::to_string(b) + " needs " +
+                      std::to_string(bytes) + " bytes");
   st.bytes = bytes;
   live_[b] = true;
   if (init_weights && !zero_fill) {
     const DType t = s_.buffers[b].dtype;
-    const Elements n = bytes / dtype_size(t);
     const SyntheticGrads w(mix(o_.seed ^ 0x5EEDull), rank_, 0, 0, b);  // initial_weight's values
-    for (Elements i = 0; i < n; ++i) store(t, st.data.get(), i, 0.25f * w(i));
+    write_initial_weights(t, st.data.data(), bytes / dtype_size(t), w);
   }
   return {};
 }
@@ -259,13 +98,13 @@ Status DataPath::allocate(std::uint32_t b, Bytes bytes, bool zero_fill, bool ini
 std::vector<std::vector<unsigned char>> DataPath::take_buffers() {
   std::vector<std::vector<unsigned char>> out(store_.size());
   for (std::size_t b = 0; b < store_.size(); ++b)
-    if (live_[b]) out[b].assign(store_[b].data.get(), store_[b].data.get() + store_[b].bytes);
+    if (live_[b]) out[b].assign(store_[b].data.data(), store_[b].data.data() + store_[b].bytes);
   return out;
 }
 
 Status DataPath::release(std::uint32_t b) {
   if (b < store_.size()) {
-    store_[b].data.reset();
+    cache_.give(std::move(store_[b].data));
     store_[b].bytes = 0;
     live_[b] = false;
   }
@@ -287,7 +126,7 @@ Status DataPath::check(const OperandPiece& p, const char* what) const {
 }
 
 unsigned char* DataPath::at(const OperandPiece& p) {
-  return store_[p.buffer].data.get() + p.offset * dtype_size(p.dtype);
+  return store_[p.buffer].data.data() + p.offset * dtype_size(p.dtype);
 }
 
 Status DataPath::copy(const Operand& src, const Operand& dst, double scale, bool accumulate) {
@@ -347,40 +186,45 @@ Status DataPath::grad_ready(const WorkCall& c) {
   const StandInGrads grads(o_, rank_, c.step, c.micro_step, c.param);
   Elements index = 0;
   for (const OperandPiece& p : c.dst) {
-    if (p.buffer == kNone) {
-      index += p.length;
-      continue;
-    }
-    const Elements first = index;
-    write_run(p.dtype, at(p), p.length, c.accumulate, [&](Elements i) {
-      // Autograd's gradient of the scaled loss, in the gradient's dtype; an injected overflow
-      // is an inf where the backward would produce one.
-      // Accumulating, autograd adds the new gradient as stored (rounded to the dtype) to p.grad.
-      const Elements k = first + i;
-      const float g = inject && k == 0 ? INFINITY : grads(k) * ls * op_scale;
-      return p.dtype == DType::Float16    ? fp16_to_float(float_to_fp16(g))
-             : p.dtype == DType::BFloat16 ? bf16_to_float(float_to_bf16(g))
-                                          : g;
-    });
+    // Autograd's gradient of the scaled loss, in the gradient's dtype (added as stored to p.grad
+    // when accumulating); an injected overflow is an inf where the backward would produce one.
+    if (p.buffer != kNone)
+      write_grads(p.dtype, at(p), p.length, c.accumulate, grads, index, ls, op_scale, inject);
     index += p.length;
   }
   return {};
 }
 
 std::vector<float> DataPath::gather(const Operand& x) {
-  std::vector<float> v;
-  v.reserve(total(x));
-  for (const OperandPiece& p : x)
-    for (Elements i = 0; i < p.length; ++i)
-      v.push_back(p.buffer == kNone ? 0.0f : static_cast<float>(load(p.dtype, at(p), i)));
+  std::vector<float> v(total(x));
+  auto* out = reinterpret_cast<unsigned char*>(v.data());  // NOLINT: fp32 bytes
+  Elements k = 0;
+  for (const OperandPiece& p : x) {
+    if (p.buffer == kNone)
+      std::fill(v.begin() + static_cast<std::ptrdiff_t>(k),
+                v.begin() + static_cast<std::ptrdiff_t>(k + p.length), 0.0f);
+    else if (floaty(p.dtype))
+      convert(out + 4 * k, DType::Float32, at(p), p.dtype, p.length, 1.0, false);
+    else
+      for (Elements i = 0; i < p.length; ++i)
+        v[k + i] = static_cast<float>(load(p.dtype, at(p), i));
+    k += p.length;
+  }
   return v;
 }
 
 void DataPath::scatter(const Operand& x, const std::vector<float>& v) {
-  std::size_t k = 0;
-  for (const OperandPiece& p : x)
-    for (Elements i = 0; i < p.length; ++i, ++k)
-      if (p.buffer != kNone) store(p.dtype, at(p), i, v[k]);
+  const auto* in = reinterpret_cast<const unsigned char*>(v.data());  // NOLINT: fp32 bytes
+  Elements k = 0;
+  for (const OperandPiece& p : x) {
+    if (p.buffer != kNone) {
+      if (floaty(p.dtype))
+        convert(at(p), p.dtype, in + 4 * k, DType::Float32, p.length, 1.0, false);
+      else
+        for (Elements i = 0; i < p.length; ++i) store(p.dtype, at(p), i, v[k + i]);
+    }
+    k += p.length;
+  }
 }
 
 Status DataPath::optimizer_step(const WorkCall& c) {

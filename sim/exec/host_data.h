@@ -15,7 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "data_kernels.h"
 #include "host_ring.h"
+#include "host_storage.h"
 #include "training_math.h"
 #include "zerosim/executor.h"
 #include "zerosim/host_backend.h"
@@ -41,22 +43,6 @@ class RingRegistry {
 /// init broadcasts make them agree.
 float initial_weight(std::uint64_t seed, std::uint32_t rank, std::uint32_t buffer, Elements index);
 
-/// The stand-in backward's gradients of one (rank, step, micro-step, param) before the loss scale:
-/// synthetic_grad with DataOptions' quantum and grad_scale applied.
-class StandInGrads {
- public:
-  StandInGrads(const DataOptions& o, std::uint32_t rank, std::uint32_t step,
-               std::uint32_t micro_step, std::uint32_t param)
-      : g_(o.seed, rank, step, micro_step, param),
-        quantum_(o.quantum_bits > 0 ? static_cast<double>(std::uint64_t{1} << o.quantum_bits) : 0),
-        scale_(o.grad_scale) {}
-  float operator()(Elements index) const;
-
- private:
-  SyntheticGrads g_;
-  double quantum_, scale_;
-};
-
 class DataPath {
  public:
   DataPath(const Schedule& s, const DataOptions& o, std::uint32_t rank, RingRegistry& rings);
@@ -70,7 +56,7 @@ class DataPath {
   double loss_scale() const { return scaler_.scale(); }
   std::uint64_t skipped_steps() const { return skipped_; }
   /// A live buffer's storage (tests; a backend's readout). Precondition: the buffer is live.
-  unsigned char* bytes(std::uint32_t buffer) { return store_[buffer].data.get(); }
+  unsigned char* bytes(std::uint32_t buffer) { return store_[buffer].data.data(); }
   /// Every live buffer's bytes (empty: not live).
   std::vector<std::vector<unsigned char>> take_buffers();
 
@@ -89,10 +75,11 @@ class DataPath {
   std::uint32_t rank_;
   RingRegistry& rings_;
   struct Storage {
-    std::unique_ptr<unsigned char[]> data;
+    Block data;
     Bytes bytes = 0;
   };
   std::vector<Storage> store_;
+  BlockCache cache_;  ///< released blocks for the next allocation of their size
   std::vector<bool> live_;
   std::set<std::uint32_t> overflow_buffers_;  ///< the updates' overflow flags
   DynamicLossScaler scaler_;

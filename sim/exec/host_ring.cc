@@ -88,13 +88,21 @@ HostRing::HostRing(std::uint32_t n, std::size_t chunk_bytes, std::size_t slots,
       chunk_(std::max<std::size_t>(chunk_bytes, 64)),
       slots_(std::max<std::size_t>(slots, 2)),
       timeout_(timeout),
-      counted_(n) {
+      counted_(n),
+      scratch_(n) {
   for (std::uint32_t i = 0; i < n; ++i) {
     auto c = std::make_unique<Channel>();
     c->storage.resize(chunk_ * slots_);
     c->sizes.resize(slots_);
     channels_.push_back(std::move(c));
   }
+}
+
+unsigned char* HostRing::scratch(std::uint32_t r, const void* from, std::size_t bytes) {
+  std::vector<unsigned char>& w = scratch_[r];
+  if (w.size() < bytes) w.resize(bytes);  // grows to the largest call, then stays
+  if (bytes) std::memcpy(w.data(), from, bytes);
+  return w.data();
 }
 
 void HostRing::abort() {
@@ -206,21 +214,20 @@ Status HostRing::reduce_scatter(std::uint32_t r, const void* in, void* out, Elem
     if (n_ == 1 && block) std::memcpy(out, in, block);
     return std::nullopt;
   }
-  std::vector<unsigned char> work(static_cast<const unsigned char*>(in),
-                                  static_cast<const unsigned char*>(in) + block * n_);
+  unsigned char* work = scratch(r, in, block * n_);
   const auto mod = [this](std::int64_t v) {
     return static_cast<std::uint32_t>(((v % n_) + n_) % n_);
   };
   for (std::uint32_t k = 0; k + 1 < n_; ++k) {
     const std::uint32_t s = mod(std::int64_t{r} - k - 1), d = mod(std::int64_t{r} - k - 2);
-    unsigned char* dst = work.data() + d * block;
-    if (Status st = exchange(r, work.data() + s * block, block, block,
+    unsigned char* dst = work + d * block;
+    if (Status st = exchange(r, work + s * block, block, block,
                              [&](const unsigned char* p, std::size_t len, std::size_t off) {
                                reduce_into(dst + off, p, len / e, dtype, op);
                              }))
       return st;
   }
-  std::memcpy(out, work.data() + r * block, block);
+  std::memcpy(out, work + r * block, block);
   return std::nullopt;
 }
 
@@ -270,23 +277,22 @@ Status HostRing::reduce(std::uint32_t r, const void* in, void* out, Elements cou
   const std::size_t bytes = count * e;
   if (count == 0) return std::nullopt;
   // The partial sum this rank forwards (the root's is the result).
-  std::vector<unsigned char> partial(static_cast<const unsigned char*>(in),
-                                     static_cast<const unsigned char*>(in) + bytes);
+  unsigned char* partial = scratch(r, in, bytes);
   if (n_ > 1) {
     const bool first = r == (root + 1) % n_;  // the chain starts at the root's right neighbour
     const std::size_t pieces = (bytes + chunk_ - 1) / chunk_;
     for (std::size_t i = 0; i < pieces; ++i) {
       if (!first) {
         Status st = recv(r, i, [&](const unsigned char* p, std::size_t len, std::size_t off) {
-          reduce_into(partial.data() + off, p, len / e, dtype, op);
+          reduce_into(partial + off, p, len / e, dtype, op);
         });
         if (st) return st;
       }
       if (r != root)
-        if (Status st = send(r, partial.data(), bytes, i)) return st;
+        if (Status st = send(r, partial, bytes, i)) return st;
     }
   }
-  if (r == root && out) std::memcpy(out, partial.data(), bytes);
+  if (r == root && out) std::memcpy(out, partial, bytes);
   return std::nullopt;
 }
 

@@ -72,6 +72,10 @@ class HostRing {
   std::chrono::milliseconds timeout_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<RingBytes> counted_;
+  /// Per rank: the working copy reduce_scatter and reduce compute in, kept between calls (a
+  /// bucketed schedule reduces every bucket through it: no allocation, no fresh pages per call).
+  std::vector<std::vector<unsigned char>> scratch_;
+  unsigned char* scratch(std::uint32_t r, const void* from, std::size_t bytes);
   std::atomic<bool> aborted_{false};
 };
 

@@ -55,7 +55,7 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) {
 
 }  // namespace
 
-Status HostWorld::arrive(std::uint32_t rank, const CollectiveCall& call, const std::string& where) {
+Status HostWorld::arrive(std::uint32_t rank, const CollectiveCall& call, const ArrivalSite& where) {
   if (aborted()) return error("stopped: another rank failed first");
   const std::uint32_t n = call.group_size;
   const std::uint32_t first = call.group_first, stride = call.group_stride;
@@ -73,9 +73,9 @@ Status HostWorld::arrive(std::uint32_t rank, const CollectiveCall& call, const s
     for (std::uint32_t m = 1; m < n && g.mismatch.empty(); ++m)
       if (!agree(g.calls[0], g.calls[m]))
         g.mismatch = "collectives disagree: rank " + std::to_string(first) + " called " +
-                     describe(g.calls[0]) + " at " + g.where[0] + ", rank " +
+                     describe(g.calls[0]) + " at " + g.where[0].str() + ", rank " +
                      std::to_string(first + m * stride) + " called " + describe(g.calls[m]) +
-                     " at " + g.where[m];
+                     " at " + g.where[m].str();
     g.arrived.store(0, std::memory_order_relaxed);
     g.generation.fetch_add(1, std::memory_order_release);
     futex_wake_all(g.generation);

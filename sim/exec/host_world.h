@@ -18,6 +18,22 @@
 
 namespace zerosim::exec {
 
+/// Where a rank arrived from, for messages only: "rank R, op N (label)" is built when a message
+/// needs it, not on every collective of every rank (a 64-rank run makes a million arrivals).
+class ArrivalSite {
+ public:
+  ArrivalSite() = default;
+  ArrivalSite(const char* text) : text_(text) {}  // NOLINT(google-explicit-constructor): tests
+  ArrivalSite(const Schedule& s, std::uint32_t rank, std::uint32_t op)
+      : schedule_(&s), rank_(rank), op_(op) {}
+  std::string str() const { return schedule_ ? where(*schedule_, rank_, op_) : text_; }
+
+ private:
+  const char* text_ = "";
+  const Schedule* schedule_ = nullptr;
+  std::uint32_t rank_ = 0, op_ = 0;
+};
+
 class HostWorld {
  public:
   using Clock = std::chrono::steady_clock;
@@ -28,7 +44,7 @@ class HostWorld {
   /// Rank `rank` arrives at its next collective on `call.communicator`. Returns once every rank of
   /// its group has arrived with an agreeing call; errors: calls that disagree, the world aborted by
   /// another rank's failure, ranks that did not arrive within the stall timeout.
-  Status arrive(std::uint32_t rank, const CollectiveCall& call, const std::string& where);
+  Status arrive(std::uint32_t rank, const CollectiveCall& call, const ArrivalSite& where);
 
   /// Ends the run: every waiting rank returns. The first failure is kept.
   void abort(const Diagnostic& why);
@@ -54,7 +70,7 @@ class HostWorld {
     std::atomic<std::uint32_t> generation{0};
     std::atomic<std::uint32_t> arrived{0};
     std::vector<CollectiveCall> calls;
-    std::vector<std::string> where;  ///< per member: the op it arrived with
+    std::vector<ArrivalSite> where;  ///< per member: the op it arrived with
     /// per member: the generation it last arrived at + 1
     std::unique_ptr<std::atomic<std::uint32_t>[]> arrived_at;
     std::string mismatch;  ///< set when the last generation's calls disagreed

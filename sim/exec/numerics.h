@@ -29,46 +29,35 @@ inline std::uint16_t float_to_bf16(float f) {
   return static_cast<std::uint16_t>(rounded >> 16);
 }
 
+// Both fp16 conversions are branch-free (every case computed, one selected) so that loops over
+// them vectorise; they agree bit for bit with the case-by-case definitions they replaced on every
+// one of the 2^16 halves and 2^32 floats (checked exhaustively when they were introduced).
 inline float fp16_to_float(std::uint16_t h) {
   const std::uint32_t sign = std::uint32_t{h & 0x8000u} << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1Fu;
-  std::uint32_t mant = h & 0x3FFu;
-  if (exp == 0x1F) return bits_float(sign | 0x7F800000u | (mant << 13));  // inf / NaN
-  if (exp != 0) return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
-  if (mant == 0) return bits_float(sign);  // signed zero
-  // Subnormal: normalise.
-  std::uint32_t e = 113;
-  while ((mant & 0x400u) == 0) {
-    mant <<= 1;
-    --e;
-  }
-  return bits_float(sign | (e << 23) | ((mant & 0x3FFu) << 13));
+  const std::uint32_t em = std::uint32_t{h & 0x7FFFu} << 13;  // exponent and mantissa, aligned
+  const std::uint32_t exp = em & 0x0F800000u;
+  const std::uint32_t normal = em + (112u << 23);   // rebias 15 -> 127
+  const std::uint32_t special = em + (224u << 23);  // inf / NaN: exponent all ones, mantissa kept
+  // Subnormal (exponent 0): mant x 2^-24, exactly (2^-14 + mant x 2^-24) - 2^-14 in float; zero
+  // gives +0, the sign is or-ed in below.
+  const float sub = bits_float(em + (113u << 23)) - bits_float(113u << 23);
+  const std::uint32_t mag = exp == 0x0F800000u ? special : exp == 0 ? float_bits(sub) : normal;
+  return bits_float(sign | mag);
 }
 
 inline std::uint16_t float_to_fp16(float f) {
   const std::uint32_t u = float_bits(f);
-  const auto sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
   const std::uint32_t abs = u & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);  // NaN
-  // 65520 (halfway from 65504, the largest finite half, to 65536) and above round to infinity.
-  if (abs >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);
-  if (abs >= 0x38800000u) {  // normal half (>= 2^-14)
-    const std::uint32_t mant = abs & 0x7FFFFFu;
-    const std::uint32_t exp = (abs >> 23) - 112u;
-    std::uint32_t h = (exp << 10) | (mant >> 13);
-    const std::uint32_t rest = mant & 0x1FFFu;                 // the 13 dropped bits
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // ties to even (may carry to inf)
-    return static_cast<std::uint16_t>(sign | h);
-  }
-  if (abs < 0x33000000u) return sign;  // below half the smallest subnormal (2^-25): zero
-  // Subnormal half: value = mant_h × 2^-24.
-  const std::uint32_t exp = abs >> 23;  // 102..112
-  const std::uint32_t mant = (abs & 0x7FFFFFu) | 0x800000u;
-  const std::uint32_t shift = 126u - exp;  // 14..24: bits dropped from the 24-bit mantissa
-  std::uint32_t h = mant >> shift;
-  const std::uint32_t rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-  if (rest > half || (rest == half && (h & 1u))) ++h;
-  return static_cast<std::uint16_t>(sign | h);
+  // Normal half (>= 2^-14): rebias, round the 13 dropped bits to nearest even; values from 65520
+  // (halfway from 65504, the largest finite half, to 65536) carry into the infinity encoding.
+  const std::uint32_t normal = (abs - (112u << 23) + 0xFFFu + ((abs >> 13) & 1u)) >> 13;
+  // Subnormal half: adding 0.5 rounds the value to a multiple of 2^-24 (the float ulp at 0.5),
+  // nearest even, in the FPU; below 2^-25 that is zero.
+  const std::uint32_t sub = float_bits(bits_float(abs) + 0.5f) - float_bits(0.5f);
+  const std::uint32_t big = abs > 0x7F800000u ? 0x7E00u : 0x7C00u;  // NaN (quiet) : overflow
+  const std::uint32_t mag = abs >= 0x47800000u ? big : abs < 0x38800000u ? sub : normal;
+  return static_cast<std::uint16_t>(sign | mag);
 }
 
 }  // namespace zerosim::exec

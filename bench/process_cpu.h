@@ -1,0 +1,31 @@
+// The CPU seconds of the whole process (every thread, user and kernel apart), for benchmarks of
+// the host backend: its rank threads do the work, so Google Benchmark's "CPU" column (the main
+// thread's) says nothing, and on a shared build machine the wall time measures the neighbours as
+// much as the code. Counters user_s/sys_s are the timed loop's, per iteration.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+namespace zerosim::bench {
+
+struct ProcessCpu {
+  double user = 0, sys = 0;
+  static ProcessCpu now() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return {
+        static_cast<double>(u.ru_utime.tv_sec) + static_cast<double>(u.ru_utime.tv_usec) * 1e-6,
+        static_cast<double>(u.ru_stime.tv_sec) + static_cast<double>(u.ru_stime.tv_usec) * 1e-6};
+  }
+};
+
+/// Sets user_s and sys_s: the CPU time since `before`, per iteration.
+inline void report_process_cpu(benchmark::State& state, const ProcessCpu& before) {
+  const ProcessCpu after = ProcessCpu::now();
+  const double n = state.iterations() > 0 ? static_cast<double>(state.iterations()) : 1.0;
+  state.counters["user_s"] = (after.user - before.user) / n;
+  state.counters["sys_s"] = (after.sys - before.sys) / n;
+}
+
+}  // namespace zerosim::bench
