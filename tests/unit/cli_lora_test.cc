@@ -88,6 +88,26 @@ TEST(CliLora, ScenarioTakesTheFlagsAsModelLoraKeys) {
   EXPECT_NE(r.err.find("/model/lora/rank"), std::string::npos) << r.err;
 }
 
+TEST(CliLora, ScenarioModelLoraBlockIsAppliedAfterItsDeepSpeedConfig) {
+  const std::string path = ::testing::TempDir() + "cli_lora_scenario.json";
+  {
+    std::ofstream f(path);
+    f << R"({"format": "zerosim-scenario", "version": 1,
+      "model": {"zoo": "llama3-8b", "lora": {"rank": 16, "targets": "all-linear",
+                                              "base_quantization": "4bit"}},
+      "deepspeed": {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                    "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}},
+      "cluster": {"gpu": "H100-SXM-80GB", "nodes": 1, "gpus_per_node": 2}})";
+  }
+  const auto j = plan_json("--scenario " + path);
+  EXPECT_EQ(j["model"]["trainable_parameters"], 41943040u);
+  EXPECT_EQ(j["model"]["parameters"], 8072204288u);
+  // A flag overrides one key of the block: r = 8 halves the adapters.
+  const auto k = plan_json("--scenario " + path + " --lora-rank 8");
+  EXPECT_EQ(k["model"]["trainable_parameters"], 20971520u);
+  std::remove(path.c_str());
+}
+
 TEST(CliLora, GarbageInEveryFlagIsOneLineNamingIt) {
   const std::string m = "plan --model llama2-7b ";
   expect_one_line_error(m + "--lora-rank 0", "--lora-rank: expected an integer 1..65536");

@@ -34,8 +34,8 @@ namespace {
 
 constexpr Bytes kBlock = 64;         // quantize_4bit's default blocksize
 constexpr Bytes kNestedBlock = 256;  // double quantization's blocksize
-constexpr Bytes kNf4CodeBytes = 16 * 4;
-constexpr Bytes kDynamicMapBytes = 256 * 4;
+constexpr Bytes kNf4CodeBytes = Bytes{16} * 4;
+constexpr Bytes kDynamicMapBytes = Bytes{256} * 4;
 
 }  // namespace
 
