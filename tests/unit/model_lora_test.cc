@@ -239,6 +239,23 @@ TEST(Lora, AdaptersAddTheirFlopsAndActivations) {
             2048ull * 2 * 8 * 2);
 }
 
+TEST(Lora, MixtralExpertAdaptersCountEveryExpertButComputeTopK) {
+  // Mixtral-8x7B, r = 8 on each expert's w1 (Linear 4096 -> 14336) and the router gate.
+  const ModelDesc base = zoo("mixtral-8x7b");
+  const ModelDesc m = lora(base, 8, {"w1", "gate"});
+  // Parameters: every expert has its adapters: 32 x (8 x 8 x (4096 + 14336) + 8 x (4096 + 8)).
+  EXPECT_EQ(m.num_trainable(), 32u * (8 * 8 * 18432 + 8 * 4104));
+  // FLOPs per token: a token passes 2 of the 8 experts, so 2 expert adapters plus the router's.
+  EXPECT_DOUBLE_EQ(m.layers[1].fwd_flops_per_token - base.layers[1].fwd_flops_per_token,
+                   2.0 * 8 * 18432 * 2 + 2.0 * 8 * 4104);
+  // Activations: per token and block, 2 routed adapters' and the router adapter's rank-8 inputs.
+  TrainingSettings t;
+  t.seq_len = 512;
+  t.micro_batch = 1;
+  EXPECT_EQ(activation_bytes(m, t, DType::BFloat16) - activation_bytes(base, t, DType::BFloat16),
+            512ull * 32 * (2 * 8 + 8) * 2);
+}
+
 // --- bitsandbytes ---------------------------------------------------------------------------
 
 TEST(Lora, FourBitPacksLinearWeightsAndCountsTheirState) {

@@ -4,8 +4,10 @@
 // targeted Linear wrapped in a lora.Linear holding its base_layer and two trainable adapters
 // lora_A (r x in) and lora_B (out x r); every base parameter frozen (requires_grad=False). The
 // ZeRO machinery then treats the model as DeepSpeed does (partition_plan.h: frozen params enter no
-// flat group and no optimizer partition at stage 0-2; stage 3 partitions and gathers them too;
-// only the adapters get gradients and optimizer state). With a quantization the frozen Linear
+// flat group and no optimizer partition at stage 0-2, DeepSpeed edaa722 stage_1_and_2.py:381
+// keeps only requires_grad params in its groups; stage 3 partitions and gathers every param but
+// builds sub-groups of trainable ones only, stage3.py:682-684; only the adapters get gradients and
+// optimizer state). With a quantization the frozen Linear
 // weights are held as bitsandbytes holds them (packed NF4 or int8, plus quantization constants).
 #pragma once
 

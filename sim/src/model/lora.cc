@@ -86,6 +86,15 @@ std::string linear_names(const ModelDesc& m) {
   return out;
 }
 
+// The share of tokens an adapter's module sees: top-k / experts for a routed expert of a
+// mixture-of-experts layer (Mixtral's block_sparse_moe.experts.N.*, Qwen2-MoE's mlp.experts.N.*;
+// not the router or the shared expert), 1 otherwise.
+double routed_share(const ModelDesc& m, const LoraAdapter& a) {
+  if (!m.arch || m.arch->experts == 0) return 1.0;
+  if (m.modules[a.module].name.find(".experts.") == std::string::npos) return 1.0;
+  return static_cast<double>(m.arch->experts_per_token) / static_cast<double>(m.arch->experts);
+}
+
 std::string prefixed(const std::string& name) {
   return name.empty() ? kPrefix : kPrefix + "." + name;
 }
@@ -230,21 +239,29 @@ Result<ModelDesc> apply_lora(const ModelDesc& base, const LoraSpec& spec, DType 
       const LoraAdapter& a = adapters[it->second];
       n.param_ids.push_back(a.a);
       n.param_ids.push_back(a.b);
-      n.fwd_flops_per_token +=
-          2.0 * static_cast<double>(spec.rank) * static_cast<double>(a.in + a.out);
+      n.fwd_flops_per_token += 2.0 * static_cast<double>(spec.rank) *
+                               static_cast<double>(a.in + a.out) * routed_share(base, a);
     }
     m.layers.push_back(std::move(n));
   }
 
-  // Adapter activations per token (ArchInfo::AdapterActivations).
+  // Adapter activations per token (ArchInfo::AdapterActivations). A routed expert's adapters see
+  // only the tokens routed to it: their sum over the experts is scaled by top-k / experts (the
+  // experts of a layer are equal, so the product divides exactly).
   auto& act = m.arch->adapters;
   act = {};
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> per_block;
   const bool dropout = spec.dropout > 0;
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> routed;  // per layer, unscaled
   for (const LoraAdapter& a : adapters) {
     const std::uint64_t lp_elems = spec.rank + (dropout ? a.in : 0);
     const std::uint64_t mask = dropout ? a.in : 0;
     const std::uint32_t layer = base.modules[a.module].layer;
+    if (routed_share(base, a) < 1.0) {
+      routed[layer].first += lp_elems;
+      routed[layer].second += mask;
+      continue;
+    }
     if (layer < base.layers.size() && base.layers[layer].kind == LayerKind::Block) {
       per_block[layer].first += lp_elems;
       per_block[layer].second += mask;
@@ -253,6 +270,17 @@ Result<ModelDesc> apply_lora(const ModelDesc& base, const LoraSpec& spec, DType 
     } else {
       act.lp_outside += lp_elems;
       act.mask_outside += mask;
+    }
+  }
+  const std::uint64_t k = base.arch->experts_per_token, e = base.arch->experts;
+  for (const auto& [layer, v] : routed) {
+    const std::uint64_t lp_elems = v.first / e * k, mask = v.second / e * k;
+    const bool block = layer < base.layers.size() && base.layers[layer].kind == LayerKind::Block;
+    (block ? act.lp_blocks : act.lp_outside) += lp_elems;
+    (block ? act.mask_blocks : act.mask_outside) += mask;
+    if (block) {
+      per_block[layer].first += lp_elems;
+      per_block[layer].second += mask;
     }
   }
   for (const auto& [layer, v] : per_block) {
