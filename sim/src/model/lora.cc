@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -197,7 +198,15 @@ Result<ModelDesc> apply_lora(const ModelDesc& base, const LoraSpec& spec, DType 
   }
 
   ModelDesc m;
-  m.source = base.source + "; LoRA r=" + std::to_string(spec.rank) + " as peft builds it";
+  {
+    // What the plan JSON's model.source says about the adapters (alpha only scales them).
+    std::ostringstream o;
+    o << base.source << "; LoRA r=" << spec.rank << ", alpha=" << spec.alpha
+      << ", dropout=" << spec.dropout << " on ";
+    for (std::size_t i = 0; i < targets.size(); ++i) o << (i ? "," : "") << targets[i];
+    o << " as peft builds it";
+    m.source = o.str();
+  }
   m.arch = base.arch;
   std::vector<std::uint32_t> remap(base.params.size());
   for (std::uint32_t p = 0; p < base.params.size(); ++p) {
@@ -289,7 +298,12 @@ Result<ModelDesc> apply_lora(const ModelDesc& base, const LoraSpec& spec, DType 
   }
 
   build_lora_module_tree(base, adapters, remap, spec.dropout, m);
-  if (spec.quantization != BaseQuantization::None) quantize_base(spec.quantization, lp, m);
+  if (spec.quantization != BaseQuantization::None) {
+    quantize_base(spec.quantization, lp, m);
+    m.source += spec.quantization == BaseQuantization::Nf4
+                    ? "; frozen Linear weights in bitsandbytes NF4, double-quantized"
+                    : "; frozen Linear weights in bitsandbytes int8 (LLM.int8)";
+  }
   m.grad_order = derive_grad_order(m);
   m.name = base.name + "+lora-r" + std::to_string(spec.rank) +
            (spec.quantization == BaseQuantization::Nf4    ? "-nf4"
