@@ -11,6 +11,7 @@
 #include "inputs.h"
 #include "output_file.h"
 #include "scenario_overrides.h"
+#include "zerosim/lora.h"
 #include "zerosim/plan_report.h"
 #include "zerosim/planner.h"
 
@@ -146,6 +147,29 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     }
     req.training.zero_init = true;
   }
+  // An 8-bit base is not modelled under stage 3: a ds_config asking for it is refused, and
+  // otherwise the stage 3 rows are left out (and a note says so).
+  const int stage = req.ds_config_given ? req.base.zero.stage : 0;
+  if (const std::string why = quantized_base_problem(req.model, stage, req.training.zero_init);
+      !why.empty()) {
+    err << "zerosim plan: " << (req.training.zero_init ? "--zero-init" : "--base-quantization")
+        << ": " << why << "\n";
+    return kExitInvalidInput;
+  }
+  if (!quantized_base_problem(req.model, 3, false).empty()) {
+    req.max_stage = 2;
+    req.base.notes.push_back(
+        "8-bit base: no stage 3 rows (Int8Params under ZeRO stage 3 are not modelled)");
+  }
+  // QLoRA: bitsandbytes' state beside the quantized weights, on every rank (zerosim/lora.h).
+  req.overheads.quantization_state = quantization_state_bytes(req.model);
+  req.overheads.dequantized_weight = dequantized_weight_bytes(req.model, req.base.lp_dtype());
+  if (req.overheads.quantization_state > 0)
+    req.base.notes.push_back(
+        "bitsandbytes-quantized base: transformers' from_pretrained builds it outside "
+        "deepspeed.zero.Init, so stage 3 rows start with the whole quantized model on every GPU "
+        "(--zero-init is refused); its packed 4-bit weights are partitioned like the 16-bit "
+        "params (bnb_4bit_quant_storage = the training dtype, which ZeRO-3 needs)");
   if (!check_outputs(args.value(), specs, {"--output"}, err)) return kExitInvalidInput;
   if (used_default_model)
     err << "note: no model given; planning the default scenario " << req.model.name << " on "

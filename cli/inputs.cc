@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "cluster_flags.h"
+#include "lora_flags.h"
 #include "zerosim/model_loader.h"
 
 namespace zerosim::cli {
@@ -33,6 +34,7 @@ std::vector<FlagSpec> model_cluster_flags() {
       {"--activation-checkpointing", "", "full activation checkpointing of every block"},
       {"--attention", "KIND", "flash|eager: eager stores attention scores; default flash"},
   };
+  for (auto& l : lora_flag_specs()) f.push_back(l);
   for (auto& c : cluster_link_flags()) f.push_back(c);
   return f;
 }
@@ -219,6 +221,8 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
     in.ds.grad_accum_steps = gas.value_or(1);
     in.ds.train_batch_size = in.ds.micro_batch * in.ds.grad_accum_steps * in.cluster.world_size();
   }
+  // After the ds_config: packed 4-bit storage is counted in its LP dtype.
+  if (!apply_lora_flags(a, in.model, in.ds.lp_dtype(), d)) return Result<Inputs>(d);
   in.training.micro_batch = in.ds.micro_batch;
   std::uint64_t ctx = in.model.arch && in.model.arch->max_seq ? in.model.arch->max_seq : 4096;
   in.training.seq_len = seq.value_or(std::min<std::uint64_t>(4096, ctx));

@@ -6,6 +6,7 @@
 #include "cluster_flags.h"
 #include "inputs.h"
 #include "scenario_overrides.h"
+#include "zerosim/lora.h"
 #include "zerosim/work_limit.h"
 
 namespace zerosim::cli {
@@ -120,6 +121,10 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
       return fail<BuiltRun>("--zero-init", "", why);
     s.training.zero_init = true;
   }
+  if (const std::string why =
+          quantized_base_problem(s.model, s.ds.zero.stage, s.training.zero_init);
+      !why.empty())
+    return fail<BuiltRun>(s.training.zero_init ? "--zero-init" : "--base-quantization", "", why);
   // Before anything is built: a schedule's size is steps x micro-steps x tensors (work_limit.h),
   // whether the counts came from flags, a scenario or a ds_config's train_batch_size.
   if (!check_schedule_work(s.steps, s.ds.grad_accum_steps, s.model.params.size(),

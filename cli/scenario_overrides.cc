@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "inputs.h"
+#include "lora_flags.h"
 #include "zerosim/gpu_catalog.h"
 #include "zerosim/input_file.h"
 #include "zerosim/model_loader.h"
@@ -204,6 +205,24 @@ void deepspeed_edits(const ParsedArgs& a, const json& ds, std::vector<Edit>& edi
   }
 }
 
+/// The LoRA flags, as the scenario's "model": {"lora": {...}} keys (scenario_lora.h).
+void lora_edits(const ParsedArgs& a, std::vector<Edit>& edits, Diagnostics& d) {
+  LoraFlagValues v;
+  if (!parse_lora_flags(a, v, d)) return;
+  const Ptr lora("/model/lora");
+  if (v.rank) edits.push_back({"--lora-rank", lora / "rank", json(*v.rank)});
+  if (v.targets)
+    edits.push_back({"--lora-targets", lora / "targets",
+                     v.targets->size() == 1 && v.targets->front() == "all-linear"
+                         ? json("all-linear")
+                         : json(*v.targets)});
+  if (v.alpha) edits.push_back({"--lora-alpha", lora / "alpha", json(*v.alpha)});
+  if (v.dropout) edits.push_back({"--lora-dropout", lora / "dropout", json(*v.dropout)});
+  if (v.quantization)
+    edits.push_back({"--base-quantization", lora / "base_quantization",
+                     json(*v.quantization == BaseQuantization::Nf4 ? "4bit" : "8bit")});
+}
+
 void apply(std::vector<Edit>& edits, json& doc) {
   for (auto& e : edits) {
     if (doc.contains(e.where)) e.was = doc.at(e.where).dump();
@@ -234,7 +253,12 @@ const std::vector<std::string>& scenario_override_flags() {
                                                   "--gradient-clipping",
                                                   "--activation-checkpointing",
                                                   "--attention",
-                                                  "--stage"};
+                                                  "--stage",
+                                                  "--lora-rank",
+                                                  "--lora-targets",
+                                                  "--lora-alpha",
+                                                  "--lora-dropout",
+                                                  "--base-quantization"};
   return kFlags;
 }
 
@@ -264,6 +288,7 @@ Result<Scenario> load_scenario_with_overrides(const ParsedArgs& a) {
   model_edit(a, edits, d);
   cluster_edits(a, doc, edits, d);
   training_edits(a, edits, d);
+  lora_edits(a, edits, d);
   if (auto f = a.get("--ds-config")) {
     std::string ds_text;
     if (read_input_file(*f, ds_text, d)) {

@@ -50,6 +50,11 @@ struct OverheadParams {
   Bytes cuda_context = 0;    ///< CUDA context + kernel modules + library workspaces
   Bytes nccl_buffers = 0;    ///< NCCL communicator buffers per rank
   double fragmentation = 0;  ///< caching-allocator fragmentation, fraction of allocated bytes
+  /// QLoRA (zerosim/lora.h): bitsandbytes' quantization state, whole on every rank (not a
+  /// parameter, so ZeRO never partitions it), and the largest weight dequantized for a backward
+  /// matmul. 0 without a quantized base.
+  Bytes quantization_state = 0;
+  Bytes dequantized_weight = 0;
 };
 /// cuda_context 1 GiB, nccl_buffers 2 peers x 16 channels x 9,633,792 B, fragmentation 0.05.
 OverheadParams default_overheads();

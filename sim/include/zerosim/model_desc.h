@@ -23,6 +23,16 @@ struct ParamTensor {
   std::vector<std::uint64_t> shape;  ///< torch shape; empty for a scalar
   Elements numel = 0;                ///< product of shape (1 for a scalar)
   bool trainable = true;             ///< requires_grad
+  /// A frozen base weight held by bitsandbytes (QLoRA, sim/src/model/lora_quantize.cc): 4 (NF4,
+  /// Params4bit) or 8 (LLM.int8, Int8Params); 0 for a plain LP tensor. For a quantized weight
+  /// `shape`/`numel` describe its packed storage counted in LP elements (what
+  /// bnb_4bit_quant_storage = the LP dtype makes named_parameters() report), so every byte count
+  /// that multiplies numel by the LP size stays exact; `logical_numel`/`logical_rows` are the
+  /// weight's elements and rows before quantization (what peft's print_trainable_parameters
+  /// counts).
+  std::uint8_t quant_bits = 0;
+  Elements logical_numel = 0;
+  std::uint64_t logical_rows = 0;
 };
 
 enum class LayerKind { Embedding, Block, Norm, Head, Other };
@@ -60,6 +70,16 @@ struct ArchInfo {
   /// which is what the activation formulas need; the parameters hold every expert.
   std::uint64_t experts = 0;
   std::uint64_t experts_per_token = 0;
+  /// LoRA adapters' own stored activations, elements per token (sim/src/model/lora.cc): the
+  /// rank-r output of each lora_A (lora_B's saved input) in LP, and with lora_dropout > 0 each
+  /// adapter's dropout output (LP, lora_A's saved input) and mask (1 byte), over the input width.
+  /// `*_blocks` sums every transformer block, `*_block_max` is the largest block (what one block's
+  /// recompute holds under checkpointing), `*_outside` the adapters outside the blocks.
+  struct AdapterActivations {
+    std::uint64_t lp_blocks = 0, mask_blocks = 0;
+    std::uint64_t lp_block_max = 0, mask_block_max = 0;
+    std::uint64_t lp_outside = 0, mask_outside = 0;
+  } adapters;
 };
 
 /// "No module" / "no layer" in the module tree (the root's parent, a container above the layers).
@@ -125,6 +145,10 @@ struct ModelDesc {
   Elements num_parameters() const;
   /// Elements of trainable params.
   Elements num_trainable() const;
+  /// Parameters as peft's print_trainable_parameters and HF's num_parameters() count them: a
+  /// quantized weight by its logical elements, not its packed storage. Equals num_parameters()
+  /// for a model without quantized weights.
+  Elements num_logical_parameters() const;
   /// Largest single tensor.
   Elements largest_param() const;
   /// DeepSpeed's "largest layer": max over modules of the sum of the module's direct params, where

@@ -34,6 +34,8 @@ struct PlanRequest {
   std::uint64_t sweep_max_gpus = 4096;  ///< powers of two 1..this for min GPUs / the sweep
   bool full_sweep = false;              ///< also fill PlanResult::sweep (every variant x GPU count)
   OverheadParams overheads = default_overheads();
+  /// Rows of stages above this are not planned (an 8-bit quantized base: stage 3 not modelled).
+  int max_stage = 3;
 };
 
 /// The predicted speed of one configuration: a simulated steady step (plan_speed.cc).

@@ -10,6 +10,8 @@
 #include <limits>
 
 #include "base/json_reader.h"
+#include "config/scenario_lora.h"
+#include "zerosim/lora.h"
 #include "zerosim/model_loader.h"
 #include "zerosim/scenario.h"
 #include "zerosim/schedule_builder.h"
@@ -68,6 +70,7 @@ class ScenarioLoader {
   std::string source_;
   std::string base_dir_;
   Diagnostics& d_;
+  std::optional<LoraSpec> lora_;  ///< read_model; applied once the ds_config gave the LP dtype
 };
 
 bool ScenarioLoader::read_header(JsonReader& root) {
@@ -120,7 +123,9 @@ void ScenarioLoader::read_model(JsonReader& root, Scenario& s) {
   std::vector<std::string> given;
   for (const auto& k : kModelKeys)
     if (model->has(k)) given.push_back(k);
-  model->reject_unknown(kModelKeys);
+  std::vector<std::string> known = kModelKeys;
+  known.emplace_back("lora");  // not a model source: LoRA on top of it (scenario_lora.h)
+  model->reject_unknown(known);
   if (given.size() != 1) {
     model->error(
         given.empty()
@@ -159,6 +164,7 @@ void ScenarioLoader::read_model(JsonReader& root, Scenario& s) {
     }
   }
   if (loaded->ok()) s.model = std::move(loaded->value());
+  lora_ = read_scenario_lora(*model);
 }
 
 bool ScenarioLoader::read_cluster(JsonReader& root, Scenario& s) {
@@ -304,6 +310,15 @@ std::optional<Scenario> ScenarioLoader::load(JsonReader& root) {
     root.mark_used("deepspeed_config");
   }
   root.reject_unknown(kTopKeys);
+  if (world_known && lora_ && !s.model.params.empty()) {
+    auto adapted = apply_lora(s.model, *lora_, s.ds.lp_dtype(), source_);
+    rehome(adapted.diagnostics(), source_, "/model/lora", d_);
+    if (adapted.ok()) s.model = std::move(adapted.value());
+    if (const std::string why =
+            quantized_base_problem(s.model, s.ds.zero.stage, s.training.zero_init);
+        !why.empty())
+      d_.error(source_, "/model/lora/base_quantization", why);
+  }
   if (world_known && s.training.zero_init)
     if (const std::string why = zero_init_problem(s.ds.zero.stage, s.mode); !why.empty())
       d_.error(source_, "/training/zero_init", why);

@@ -29,6 +29,9 @@
 // an fp32 copy 4·sbV that the cross-entropy keeps (HF upcasts logits to fp32 for the loss).
 // Full checkpointing (paper §5, "full activation recomputation"): each block keeps only its input
 // e·sbh; during the backward of one block its full activations are recomputed and alive at once.
+// LoRA adapters (ArchInfo::adapters, sim/src/model/lora.cc) add per token e x (their rank-r
+// intermediates + dropout outputs) + their 1-byte dropout masks: every block's without
+// checkpointing, the largest block's (its recompute) with it; adapters outside the blocks always.
 #include "memory/exact_math.h"
 #include "zerosim/memory_model.h"
 
@@ -109,7 +112,15 @@ Bytes activation_bytes(const ModelDesc& model, const TrainingSettings& t, DType 
   } else {
     blocks = mul128(arch.layers, block);
   }
-  return memory::clamp64(add128(blocks, outside_bytes(d)));
+  // LoRA adapters: LP elements and 1-byte masks per token.
+  const auto& ad = arch.adapters;
+  const U128 sb = mul128(d.s, d.b);
+  const U128 lp_elems =
+      add128(t.activation_checkpointing ? ad.lp_block_max : ad.lp_blocks, ad.lp_outside);
+  const U128 masks =
+      add128(t.activation_checkpointing ? ad.mask_block_max : ad.mask_blocks, ad.mask_outside);
+  const U128 adapters = mul128(sb, add128(mul128(d.e, lp_elems), masks));
+  return memory::clamp64(add128(add128(blocks, outside_bytes(d)), adapters));
 }
 
 }  // namespace zerosim

@@ -116,6 +116,10 @@ MemoryReport ReportBuilder::finish(const OverheadParams& overheads) const {
   };
   overhead("CUDA context, kernels and library workspaces", overheads.cuda_context);
   overhead("NCCL communicator buffers", overheads.nccl_buffers);
+  overhead("bitsandbytes quantization state (absmax, codes; every rank)",
+           overheads.quantization_state);
+  overhead("bitsandbytes dequantized weight (largest, one backward matmul)",
+           overheads.dequantized_weight);
   double frag = overheads.fragmentation;
   if (std::isfinite(frag) && frag > 0) {
     overhead("allocator fragmentation (" + percent(frag) + " of tensor bytes)",

@@ -20,6 +20,12 @@ Elements ModelDesc::num_trainable() const {
   return total;
 }
 
+Elements ModelDesc::num_logical_parameters() const {
+  Elements total = 0;
+  for (const auto& p : params) total += p.quant_bits != 0 ? p.logical_numel : p.numel;
+  return total;
+}
+
 Elements ModelDesc::largest_param() const {
   Elements best = 0;
   for (const auto& p : params) best = std::max(best, p.numel);

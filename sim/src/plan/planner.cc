@@ -396,7 +396,8 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
   std::vector<Outcome> outcomes(kVariantCount);
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    for (std::size_t i = next++; i < kVariantCount; i = next++) evaluate(kVariants[i], outcomes[i]);
+    for (std::size_t i = next++; i < kVariantCount; i = next++)
+      if (kVariants[i].stage <= request.max_stage) evaluate(kVariants[i], outcomes[i]);
   };
   const std::size_t threads =
       std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, kVariantCount);
@@ -405,7 +406,9 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
   worker();
   for (auto& t : pool) t.join();
   Diagnostics diags;
-  for (Outcome& oc : outcomes) {
+  for (std::size_t i = 0; i < kVariantCount; ++i) {
+    if (kVariants[i].stage > request.max_stage) continue;
+    Outcome& oc = outcomes[i];
     diags.append(oc.diags);
     if (!oc.ok || diags.has_errors()) return Result<PlanResult>(diags);
     out.rows.push_back(std::move(oc.row));

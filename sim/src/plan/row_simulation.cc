@@ -163,6 +163,8 @@ MemoryReport report_of(const RowSimulation& row, const OverheadParams& o) {
   };
   overhead("CUDA context, kernels and library workspaces", o.cuda_context);
   overhead("NCCL communicator buffers", o.nccl_buffers);
+  overhead("bitsandbytes quantization state (absmax, codes; every rank)", o.quantization_state);
+  overhead("bitsandbytes dequantized weight (largest, one backward matmul)", o.dequantized_weight);
   if (o.fragmentation > 0)
     overhead("allocator fragmentation (" + std::to_string(static_cast<int>(o.fragmentation * 100)) +
                  " % of tensor bytes)",
@@ -232,6 +234,7 @@ const char* peak_phase_name(PeakPhase p) {
 
 Bytes overhead_bytes(Bytes tensor_bytes, const OverheadParams& o) {
   Bytes b = memory::sat_add(o.cuda_context, o.nccl_buffers);
+  b = memory::sat_add(b, memory::sat_add(o.quantization_state, o.dequantized_weight));
   if (o.fragmentation > 0)
     b = memory::sat_add(b, memory::floor_scaled(tensor_bytes, 1, o.fragmentation));
   return b;

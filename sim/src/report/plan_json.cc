@@ -65,7 +65,7 @@ void write_plan_json(const PlanResult& p, std::ostream& out, bool verbose) {
   j["deepspeed_commit"] = kDeepSpeedCommit;
   j["accounting"] = r.mode == Accounting::DeepSpeed ? "deepspeed" : "paper";
   j["model"] = {{"name", r.model.name},
-                {"parameters", r.model.num_parameters()},
+                {"parameters", r.model.num_logical_parameters()},
                 {"trainable_parameters", r.model.num_trainable()},
                 {"tensors", r.model.params.size()},
                 {"source", r.model.source}};

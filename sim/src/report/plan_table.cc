@@ -89,8 +89,12 @@ std::string precision_name(const DsConfig& d) { return d.fp16 ? "fp16" : d.bf16 
 
 void write_header(const PlanResult& p, std::ostream& out, const std::string& prefix) {
   const auto& r = p.request;
-  out << prefix << "zerosim plan: " << r.model.name << " (" << with_commas(r.model.num_parameters())
-      << " parameters) on " << r.cluster.world_size() << " x " << r.cluster.gpu.name << " ("
+  // A LoRA model says how many of its parameters train (peft's print_trainable_parameters).
+  const Elements trainable = r.model.num_trainable();
+  const Elements total = r.model.num_logical_parameters();
+  out << prefix << "zerosim plan: " << r.model.name << " (" << with_commas(total) << " parameters"
+      << (trainable == total ? "" : ", " + with_commas(trainable) + " trainable") << ") on "
+      << r.cluster.world_size() << " x " << r.cluster.gpu.name << " ("
       << format_gib(r.cluster.gpu.memory_bytes) << " each; " << r.cluster.nodes << " node"
       << (r.cluster.nodes == 1 ? "" : "s") << " x " << r.cluster.gpus_per_node << ")\n";
   out << prefix << precision_name(r.base) << ", micro-batch " << r.training.micro_batch
