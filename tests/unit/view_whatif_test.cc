@@ -148,6 +148,30 @@ TEST(ViewWhatIf, SaveWritesTheCurrentKnobsAsADsConfig) {
   EXPECT_EQ(error, "/nonexistent-dir/ds_config.json: cannot open for writing");
 }
 
+TEST(ViewWhatIf, SetKnobParsesEachKnobAndRefusesGarbage) {
+  Knobs k;
+  EXPECT_EQ(set_knob(k, "stage", "3"), "");
+  EXPECT_EQ(k.stage, 3);
+  EXPECT_EQ(set_knob(k, "micro_batch", "16"), "");
+  EXPECT_EQ(k.micro_batch, 16u);
+  EXPECT_EQ(set_knob(k, "overlap_comm", "true"), "");
+  EXPECT_TRUE(k.overlap_comm);
+  EXPECT_EQ(set_knob(k, "max_live_parameters", "100000"), "");
+  EXPECT_EQ(k.max_live_parameters, 100000u);
+  EXPECT_EQ(set_knob(k, "gpu", "H100-SXM-80GB"), "");
+  EXPECT_EQ(k.gpu, "H100-SXM-80GB");
+  EXPECT_EQ(set_knob(k, "stage", "4"), "expected an integer 0..3, got \"4\"");
+  EXPECT_EQ(set_knob(k, "stage", "-1"), "expected an integer 0..3, got \"-1\"");
+  EXPECT_EQ(set_knob(k, "micro_batch", "2x"), "expected an integer 1..1024, got \"2x\"");
+  EXPECT_EQ(set_knob(k, "micro_batch", "99999999999999999999999"),
+            "expected an integer 1..1024, got \"99999999999999999999999\"");
+  EXPECT_EQ(set_knob(k, "overlap_comm", "yes"), "expected true or false, got \"yes\"");
+  EXPECT_EQ(set_knob(k, "gpu", ""), "expected a GPU catalog name, got \"\"");
+  EXPECT_EQ(set_knob(k, "stages", "1").rfind("expected a knob (stage, ", 0), 0u);
+  EXPECT_EQ(k.stage, 3);  // refusals change nothing
+  EXPECT_EQ(k.micro_batch, 16u);
+}
+
 TEST(ViewWhatIf, AMissingScenarioIsAnError) {
   auto w = WhatIf::open("/nonexistent/scenario.json");
   EXPECT_FALSE(w.ok());

@@ -359,9 +359,44 @@ TEST_F(ViewRender, GarbageFlagsAreOneLineErrors) {
   clitest::expect_one_line_error("view " + *zero2_ + shot + " --bogus 1", "--bogus");
   clitest::expect_one_line_error("view" + shot, "expected TRACE [TRACE2]");
   clitest::expect_one_line_error("view a b c" + shot, "expected TRACE [TRACE2]");
+  // What-if mode's flags.
+  const std::string sc = testing::scenario("gpt2-xl_zero2_8xa100");
+  clitest::expect_one_line_error("view " + sc + shot + " --set stage=4",
+                                 "--set: stage: expected an integer 0..3, got \"4\"");
+  clitest::expect_one_line_error("view " + sc + shot + " --set stage",
+                                 "--set: expected KNOB=VALUE");
+  clitest::expect_one_line_error("view " + sc + shot + " --set =3", "--set: expected KNOB=VALUE");
+  clitest::expect_one_line_error("view " + sc + shot + " --set stages=1",
+                                 "--set: stages: expected a knob (stage, ");
+  clitest::expect_one_line_error("view " + sc + shot + " --set offload_param=true",
+                                 "/zero_optimization/offload_param: expected stage 3");
+  clitest::expect_one_line_error("view " + sc + shot + " --set gpu=A100-81GB", "A100-81GB");
+  clitest::expect_one_line_error("view " + *zero2_ + shot + " --set stage=1",
+                                 "--set: expected a scenario (what-if mode) to change, got none");
+  clitest::expect_one_line_error("view --scenario " + sc + " " + *zero2_ + shot,
+                                 "expected no trace with a scenario (what-if mode)");
+  clitest::expect_one_line_error("view --scenario /nonexistent.json" + shot, "/nonexistent.json");
   const clitest::CliRun help = clitest::run_cli("view --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--screenshot FILE"), std::string::npos);
+  EXPECT_NE(help.out.find("--set KNOB=V,..."), std::string::npos);
+}
+
+// What-if mode: a scenario opens the knobs panel over its simulated run; --set re-simulates and
+// the scenario's own run becomes the ghost in the same lanes.
+TEST_F(ViewRender, WhatIfModeDrawsThePreviousConfigurationAsAGhost) {
+  const std::string sc = testing::scenario("gpt2-xl_zero2_8xa100");
+  const Shot alone = shoot(sc, "whatif_alone");
+  ASSERT_EQ(alone.run.exit_code, 0) << alone.run.err;
+  EXPECT_EQ(alone.png.count(kGhostColor), 0u);
+  const Shot changed = shoot("--scenario " + sc, "whatif_changed", "--set stage=3");
+  ASSERT_EQ(changed.run.exit_code, 0) << changed.run.err;
+  EXPECT_GT(changed.png.count(kGhostColor), 500u);
+  // Stage 3 now: the parameter row's gathers are drawn (stage 2 had none).
+  EXPECT_EQ(alone.png.count(kGatherColor), 0u);
+  EXPECT_GT(changed.png.count(kGatherColor), 20u);
+  EXPECT_NE(clitest::read_all(temp("whatif_alone.png")),
+            clitest::read_all(temp("whatif_changed.png")));
 }
 
 }  // namespace

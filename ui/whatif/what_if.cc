@@ -37,6 +37,67 @@ Knobs knobs_of(const Scenario& s) {
   return knobs_of(s.ds, rest);
 }
 
+namespace {
+
+// Decimal digits only, in [lo, hi]; nullopt otherwise.
+std::optional<std::uint64_t> to_uint(const std::string& v, std::uint64_t lo, std::uint64_t hi) {
+  if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  const std::uint64_t n = std::stoull(v);
+  if (n < lo || n > hi) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+std::string set_knob(Knobs& k, const std::string& key, const std::string& value) {
+  const std::string got = ", got \"" + value + "\"";
+  auto boolean = [&](bool& out) -> std::string {
+    if (value != "true" && value != "false") return "expected true or false" + got;
+    out = value == "true";
+    return {};
+  };
+  auto uint = [&](std::uint64_t& out, std::uint64_t lo, std::uint64_t hi) -> std::string {
+    const std::optional<std::uint64_t> n = to_uint(value, lo, hi);
+    if (!n) return "expected an integer " + std::to_string(lo) + ".." + std::to_string(hi) + got;
+    out = *n;
+    return {};
+  };
+  constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 50;
+  if (key == "stage") {
+    std::uint64_t st = 0;
+    std::string e = uint(st, 0, 3);
+    if (e.empty()) k.stage = static_cast<int>(st);
+    return e;
+  }
+  if (key == "offload_optimizer") return boolean(k.offload_optimizer);
+  if (key == "offload_param") return boolean(k.offload_param);
+  if (key == "micro_batch") return uint(k.micro_batch, 1, 1024);
+  if (key == "grad_accum") return uint(k.grad_accum, 1, 1024);
+  if (key == "activation_checkpointing") return boolean(k.activation_checkpointing);
+  if (key == "reduce_bucket_size") return uint(k.reduce_bucket_size, 1, kMaxElements);
+  if (key == "overlap_comm") return boolean(k.overlap_comm);
+  if (key == "contiguous_gradients") return boolean(k.contiguous_gradients);
+  if (key == "prefetch_bucket_size") return uint(k.prefetch_bucket_size, 1, kMaxElements);
+  if (key == "param_persistence_threshold") {
+    return uint(k.param_persistence_threshold, 0, kMaxElements);
+  }
+  if (key == "max_live_parameters") return uint(k.max_live_parameters, 1, kMaxElements);
+  if (key == "gpu") {
+    if (value.empty()) return "expected a GPU catalog name" + got;
+    k.gpu = value;  // apply_knobs looks it up and names the catalog's GPUs when it is unknown
+    return {};
+  }
+  if (key == "nodes") return uint(k.nodes, 1, 4096);
+  if (key == "gpus_per_node") return uint(k.gpus_per_node, 1, 64);
+  return "expected a knob (stage, offload_optimizer, offload_param, micro_batch, grad_accum, "
+         "activation_checkpointing, reduce_bucket_size, overlap_comm, contiguous_gradients, "
+         "prefetch_bucket_size, param_persistence_threshold, max_live_parameters, gpu, nodes, "
+         "gpus_per_node), got \"" +
+         key + "\"";
+}
+
 std::string ds_config_json(const DsConfig& base, const Knobs& k) {
   using nlohmann::ordered_json;
   ordered_json j;

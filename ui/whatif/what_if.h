@@ -44,6 +44,13 @@ Knobs knobs_of(const Scenario& s);
 /// The DeepSpeed knobs of a config (the others from `rest`).
 Knobs knobs_of(const DsConfig& ds, const Knobs& rest);
 
+/// Sets the knob named `key` (the Knobs field name: stage, offload_optimizer, offload_param,
+/// micro_batch, grad_accum, activation_checkpointing, reduce_bucket_size, overlap_comm,
+/// contiguous_gradients, prefetch_bucket_size, param_persistence_threshold, max_live_parameters,
+/// gpu, nodes, gpus_per_node) from text (integers in decimal, booleans true/false). Returns ""
+/// or the problem as "expected ..., got ..." (`zerosim view --set`).
+std::string set_knob(Knobs& k, const std::string& key, const std::string& value);
+
 /// `base` with the DeepSpeed knobs of `k` written over it, as ds_config.json text (deterministic,
 /// two-space indent). What the knobs do not cover keeps `base`'s values: precision and loss
 /// scaling, clipping, the optimizer type, the other zero_optimization keys.
