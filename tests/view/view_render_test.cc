@@ -397,6 +397,10 @@ TEST_F(ViewRender, WhatIfModeDrawsThePreviousConfigurationAsAGhost) {
   EXPECT_GT(changed.png.count(kGatherColor), 20u);
   EXPECT_NE(clitest::read_all(temp("whatif_alone.png")),
             clitest::read_all(temp("whatif_changed.png")));
+  // Deterministic: the panel shows no wall times in a screenshot.
+  const Shot again = shoot("--scenario " + sc, "whatif_again", "--set stage=3");
+  EXPECT_EQ(clitest::read_all(temp("whatif_again.png")),
+            clitest::read_all(temp("whatif_changed.png")));
 }
 
 }  // namespace

@@ -347,6 +347,7 @@ int run_what_if(const ViewOptions& o, std::ostream& out, std::ostream& err) {
   }
   WhatIfScene scene(std::move(session.value()), *o.scenario);
   scene.set_width(static_cast<float>(o.width));
+  if (o.screenshot) scene.panel().set_deterministic(true);  // no wall times in the image
   if (!o.set.empty()) {
     view::Knobs k = scene.panel().edited();
     for (const auto& [key, value] : o.set) {

@@ -62,6 +62,11 @@ WhatIfPanel::WhatIfPanel(WhatIf& session) : session_(&session), edit_(session.kn
   status_ = ms;
 }
 
+void WhatIfPanel::set_deterministic(bool on) {
+  deterministic_ = on;
+  if (on && status_.find(" ms") != std::string::npos) status_ = "simulated";
+}
+
 void WhatIfPanel::set_save_path(const std::string& path) {
   save_path_.fill('\0');
   path.copy(save_path_.data(), save_path_.size() - 1);
@@ -76,7 +81,7 @@ bool WhatIfPanel::change(const Knobs& k) {
   }
   char ms[64];
   std::snprintf(ms, sizeof ms, "re-simulated in %.1f ms", session_->last_simulation_ms());
-  status_ = ms;
+  status_ = deterministic_ ? "re-simulated" : ms;
   return true;
 }
 

@@ -30,6 +30,9 @@ class WhatIfPanel {
   /// The knobs as edited (they differ from the session's after a refused change).
   const Knobs& edited() const { return edit_; }
   void set_save_path(const std::string& path);
+  /// Leaves the simulation's wall time out of the status, so a screenshot's bytes depend on the
+  /// inputs only (`zerosim view --screenshot` in what-if mode).
+  void set_deterministic(bool on);
   /// What the save button does.
   bool save();
 
@@ -37,6 +40,7 @@ class WhatIfPanel {
   WhatIf* session_;
   Knobs edit_;
   std::string status_;
+  bool deterministic_ = false;
   std::array<char, 512> save_path_{};
 };
 
