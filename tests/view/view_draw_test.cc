@@ -7,6 +7,8 @@
 #include <imgui.h>
 #include <imgui_internal.h>
 
+#include <algorithm>
+
 #include "draw/palette.h"
 #include "draw/viewer.h"
 #include "model/timeline_model.h"
@@ -374,6 +376,87 @@ TEST_F(NullRenderer, AClickOnAGroupHeaderOrEExpandsAndFoldsIt) {
   EXPECT_TRUE(v.model()->expanded(1));
   press_e(on_header);
   EXPECT_FALSE(v.model()->expanded(1));
+}
+
+// A window drawn over the timeline (the what-if panel) takes the mouse: the wheel over it does not
+// zoom the timeline, the wheel beside it does.
+TEST_F(NullRenderer, AWindowOverTheLanesTakesTheWheel) {
+  const OpenedTrace o = small_trace();
+  Viewer v(o, nullptr);
+  auto frame_with_panel = [&](ImVec2 mouse, float wheel) {
+    ImGui::GetIO().MousePos = mouse;
+    ImGui::GetIO().MouseWheel = wheel;
+    ImGui::NewFrame();
+    v.frame(true);
+    ImGui::SetNextWindowPos(ImVec2(400, 100));
+    ImGui::SetNextWindowSize(ImVec2(200, 200));
+    ImGui::Begin("panel over the lanes");
+    ImGui::End();
+    ImGui::Render();
+  };
+  frame_with_panel(ImVec2(-100, -100), 0);
+  frame_with_panel(ImVec2(-100, -100), 0);
+  const double scale = v.view().px_per_ns();
+  frame_with_panel(ImVec2(500, 200), 1);  // over the panel
+  EXPECT_DOUBLE_EQ(v.view().px_per_ns(), scale);
+  frame_with_panel(ImVec2(300, 60), 1);  // over the lanes, beside it
+  EXPECT_GT(v.view().px_per_ns(), scale);
+}
+
+// An expanded group of many ranks is taller than the screen: the arrow and page keys scroll the
+// rows, and the tooltip follows the scrolled layout.
+TEST_F(NullRenderer, ArrowAndPageKeysScrollTheRows) {
+  OpenedTrace o = folded_trace();
+  for (std::uint32_t r = 3; r < 64; ++r) {  // 63 identical ranks in group 1
+    TraceRank tr;
+    tr.rank = r;
+    tr.role = r;
+    o.trace->ranks.push_back(tr);
+    Span s = o.trace->spans[1];
+    s.rank = r;
+    o.trace->spans.push_back(s);
+  }
+  // The GLFW backend maps these keys; the test maps them the same way (GLFW key codes).
+  ImGuiIO& io = ImGui::GetIO();
+  io.KeyMap[ImGuiKey_DownArrow] = 264;
+  io.KeyMap[ImGuiKey_UpArrow] = 265;
+  io.KeyMap[ImGuiKey_PageUp] = 266;
+  io.KeyMap[ImGuiKey_PageDown] = 267;
+  Viewer v(o, nullptr);
+  frames(v, 1, ImVec2(-100, -100));
+  ASSERT_TRUE(v.model()->set_expanded(1, true));
+  frames(v, 1, ImVec2(-100, -100));
+  ASSERT_GT(v.rows().back().y1, 600.0f);  // taller than the 600-pixel display
+  EXPECT_EQ(v.scroll_y(), 0.0f);
+  const int down = ImGui::GetKeyIndex(ImGuiKey_PageDown);
+  ImGui::GetIO().KeysDown[down] = true;
+  frames(v, 1, ImVec2(-100, -100));
+  ImGui::GetIO().KeysDown[down] = false;
+  frames(v, 1, ImVec2(-100, -100));
+  const float scrolled = v.scroll_y();
+  EXPECT_GT(scrolled, 400.0f);
+  // A lane scrolled into view answers the mouse where it is drawn now.
+  const auto it = std::find_if(v.rows().begin(), v.rows().end(), [&](const Row& r) {
+    return r.kind == Row::Kind::Lane && r.y0 - scrolled > 100 && r.member != kAllMembers;
+  });
+  ASSERT_NE(it, v.rows().end());
+  const Row* lane = &*it;
+  const Row copy = *lane;  // frames() lays the rows out again
+  lane = &copy;
+  const float y = kRowsTop + (lane->y0 + lane->y1) / 2 - scrolled;
+  ASSERT_LT(y, 600.0f);
+  frames(v, 2, ImVec2(kGutterPx + static_cast<float>(v.view().x_of(5'000)), y));
+  EXPECT_NE(v.tooltip().find("compute, " + block_label(*v.model(), *lane)), std::string::npos)
+      << v.tooltip();
+  EXPECT_GT(kRowsTop + lane->y0, 600.0f);  // a rank below the first screen
+  const int up = ImGui::GetKeyIndex(ImGuiKey_UpArrow);
+  for (int i = 0; i < 100; ++i) {  // far past the top: clamped at 0
+    ImGui::GetIO().KeysDown[up] = true;
+    frames(v, 1, ImVec2(-100, -100));
+    ImGui::GetIO().KeysDown[up] = false;
+    frames(v, 1, ImVec2(-100, -100));
+  }
+  EXPECT_EQ(v.scroll_y(), 0.0f);
 }
 
 }  // namespace

@@ -232,12 +232,14 @@ class WhatIfScene : public Scene {
     ghost_.trace.reset();
     if (session_->ghost() != nullptr) ghost_.trace = *session_->ghost();
     viewer_ = std::make_unique<view::Viewer>(main_, ghost_.trace ? &ghost_ : nullptr);
+    if (rank_) viewer_->show_only_rank(*rank_);  // --rank holds across re-simulations
     if (keep) {
       viewer_->reset_view(width_);
       viewer_->view().fit(keep->start_ns(), keep->end_ns());
     }
   }
   void set_width(float w) { width_ = w; }
+  void set_rank(std::optional<std::uint32_t> rank) { rank_ = rank; }
   void frame(bool interactive) override {
     viewer_->frame(interactive);
     const ImVec2 size = ImGui::GetIO().DisplaySize;
@@ -252,6 +254,7 @@ class WhatIfScene : public Scene {
   view::OpenedTrace main_, ghost_;
   std::unique_ptr<view::Viewer> viewer_;
   float width_ = 1600;
+  std::optional<std::uint32_t> rank_;
 };
 
 int screenshot(Scene& scene, const ViewOptions& o, std::ostream& out, std::ostream& err) {
@@ -364,6 +367,7 @@ int run_what_if(const ViewOptions& o, std::ostream& out, std::ostream& err) {
     scene.rebuild();
   }
   if (!apply_view_options(scene.viewer(), o, err)) return kExitInvalidInput;
+  scene.set_rank(o.rank);
   if (o.screenshot) return screenshot(scene, o, out, err);
   return window(scene, o, out, err);
 }

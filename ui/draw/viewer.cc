@@ -181,6 +181,8 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
   if (interactive) handle_input();
   LayoutOptions layout;
   rows_ = layout_rows(*model_, shown_, layout);
+  const float content = rows_.empty() ? 0 : rows_.back().y1;
+  scroll_y_ = std::clamp(scroll_y_, 0.0f, std::max(0.0f, content - (height - kRowsTop) + 20));
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImU32 text = col(0xE0E0E0);
   const ImU32 dim_text = col(0xA0A0A0);
@@ -212,7 +214,7 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
     for (const Row& r : rows_) {
       if (r.kind != Row::Kind::Lane || r.group != at.group || r.member != at.member) continue;
       if (model_->groups()[r.group].lanes[r.lane].kind == *kind) {
-        return std::floor(kRowsTop + (r.y0 + r.y1) / 2);
+        return std::floor(kRowsTop - scroll_y_ + (r.y0 + r.y1) / 2);
       }
     }
     return -1;
@@ -221,8 +223,9 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
   dl->PushClipRect(ImVec2(0, kRulerPx), ImVec2(right, height), true);
   for (std::size_t ri = 0; ri < rows_.size(); ++ri) {
     const Row& row = rows_[ri];
-    const float y0 = kRowsTop + row.y0, y1 = kRowsTop + row.y1;
+    const float y0 = kRowsTop - scroll_y_ + row.y0, y1 = kRowsTop - scroll_y_ + row.y1;
     if (y0 > height) break;
+    if (y1 < kRulerPx) continue;  // scrolled above the ruler
     const RankGroup& group = model_->groups()[row.group];
     if (row.kind == Row::Kind::Header) {
       // A member of an expanded group is indented under its group's header.
@@ -454,7 +457,8 @@ void Viewer::draw_tooltip(float width) {
 std::string Viewer::describe_at(ImVec2 mouse, float width, bool full) {
   const float x = mouse.x - kGutterPx;
   if (x < 0 || mouse.x > lanes_right(width)) return {};
-  const Row* row = row_at(rows_, mouse.y - kRowsTop);
+  if (mouse.y < kRowsTop) return {};
+  const Row* row = row_at(rows_, mouse.y - kRowsTop + scroll_y_);
   if (row == nullptr || row->kind == Row::Kind::Header) return {};
   const Trace& trace = model_->trace();
   const RankGroup& group = model_->groups()[row->group];
@@ -507,19 +511,22 @@ void Viewer::handle_input() {
   const ImGuiIO& io = ImGui::GetIO();
   const float x = io.MousePos.x - kGutterPx;
   const float width = io.DisplaySize.x;
-  const bool over_lanes = x >= 0 && io.MousePos.x <= lanes_right(width) &&
+  // The mouse belongs to another window drawn over the timeline (the what-if panel) when that
+  // window, not this one, is under it.
+  const bool hovered = ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows);
+  const bool over_lanes = hovered && x >= 0 && io.MousePos.x <= lanes_right(width) &&
                           io.MousePos.y >= kRulerPx && !io.WantTextInput;
   if (io.MouseWheel != 0 && over_lanes) {
     const double notch = io.KeyCtrl ? 1.05 : (io.KeyShift ? 1.5 : 1.25);
     view_.zoom_at(x, std::pow(notch, static_cast<double>(io.MouseWheel)));
   }
-  if (ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
-      ImGui::IsMouseDragging(ImGuiMouseButton_Middle)) {
+  if (hovered && (ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
+                  ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
     view_.pan_px(io.MouseDelta.x);
   }
   // A click on a group's header (gutter or lane area) folds or expands it.
-  const Row* row = io.MousePos.y >= kRowsTop && io.MousePos.x <= lanes_right(width)
-                       ? row_at(rows_, io.MousePos.y - kRowsTop)
+  const Row* row = hovered && io.MousePos.y >= kRowsTop && io.MousePos.x <= lanes_right(width)
+                       ? row_at(rows_, io.MousePos.y - kRowsTop + scroll_y_)
                        : nullptr;
   const bool over_header = row != nullptr && row->kind == Row::Kind::Header;
   if (over_header && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
@@ -547,8 +554,16 @@ void Viewer::handle_input() {
     const double pan = view_.width_px() * static_cast<double>(io.DeltaTime);
     if (ImGui::IsKeyDown('A')) view_.pan_px(pan);
     if (ImGui::IsKeyDown('D')) view_.pan_px(-pan);
+    // Vertical scrolling of the rows (an expanded group of many ranks is taller than the
+    // screen): Up/Down by a lane, Page Up/Down by a screen; clamped in draw_timeline.
+    const float page = io.DisplaySize.y - kRowsTop - 40;
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow))) scroll_y_ += 20;
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow))) scroll_y_ -= 20;
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_PageDown))) scroll_y_ += page;
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_PageUp))) scroll_y_ -= page;
     if (ImGui::IsKeyPressed('E')) {  // the group under the mouse, or every group
-      const Row* r = io.MousePos.y >= kRowsTop ? row_at(rows_, io.MousePos.y - kRowsTop) : nullptr;
+      const Row* r =
+          io.MousePos.y >= kRowsTop ? row_at(rows_, io.MousePos.y - kRowsTop + scroll_y_) : nullptr;
       if (r == nullptr || !model_->toggle_expanded(r->group)) model_->toggle_all();
     }
     if (ImGui::IsKeyPressed('F') || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Home))) {

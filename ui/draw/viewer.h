@@ -60,6 +60,8 @@ class Viewer {
   /// Right edge of the lane area for a display of `width` pixels (the left one is kGutterPx).
   static float lanes_right(float display_width);
   const std::vector<Row>& rows() const { return rows_; }
+  /// Pixels the rows are scrolled up by (Up/Down, Page Up/Down in the window; 0 in screenshots).
+  float scroll_y() const { return scroll_y_; }
   const TimelineModel* model() const { return model_.get(); }
   /// The model, for folding and expanding groups (nullptr when the trace failed).
   TimelineModel* model() { return model_.get(); }
@@ -101,6 +103,7 @@ class Viewer {
   std::vector<Row> rows_;
   TimeView view_{1000, 0, 1};
   bool view_initialised_ = false;
+  float scroll_y_ = 0;
   std::vector<DrawItem> items_;  // reused per lane
   std::vector<MemoryColumn> columns_;
   std::vector<FlowLine> flows_;  // bucket fill to collective, drawn after the rows

@@ -7,8 +7,6 @@
 #include <cstdio>
 #include <vector>
 
-#include "zerosim/gpu_catalog.h"
-
 namespace zerosim::view {
 namespace {
 
@@ -128,11 +126,11 @@ bool WhatIfPanel::draw(float x, float y, float width, float height) {
   edited |= input_u64("persistence threshold", k.param_persistence_threshold, 10000, 0);
   edited |= input_u64("max live params", k.max_live_parameters, 100000000, 1);
   ImGui::EndDisabled();
-  const std::vector<GpuSpec>& gpus = gpu_catalog();
   if (ImGui::BeginCombo("GPU", k.gpu.c_str())) {
-    for (const GpuSpec& g : gpus) {
-      if (ImGui::Selectable(g.name.c_str(), g.name == k.gpu) && g.name != k.gpu) {
-        k.gpu = g.name;
+    static const std::vector<std::string> kGpus = gpu_names();
+    for (const std::string& g : kGpus) {
+      if (ImGui::Selectable(g.c_str(), g == k.gpu) && g != k.gpu) {
+        k.gpu = g;
         edited = true;
       }
     }

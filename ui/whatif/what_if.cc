@@ -12,6 +12,12 @@
 
 namespace zerosim::view {
 
+std::vector<std::string> gpu_names() {
+  std::vector<std::string> names;
+  for (const GpuSpec& g : gpu_catalog()) names.push_back(g.name);
+  return names;
+}
+
 Knobs knobs_of(const DsConfig& ds, const Knobs& rest) {
   Knobs k = rest;
   k.stage = ds.zero.stage;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "zerosim/diagnostic.h"
 #include "zerosim/scenario.h"
@@ -38,6 +39,10 @@ struct Knobs {
   std::uint64_t gpus_per_node = 1;
   bool operator==(const Knobs&) const = default;
 };
+
+/// The GPU catalog's names, in catalog order (the panel's GPU list: the drawing layer reads no
+/// core header itself).
+std::vector<std::string> gpu_names();
 
 /// The knobs of a loaded scenario.
 Knobs knobs_of(const Scenario& s);
