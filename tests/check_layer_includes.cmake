@@ -3,7 +3,9 @@
 #   sim/src/base,  and the base headers     -> base headers only
 #   sim/src/trace, and the trace header     -> base + trace headers
 #   ui/model (the viewer's headless model)  -> base + trace headers, model/, no ImGui or GL
-#   ui/draw, ui/render, ui/app              -> no core headers (the viewer reads traces only)
+#   ui/draw, ui/render, ui/app              -> no core headers (the viewer reads traces only; the
+#                                              what-if mode reaches the simulator only through
+#                                              ui/whatif, which uses the core's public headers)
 # Usage: cmake -DDIR=<sim> [-DUI_DIR=<ui>] -P check_layer_includes.cmake
 set(base_headers units.h diagnostic.h ir_types.h memory_types.h version.h input_file.h)
 set(trace_headers ${base_headers} trace.h trace_compare.h)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ctest lint.clang_tidy: clang-tidy (.clang-tidy at the root) over every tracked sim/ and cli/
+# ctest lint.clang_tidy: clang-tidy (.clang-tidy at the root) over every tracked sim/, cli/ and ui/
 # source, warnings as errors. Usage: check_tidy.sh SOURCE_DIR BUILD_DIR (the build's
 # compile_commands.json). GCC-only warning flags are ignored by clang.
 set -euo pipefail
@@ -11,7 +11,7 @@ if [ -z "$tidy" ]; then
   exit 1
 fi
 cd "$src"
-files=$(git ls-files 'sim/*.cc' 'cli/*.cc' 2>/dev/null || find sim cli -name '*.cc')
+files=$(git ls-files 'sim/*.cc' 'cli/*.cc' 'ui/*.cc' 2>/dev/null || find sim cli ui -name '*.cc')
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if echo "$files" | xargs -P "$(nproc)" -n 8 "$tidy" -p "$build" --quiet \

@@ -1,10 +1,13 @@
 // The ImGui layer with the null renderer (no GL): frames run on a built font atlas with a fixed
 // display and scripted mouse/keys, and the tests read what the viewer put up: the tooltip's text
 // over a known span, the memory tooltip, the draw lists, wheel zoom around the cursor, drag pan,
-// measure, click details, WASD, search highlight.
+// measure, click details, WASD, search highlight, the bucket fill row (tooltip, click details,
+// flow line), the stage 3 parameter row, and folding/expanding rank groups by click and key.
 #include <gtest/gtest.h>
 #include <imgui.h>
 #include <imgui_internal.h>
+
+#include <algorithm>
 
 #include "draw/palette.h"
 #include "draw/viewer.h"
@@ -58,8 +61,39 @@ OpenedTrace small_trace() {
   return o;
 }
 
+// small_trace() plus two gradient copies into bucket 0 on the compute stream at [10, 12) and
+// [20, 22) us, which the all-reduce (bucket 0) flushes.
+OpenedTrace bucket_trace() {
+  OpenedTrace o = small_trace();
+  Trace& t = *o.trace;
+  for (int i = 0; i < 2; ++i) {
+    Span c;
+    c.name = std::string("copy p") + std::to_string(i + 1) + " into ipg[0]";
+    c.category = "copy_to_bucket";
+    c.op = 10 + static_cast<std::uint32_t>(i);
+    c.start_ns = 10'000 + 10'000 * i;
+    c.dur_ns = 2'000;
+    c.bucket = 0;
+    c.bytes = 1u << 20;
+    t.spans.push_back(c);
+  }
+  t.spans[1].bucket = 0;  // the all-reduce
+  return o;
+}
+
+// Vertices of the last frame drawn in colour `rgb`.
+std::size_t vertices_of(Rgb rgb) {
+  const ImU32 c = IM_COL32((rgb >> 16) & 0xFF, (rgb >> 8) & 0xFF, rgb & 0xFF, 0xFF);
+  std::size_t n = 0;
+  const ImDrawData* d = ImGui::GetDrawData();
+  for (int i = 0; i < d->CmdListsCount; ++i) {
+    for (const ImDrawVert& vx : d->CmdLists[i]->VtxBuffer) n += vx.col == c ? 1 : 0;
+  }
+  return n;
+}
+
 // ImGui 1.86 indexes KeysDown by the platform's key code; GLFW's letter codes are upper-case ASCII.
-constexpr int kKeyW = 'W', kKeyD = 'D', kKeyF = 'F';
+constexpr int kKeyW = 'W', kKeyD = 'D', kKeyF = 'F', kKeyE = 'E';
 
 class NullRenderer : public ::testing::Test {
  protected:
@@ -214,6 +248,215 @@ TEST_F(NullRenderer, AnUnreadableTraceShowsTheErrorPanel) {
   frames(v, 2, ImVec2(500, 300));
   EXPECT_TRUE(v.tooltip().empty());
   EXPECT_GT(ImGui::GetDrawData()->TotalVtxCount, 100);
+}
+
+TEST_F(NullRenderer, TheBucketRowNamesItsParamsAndFlowsToItsCollective) {
+  const OpenedTrace o = bucket_trace();
+  Viewer v(o, nullptr);
+  frames(v, 1, ImVec2(-100, -100));
+  ASSERT_EQ(v.rows().size(), 5u);  // header, compute, reduce, bucket fill, memory
+  ASSERT_EQ(v.rows()[3].kind, Row::Kind::Buckets);
+  EXPECT_GT(vertices_of(kBucketFillColor), 0u);
+  EXPECT_GT(vertices_of(kBucketFlushColor), 0u);
+  EXPECT_GT(vertices_of(kFlowColor), 0u);  // the line and its tip
+  frames(v, 3, at(v, 15'000, 3));
+  EXPECT_EQ(v.tooltip().rfind("bucket 0: 2 params, 2.00 MiB (step 0, micro-step 0)", 0), 0u)
+      << v.tooltip();
+  EXPECT_NE(v.tooltip().find("flushed at 40 us"), std::string::npos) << v.tooltip();
+  EXPECT_NE(v.tooltip().find("feeds flush 0: AR(33554432) (all_reduce 64.0 MiB)"),
+            std::string::npos)
+      << v.tooltip();
+  EXPECT_NE(v.tooltip().find("params: p1, p2"), std::string::npos) << v.tooltip();
+  frames(v, 2, at(v, 30'000, 3));  // past the fill's end (22 us)
+  EXPECT_TRUE(v.tooltip().empty()) << v.tooltip();
+  const ImVec2 c = at(v, 15'000, 3);
+  ImGui::GetIO().MouseDown[0] = true;
+  frames(v, 1, c);
+  ImGui::GetIO().MouseDown[0] = false;
+  frames(v, 1, c);
+  EXPECT_NE(v.details().find("params:\n  p1\n  p2"), std::string::npos) << v.details();
+  // Without the collective's bucket there is nothing to flow to.
+  OpenedTrace unflushed = bucket_trace();
+  unflushed.trace->spans[1].bucket = kNone;
+  Viewer u(unflushed, nullptr);
+  frames(u, 1, ImVec2(-100, -100));
+  EXPECT_GT(vertices_of(kBucketFillColor), 0u);
+  EXPECT_EQ(vertices_of(kFlowColor), 0u);
+  EXPECT_EQ(vertices_of(kBucketFlushColor), 0u);
+}
+
+TEST_F(NullRenderer, TheStage3ParamRowShowsGathersAndReleases) {
+  OpenedTrace o = small_trace();
+  Trace& t = *o.trace;
+  t.meta.stage = 3;
+  t.spans[1].stream = Stream::Gather;  // the collective becomes a parameter all-gather
+  t.comms[0].kind = CollectiveKind::AllGather;
+  constexpr auto kGathered = static_cast<std::size_t>(BufferCategory::GatheredParam);
+  t.ranks[0].memory[1].by_category[kGathered] = 64u << 20;
+  t.ranks[0].memory[1].total += 64u << 20;
+  MemorySample freed = t.ranks[0].memory[1];
+  freed.t = 90'000;
+  freed.by_category[kGathered] = 0;
+  freed.total -= 64u << 20;
+  t.ranks[0].memory.push_back(freed);
+  Viewer v(o, nullptr);
+  frames(v, 1, ImVec2(-100, -100));
+  ASSERT_EQ(v.rows().size(), 5u);  // header, compute, gather, params, memory
+  ASSERT_EQ(v.rows()[3].kind, Row::Kind::Params);
+  EXPECT_GT(vertices_of(kGatherColor), 0u);
+  EXPECT_GT(vertices_of(kReleaseColor), 0u);
+  frames(v, 3, at(v, 60'000, 3));  // the gather ends at 60 us
+  EXPECT_EQ(
+      v.tooltip().rfind(
+          "gather flush 0: AR(33554432)\nall_gather 64.0 MiB, usable at 60 us (took 20 us)", 0),
+      0u)
+      << v.tooltip();
+  frames(v, 2, at(v, 90'000, 3));
+  EXPECT_EQ(v.tooltip(), "release 64.0 MiB of gathered parameters at 90 us\n0 B still gathered");
+  frames(v, 2, at(v, 75'000, 3));
+  EXPECT_TRUE(v.tooltip().empty()) << v.tooltip();
+}
+
+// Ranks 1 and 2 run the same ops, rank 0 a longer one: two groups, the second of two ranks.
+OpenedTrace folded_trace() {
+  OpenedTrace o;
+  o.path = "folded.json";
+  Trace t;
+  for (std::uint32_t r = 0; r < 3; ++r) {
+    TraceRank tr;
+    tr.rank = r;
+    tr.role = r;
+    t.ranks.push_back(tr);
+    Span s;
+    s.rank = r;
+    s.name = "forward";
+    s.category = "forward";
+    s.dur_ns = r == 0 ? 20'000 : 10'000;
+    t.spans.push_back(s);
+  }
+  o.trace = std::move(t);
+  return o;
+}
+
+TEST_F(NullRenderer, AClickOnAGroupHeaderOrEExpandsAndFoldsIt) {
+  const OpenedTrace o = folded_trace();
+  Viewer v(o, nullptr);
+  frames(v, 1, ImVec2(-100, -100));
+  ASSERT_EQ(v.model()->groups().size(), 2u);
+  const std::size_t folded_rows = v.rows().size();
+  ASSERT_EQ(folded_rows, 6u);  // (header, compute, memory) x 2
+  const Row header = v.rows()[3];
+  ASSERT_EQ(header.kind, Row::Kind::Header);
+  ASSERT_EQ(header.group, 1u);
+  const ImVec2 on_header(40, kRowsTop + (header.y0 + header.y1) / 2);  // in the label gutter
+  auto click = [&](ImVec2 p) {
+    ImGui::GetIO().MouseDown[0] = true;
+    frames(v, 1, p);
+    ImGui::GetIO().MouseDown[0] = false;
+    frames(v, 1, p);
+  };
+  click(on_header);
+  EXPECT_TRUE(v.model()->expanded(1));
+  EXPECT_EQ(v.rows().size(), folded_rows + 1 + 3);  // a header per member, their rows
+  EXPECT_TRUE(v.details().empty());                 // a header click selects nothing
+  // The member rows name their rank in the tooltip.
+  frames(v, 2, at(v, 5'000, 5));
+  EXPECT_NE(v.tooltip().find("compute, rank 1"), std::string::npos) << v.tooltip();
+  click(on_header);
+  EXPECT_FALSE(v.model()->expanded(1));
+  EXPECT_EQ(v.rows().size(), folded_rows);
+  // E over no group toggles every group; over a group, that group.
+  auto press_e = [&](ImVec2 p) {
+    ImGui::GetIO().KeysDown[kKeyE] = true;
+    frames(v, 1, p);
+    ImGui::GetIO().KeysDown[kKeyE] = false;
+    frames(v, 1, p);
+  };
+  press_e(ImVec2(-100, -100));
+  EXPECT_TRUE(v.model()->expanded(1));
+  press_e(on_header);
+  EXPECT_FALSE(v.model()->expanded(1));
+}
+
+// A window drawn over the timeline (the what-if panel) takes the mouse: the wheel over it does not
+// zoom the timeline, the wheel beside it does.
+TEST_F(NullRenderer, AWindowOverTheLanesTakesTheWheel) {
+  const OpenedTrace o = small_trace();
+  Viewer v(o, nullptr);
+  auto frame_with_panel = [&](ImVec2 mouse, float wheel) {
+    ImGui::GetIO().MousePos = mouse;
+    ImGui::GetIO().MouseWheel = wheel;
+    ImGui::NewFrame();
+    v.frame(true);
+    ImGui::SetNextWindowPos(ImVec2(400, 100));
+    ImGui::SetNextWindowSize(ImVec2(200, 200));
+    ImGui::Begin("panel over the lanes");
+    ImGui::End();
+    ImGui::Render();
+  };
+  frame_with_panel(ImVec2(-100, -100), 0);
+  frame_with_panel(ImVec2(-100, -100), 0);
+  const double scale = v.view().px_per_ns();
+  frame_with_panel(ImVec2(500, 200), 1);  // over the panel
+  EXPECT_DOUBLE_EQ(v.view().px_per_ns(), scale);
+  frame_with_panel(ImVec2(300, 60), 1);  // over the lanes, beside it
+  EXPECT_GT(v.view().px_per_ns(), scale);
+}
+
+// An expanded group of many ranks is taller than the screen: the arrow and page keys scroll the
+// rows, and the tooltip follows the scrolled layout.
+TEST_F(NullRenderer, ArrowAndPageKeysScrollTheRows) {
+  OpenedTrace o = folded_trace();
+  for (std::uint32_t r = 3; r < 64; ++r) {  // 63 identical ranks in group 1
+    TraceRank tr;
+    tr.rank = r;
+    tr.role = r;
+    o.trace->ranks.push_back(tr);
+    Span s = o.trace->spans[1];
+    s.rank = r;
+    o.trace->spans.push_back(s);
+  }
+  // The GLFW backend maps these keys; the test maps them the same way (GLFW key codes).
+  ImGuiIO& io = ImGui::GetIO();
+  io.KeyMap[ImGuiKey_DownArrow] = 264;
+  io.KeyMap[ImGuiKey_UpArrow] = 265;
+  io.KeyMap[ImGuiKey_PageUp] = 266;
+  io.KeyMap[ImGuiKey_PageDown] = 267;
+  Viewer v(o, nullptr);
+  frames(v, 1, ImVec2(-100, -100));
+  ASSERT_TRUE(v.model()->set_expanded(1, true));
+  frames(v, 1, ImVec2(-100, -100));
+  ASSERT_GT(v.rows().back().y1, 600.0f);  // taller than the 600-pixel display
+  EXPECT_EQ(v.scroll_y(), 0.0f);
+  const int down = ImGui::GetKeyIndex(ImGuiKey_PageDown);
+  ImGui::GetIO().KeysDown[down] = true;
+  frames(v, 1, ImVec2(-100, -100));
+  ImGui::GetIO().KeysDown[down] = false;
+  frames(v, 1, ImVec2(-100, -100));
+  const float scrolled = v.scroll_y();
+  EXPECT_GT(scrolled, 400.0f);
+  // A lane scrolled into view answers the mouse where it is drawn now.
+  const auto it = std::find_if(v.rows().begin(), v.rows().end(), [&](const Row& r) {
+    return r.kind == Row::Kind::Lane && r.y0 - scrolled > 100 && r.member != kAllMembers;
+  });
+  ASSERT_NE(it, v.rows().end());
+  const Row* lane = &*it;
+  const Row copy = *lane;  // frames() lays the rows out again
+  lane = &copy;
+  const float y = kRowsTop + (lane->y0 + lane->y1) / 2 - scrolled;
+  ASSERT_LT(y, 600.0f);
+  frames(v, 2, ImVec2(kGutterPx + static_cast<float>(v.view().x_of(5'000)), y));
+  EXPECT_NE(v.tooltip().find("compute, " + block_label(*v.model(), *lane)), std::string::npos)
+      << v.tooltip();
+  EXPECT_GT(kRowsTop + lane->y0, 600.0f);  // a rank below the first screen
+  const int up = ImGui::GetKeyIndex(ImGuiKey_UpArrow);
+  for (int i = 0; i < 100; ++i) {  // far past the top: clamped at 0
+    ImGui::GetIO().KeysDown[up] = true;
+    frames(v, 1, ImVec2(-100, -100));
+    ImGui::GetIO().KeysDown[up] = false;
+    frames(v, 1, ImVec2(-100, -100));
+  }
+  EXPECT_EQ(v.scroll_y(), 0.0f);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // `zerosim view --screenshot` end to end: traces of shipped scenarios rendered headless (EGL
 // surfaceless) and checked pixel by pixel against the layout the view model computes and the
 // colours of palette.h: lanes where the layout puts them, collective colours, the memory curve,
-// the capacity line's height, the OOM marker, the ghost of a second trace, determinism, and
+// the capacity line's height, the OOM marker, the ghost of a second trace, the bucket fill (bar,
+// flush tick, flow to its collective), stage 3 gathers and releases, determinism, and
 // one-line errors for bad traces and flags.
 #include <gtest/gtest.h>
 
@@ -202,6 +203,94 @@ TEST_F(ViewRender, ASecondTraceIsDrawnAsAGhostInTheSameLanes) {
   EXPECT_EQ(span_band, 0);
 }
 
+// The first row of `kind` in the layout, or nullptr.
+const Row* first_row(const Geometry& g, Row::Kind kind) {
+  const auto it =
+      std::find_if(g.rows.begin(), g.rows.end(), [&](const Row& r) { return r.kind == kind; });
+  return it == g.rows.end() ? nullptr : &*it;
+}
+
+TEST_F(ViewRender, BucketFillsTheirFlushAndTheFlowToTheCollectiveArePainted) {
+  ASSERT_FALSE(zero2_->empty());
+  const Shot shot = shoot(*zero2_, "buckets");
+  ASSERT_EQ(shot.run.exit_code, 0) << shot.run.err;
+  const Geometry g(*zero2_, kW);
+  const Row* row = first_row(g, Row::Kind::Buckets);
+  ASSERT_NE(row, nullptr);
+  const RankGroup& group = g.model().groups()[row->group];
+  ASSERT_FALSE(group.buckets.empty());
+  const BucketFill& f = group.buckets.front();
+  ASSERT_NE(f.collective, kNone);
+  ASSERT_NE(f.flush_ns, kNoTime);
+  // The bar: mostly fill colour (its label's glyphs take the rest) between its ends.
+  const int x0 = g.x_of(f.start_ns) + 1, x1 = g.x_of(f.end_ns) - 2;
+  ASSERT_GT(x1 - x0, 20) << "the first fill is too narrow to check at this width";
+  const int y0 = Geometry::y(row->y0) + 2, y1 = Geometry::y(row->y1) - 3;
+  std::size_t fill = 0, area = 0;
+  for (int y = y0; y < y1; ++y) {
+    for (int x = x0; x < x1; ++x) {
+      fill += shot.png.at(x, y) == kBucketFillColor ? 1 : 0;
+      ++area;
+    }
+  }
+  EXPECT_GT(fill, area / 2);
+  // Nothing of it before the first copy.
+  for (int x = static_cast<int>(kGutterPx); x < g.x_of(f.start_ns) - 1; ++x) {
+    ASSERT_NE(shot.png.at(x, y0 + 3), kBucketFillColor) << "x " << x;
+  }
+  // The flush tick, on the row's bottom pixels (below every bar; the flow line rises from the
+  // row's middle, so its anti-aliased edge stays above).
+  const int xf = g.x_of(f.flush_ns);
+  EXPECT_EQ(shot.png.at(xf, Geometry::y(row->y1) - 2), kBucketFlushColor);
+  // The flow's tip: centred on the collective's start, in the middle of the collective's lane.
+  const Span& coll = g.model().trace().spans[f.collective];
+  const Row* lane = nullptr;
+  for (const Row& r : g.rows) {
+    if (r.kind == Row::Kind::Lane && r.group == row->group &&
+        group.lanes[r.lane].kind == lane_of(coll)) {
+      lane = &r;
+    }
+  }
+  ASSERT_NE(lane, nullptr);
+  const int tip_x = g.x_of(coll.start_ns);
+  const int tip_y = static_cast<int>(kRowsTop + (lane->y0 + lane->y1) / 2);
+  EXPECT_EQ(shot.png.at(tip_x - 1, tip_y - 1), kFlowColor);
+  EXPECT_EQ(shot.png.at(tip_x, tip_y), kFlowColor);
+  // The stage 2 run has no stage 3 parameter row.
+  EXPECT_EQ(first_row(g, Row::Kind::Params), nullptr);
+  EXPECT_EQ(shot.png.count(kGatherColor), 0u);
+}
+
+TEST_F(ViewRender, Stage3GathersAndReleasesAreMarkedInTheirRow) {
+  ASSERT_FALSE(zero3_->empty());
+  const Shot shot = shoot(*zero3_, "params");
+  ASSERT_EQ(shot.run.exit_code, 0) << shot.run.err;
+  const Geometry g(*zero3_, kW);
+  const Row* row = first_row(g, Row::Kind::Params);
+  ASSERT_NE(row, nullptr);
+  const RankGroup& group = g.model().groups()[row->group];
+  const auto gather = std::find_if(group.params.begin(), group.params.end(), [](const auto& e) {
+    return e.kind == ParamEvent::Kind::Gather;
+  });
+  const auto release = std::find_if(group.params.begin(), group.params.end(), [](const auto& e) {
+    return e.kind == ParamEvent::Kind::Release;
+  });
+  ASSERT_NE(gather, group.params.end());
+  ASSERT_NE(release, group.params.end());
+  // Gathers in the top half, releases in the bottom half, at their times.
+  const int top = Geometry::y(row->y0) + 2, bottom = Geometry::y(row->y1) - 3;
+  EXPECT_EQ(shot.png.at(g.x_of(gather->t), top), kGatherColor);
+  EXPECT_EQ(shot.png.at(g.x_of(release->t), bottom), kReleaseColor);
+  EXPECT_NE(shot.png.at(g.x_of(gather->t), bottom), kGatherColor);
+  // Both only in that row.
+  std::size_t in_row = 0;
+  for (int y = Geometry::y(row->y0); y < Geometry::y(row->y1); ++y) {
+    for (int x = 0; x < kW; ++x) in_row += shot.png.at(x, y) == kGatherColor ? 1 : 0;
+  }
+  EXPECT_GT(in_row, 20u);
+  EXPECT_EQ(in_row, shot.png.count(kGatherColor));
+}
+
 TEST_F(ViewRender, ScreenshotsAreDeterministic) {
   const Shot a = shoot(*zero3_, "det_a", "--zoom 8 --at-time 100000000");
   const Shot b = shoot(*zero3_, "det_b", "--zoom 8 --at-time 100000000 --frames 5");
@@ -270,9 +359,48 @@ TEST_F(ViewRender, GarbageFlagsAreOneLineErrors) {
   clitest::expect_one_line_error("view " + *zero2_ + shot + " --bogus 1", "--bogus");
   clitest::expect_one_line_error("view" + shot, "expected TRACE [TRACE2]");
   clitest::expect_one_line_error("view a b c" + shot, "expected TRACE [TRACE2]");
+  // What-if mode's flags.
+  const std::string sc = testing::scenario("gpt2-xl_zero2_8xa100");
+  clitest::expect_one_line_error("view " + sc + shot + " --set stage=4",
+                                 "--set: stage: expected an integer 0..3, got \"4\"");
+  clitest::expect_one_line_error("view " + sc + shot + " --set stage",
+                                 "--set: expected KNOB=VALUE");
+  clitest::expect_one_line_error("view " + sc + shot + " --set =3", "--set: expected KNOB=VALUE");
+  clitest::expect_one_line_error("view " + sc + shot + " --set stages=1",
+                                 "--set: stages: expected a knob (stage, ");
+  clitest::expect_one_line_error("view " + sc + shot + " --set offload_param=true",
+                                 "/zero_optimization/offload_param: expected stage 3");
+  clitest::expect_one_line_error("view " + sc + shot + " --set gpu=A100-81GB", "A100-81GB");
+  clitest::expect_one_line_error("view " + *zero2_ + shot + " --set stage=1",
+                                 "--set: expected a scenario (what-if mode) to change, got none");
+  clitest::expect_one_line_error("view --scenario " + sc + " " + *zero2_ + shot,
+                                 "expected no trace with a scenario (what-if mode)");
+  clitest::expect_one_line_error("view --scenario /nonexistent.json" + shot, "/nonexistent.json");
   const clitest::CliRun help = clitest::run_cli("view --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--screenshot FILE"), std::string::npos);
+  EXPECT_NE(help.out.find("--set KNOB=V,..."), std::string::npos);
+}
+
+// What-if mode: a scenario opens the knobs panel over its simulated run; --set re-simulates and
+// the scenario's own run becomes the ghost in the same lanes.
+TEST_F(ViewRender, WhatIfModeDrawsThePreviousConfigurationAsAGhost) {
+  const std::string sc = testing::scenario("gpt2-xl_zero2_8xa100");
+  const Shot alone = shoot(sc, "whatif_alone");
+  ASSERT_EQ(alone.run.exit_code, 0) << alone.run.err;
+  EXPECT_EQ(alone.png.count(kGhostColor), 0u);
+  const Shot changed = shoot("--scenario " + sc, "whatif_changed", "--set stage=3");
+  ASSERT_EQ(changed.run.exit_code, 0) << changed.run.err;
+  EXPECT_GT(changed.png.count(kGhostColor), 500u);
+  // Stage 3 now: the parameter row's gathers are drawn (stage 2 had none).
+  EXPECT_EQ(alone.png.count(kGatherColor), 0u);
+  EXPECT_GT(changed.png.count(kGatherColor), 20u);
+  EXPECT_NE(clitest::read_all(temp("whatif_alone.png")),
+            clitest::read_all(temp("whatif_changed.png")));
+  // Deterministic: the panel shows no wall times in a screenshot.
+  const Shot again = shoot("--scenario " + sc, "whatif_again", "--set stage=3");
+  EXPECT_EQ(clitest::read_all(temp("whatif_again.png")),
+            clitest::read_all(temp("whatif_changed.png")));
 }
 
 }  // namespace

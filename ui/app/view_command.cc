@@ -10,6 +10,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -17,6 +21,7 @@
 #include "args.h"
 #include "commands.h"
 #include "draw/viewer.h"
+#include "draw/what_if_panel.h"
 #include "render/headless_renderer.h"
 
 namespace zerosim::cli {
@@ -30,6 +35,12 @@ const std::vector<FlagSpec>& view_flags() {
       {"--at-time", "T", "centre the view on time T (ns from the trace's start)"},
       {"--zoom", "Z", "zoom factor over the whole run, 1..1e9; default 1 (everything)"},
       {"--rank", "R", "show only the lane group of traced rank R"},
+      {"--scenario", "FILE",
+       "what-if mode: simulate a scenario and open the knobs panel (a scenario file given as TRACE "
+       "does the same)"},
+      {"--set", "KNOB=V,...",
+       "what-if mode: change knobs before the first frame, e.g. stage=3,micro_batch=8 (the "
+       "scenario's run becomes the ghost)"},
       {"--frames", "N",
        "frames to render, 1..1000; screenshot: the last is saved (default 3); window: closes after "
        "N"},
@@ -45,8 +56,21 @@ struct ViewOptions {
   std::optional<SimTime> at_time;
   double zoom = 1;
   std::optional<std::uint32_t> rank;
+  std::optional<std::string> scenario;                   ///< what-if mode
+  std::vector<std::pair<std::string, std::string>> set;  ///< --set, in order
   bool help = false;
 };
+
+// A scenario file is small JSON whose "format" is zerosim-scenario; a trace is read as a trace
+// (and reports its own problems). Only files under 4 MiB are parsed here.
+bool is_scenario_file(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size > (4u << 20)) return false;
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  return j.is_object() && j.contains("format") && j["format"] == kScenarioFormat;
+}
 
 // Positional arguments (the traces) are split off first: parse_args takes flags only.
 Result<ViewOptions> parse_view_args(const std::vector<std::string>& args) {
@@ -68,9 +92,34 @@ Result<ViewOptions> parse_view_args(const std::vector<std::string>& args) {
   o.help = p.help;
   if (o.help) return o;
   Diagnostics d;
-  if (o.traces.empty() || o.traces.size() > 2) {
+  o.scenario = p.get("--scenario");
+  if (!o.scenario && o.traces.size() == 1 && is_scenario_file(o.traces[0])) {
+    o.scenario = o.traces[0];
+    o.traces.clear();
+  }
+  if (o.scenario && !o.traces.empty()) {
     d.error("zerosim view", "",
-            "expected TRACE [TRACE2], got " + std::to_string(o.traces.size()) + " file names");
+            "expected no trace with a scenario (what-if mode), got " +
+                std::to_string(o.traces.size()) + " file names");
+  } else if (!o.scenario && (o.traces.empty() || o.traces.size() > 2)) {
+    d.error("zerosim view", "",
+            "expected TRACE [TRACE2] or a scenario, got " + std::to_string(o.traces.size()) +
+                " file names");
+  }
+  if (auto v = p.get("--set")) {
+    if (!o.scenario) d.error("--set", "", "expected a scenario (what-if mode) to change, got none");
+    std::size_t at = 0;
+    while (at <= v->size()) {
+      const std::size_t comma = std::min(v->find(',', at), v->size());
+      const std::string item = v->substr(at, comma - at);
+      const std::size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        d.error("--set", "", "expected KNOB=VALUE[,KNOB=VALUE...], got \"" + *v + "\"");
+        break;
+      }
+      o.set.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+      at = comma + 1;
+    }
   }
   o.screenshot = p.get("--screenshot");
   auto uint_flag = [&](const char* flag, std::uint64_t lo, std::uint64_t hi, auto& out) {
@@ -128,8 +177,9 @@ bool apply_view_options(view::Viewer& viewer, const ViewOptions& o, std::ostream
         break;
       }
     }
-    err << "zerosim view: --rank: expected a traced rank of " << o.traces[0] << " (" << traced
-        << "), got " << *o.rank << "\n";
+    err << "zerosim view: --rank: expected a traced rank of "
+        << (o.traces.empty() ? o.scenario.value_or("") : o.traces[0]) << " (" << traced << "), got "
+        << *o.rank << "\n";
     return false;
   }
   return true;
@@ -144,7 +194,71 @@ void place_view(view::Viewer& viewer, const ViewOptions& o, float width) {
   if (o.at_time) v.center_on(m.begin_ns() + *o.at_time);
 }
 
-int screenshot(view::Viewer& viewer, const ViewOptions& o, std::ostream& out, std::ostream& err) {
+// What a frame draws: a viewer of traces, or a what-if session's viewer plus its panel (which
+// replaces the viewer when a change re-simulates).
+class Scene {
+ public:
+  virtual ~Scene() = default;
+  virtual view::Viewer& viewer() = 0;
+  virtual void frame(bool interactive) = 0;
+};
+
+class TraceScene : public Scene {
+ public:
+  explicit TraceScene(view::Viewer& v) : viewer_(&v) {}
+  view::Viewer& viewer() override { return *viewer_; }
+  void frame(bool interactive) override { viewer_->frame(interactive); }
+
+ private:
+  view::Viewer* viewer_;
+};
+
+class WhatIfScene : public Scene {
+ public:
+  WhatIfScene(std::unique_ptr<view::WhatIf> session, std::string path)
+      : session_(std::move(session)), panel_(*session_), path_(std::move(path)) {
+    rebuild();
+  }
+  view::WhatIfPanel& panel() { return panel_; }
+  view::Viewer& viewer() override { return *viewer_; }
+  // The viewer of the session's current run, the previous run as its ghost, the view kept.
+  void rebuild() {
+    const std::optional<view::TimeView> keep =
+        viewer_ ? std::optional<view::TimeView>(viewer_->view()) : std::nullopt;
+    viewer_.reset();
+    main_.path = path_ + " (what-if: current)";
+    main_.trace = session_->trace();
+    ghost_.path = path_ + " (what-if: previous)";
+    ghost_.trace.reset();
+    if (session_->ghost() != nullptr) ghost_.trace = *session_->ghost();
+    viewer_ = std::make_unique<view::Viewer>(main_, ghost_.trace ? &ghost_ : nullptr);
+    if (rank_) viewer_->show_only_rank(*rank_);  // --rank holds across re-simulations
+    if (keep) {
+      viewer_->reset_view(width_);
+      viewer_->view().fit(keep->start_ns(), keep->end_ns());
+    }
+  }
+  void set_width(float w) { width_ = w; }
+  void set_rank(std::optional<std::uint32_t> rank) { rank_ = rank; }
+  void frame(bool interactive) override {
+    viewer_->frame(interactive);
+    const ImVec2 size = ImGui::GetIO().DisplaySize;
+    const float w = 350, x = view::Viewer::lanes_right(size.x) - w - 10;
+    if (panel_.draw(x, 40, w, std::min(size.y - 50, 560.0f))) rebuild();
+  }
+
+ private:
+  std::unique_ptr<view::WhatIf> session_;
+  view::WhatIfPanel panel_;
+  std::string path_;
+  view::OpenedTrace main_, ghost_;
+  std::unique_ptr<view::Viewer> viewer_;
+  float width_ = 1600;
+  std::optional<std::uint32_t> rank_;
+};
+
+int screenshot(Scene& scene, const ViewOptions& o, std::ostream& out, std::ostream& err) {
+  view::Viewer& viewer = scene.viewer();
   std::string error;
   auto renderer = view::HeadlessRenderer::create(o.width, o.height, error);
   if (!renderer) {
@@ -153,7 +267,7 @@ int screenshot(view::Viewer& viewer, const ViewOptions& o, std::ostream& out, st
   }
   double frame_ms = 0;
   place_view(viewer, o, static_cast<float>(o.width));
-  const view::Image img = renderer->render([&] { viewer.frame(false); }, o.frames, frame_ms);
+  const view::Image img = renderer->render([&] { scene.frame(false); }, o.frames, frame_ms);
   if (!view::write_png(*o.screenshot, img, error)) {
     err << "zerosim view: --screenshot: " << error << "\n";
     return kExitInvalidInput;
@@ -169,7 +283,7 @@ int screenshot(view::Viewer& viewer, const ViewOptions& o, std::ostream& out, st
   return kExitOk;
 }
 
-int window(view::Viewer& viewer, const ViewOptions& o, std::ostream& out, std::ostream& err) {
+int window(Scene& scene, const ViewOptions& o, std::ostream& out, std::ostream& err) {
   if (glfwInit() != GLFW_TRUE) {
     err << "zerosim view: cannot open a window (no display: set DISPLAY, run under xvfb-run, or "
            "use --screenshot)\n";
@@ -191,7 +305,7 @@ int window(view::Viewer& viewer, const ViewOptions& o, std::ostream& out, std::o
   ImGui::StyleColorsDark();
   ImGui_ImplGlfw_InitForOpenGL(w, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
-  place_view(viewer, o, static_cast<float>(o.width));
+  place_view(scene.viewer(), o, static_cast<float>(o.width));
   int frames = 0;
   const auto t0 = std::chrono::steady_clock::now();
   while (glfwWindowShouldClose(w) == 0 && (!o.frames_given || frames < o.frames)) {
@@ -200,7 +314,7 @@ int window(view::Viewer& viewer, const ViewOptions& o, std::ostream& out, std::o
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
-    viewer.frame(true);
+    scene.frame(true);
     ImGui::Render();
     int fw = 0, fh = 0;
     glfwGetFramebufferSize(w, &fw, &fh);
@@ -226,19 +340,59 @@ int window(view::Viewer& viewer, const ViewOptions& o, std::ostream& out, std::o
   return kExitOk;
 }
 
+// What-if mode: the scenario simulated, --set applied (the scenario's run becomes the ghost),
+// then the screenshot or the window with the knobs panel.
+int run_what_if(const ViewOptions& o, std::ostream& out, std::ostream& err) {
+  Result<std::unique_ptr<view::WhatIf>> session = view::WhatIf::open(*o.scenario);
+  if (!session.ok()) {
+    report(session.diagnostics(), err);
+    return kExitInvalidInput;
+  }
+  WhatIfScene scene(std::move(session.value()), *o.scenario);
+  scene.set_width(static_cast<float>(o.width));
+  if (o.screenshot) scene.panel().set_deterministic(true);  // no wall times in the image
+  if (!o.set.empty()) {
+    view::Knobs k = scene.panel().edited();
+    for (const auto& [key, value] : o.set) {
+      const std::string why = view::set_knob(k, key, value);
+      if (!why.empty()) {
+        err << "--set: " << key << ": " << why << "\n";
+        return kExitInvalidInput;
+      }
+    }
+    if (!scene.panel().change(k)) {
+      err << "--set: " << scene.panel().status() << "\n";
+      return kExitInvalidInput;
+    }
+    scene.rebuild();
+  }
+  if (!apply_view_options(scene.viewer(), o, err)) return kExitInvalidInput;
+  scene.set_rank(o.rank);
+  if (o.screenshot) return screenshot(scene, o, out, err);
+  return window(scene, o, out, err);
+}
+
 }  // namespace
 
 std::string view_help() {
   return format_help(
       "view",
-      "arguments: TRACE [TRACE2], zerosim trace JSON files\n\n"
+      "arguments: TRACE [TRACE2], zerosim trace JSON files; or SCENARIO (what-if mode)\n\n"
       "Opens a zerosim trace (zerosim simulate --trace, zerosim validate --output) as a timeline:\n"
       "lanes per rank (compute, reduce/gather streams, h2d/d2h, optimizer), collectives coloured\n"
       "by kind and labelled with their size, the memory stack per rank by category with the\n"
       "device capacity, the peak and any OOM, and a summary panel. Ranks with identical timelines\n"
       "fold into one group. TRACE2 (e.g. the prediction of a measured TRACE) is drawn as a ghost\n"
       "strip under each lane, paired op by op. Keys in the window: wheel zoom, right-drag pan,\n"
-      "left-drag measure, click details, W/S/A/D zoom and pan, F fit, search box.",
+      "left-drag measure, click details, W/S/A/D zoom and pan, F fit, search box; a click on a\n"
+      "group's header or E expands or folds it; Up/Down, Page Up/Down scroll the rows. Each\n"
+      "rank's IPG bucket fill (params, flush, a flow line to its collective) and, at stage 3,\n"
+      "its parameter gathers and releases get a row.\n"
+      "What-if mode (a scenario, or --scenario): a panel of knobs (stage, offload, micro-batch,\n"
+      "gradient accumulation, activation checkpointing, reduce_bucket_size, overlap_comm,\n"
+      "contiguous_gradients, stage-3 prefetch/persistence/live parameters, GPU type and count)\n"
+      "re-simulates on every change, the previous run drawn as the ghost; \"save as\n"
+      "ds_config.json\" writes the DeepSpeed knobs.",
       view_flags());
 }
 
@@ -253,13 +407,15 @@ int run_view(const std::vector<std::string>& args, std::ostream& out, std::ostre
     out << view_help();
     return kExitOk;
   }
+  if (o.scenario) return run_what_if(o, out, err);
   const view::OpenedTrace main = view::open_trace(o.traces[0]);
   std::optional<view::OpenedTrace> ghost;
   if (o.traces.size() == 2) ghost = view::open_trace(o.traces[1]);
   view::Viewer viewer(main, ghost ? &*ghost : nullptr);
   if (!apply_view_options(viewer, o, err)) return kExitInvalidInput;
-  if (o.screenshot) return screenshot(viewer, o, out, err);
-  const int rc = window(viewer, o, out, err);
+  TraceScene scene(viewer);
+  if (o.screenshot) return screenshot(scene, o, out, err);
+  const int rc = window(scene, o, out, err);
   if (rc == kExitOk && viewer.failed()) {
     err << "zerosim view: " << viewer.errors().front() << "\n";
     return kExitInvalidInput;

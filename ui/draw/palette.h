@@ -32,6 +32,13 @@ inline constexpr Rgb kSearchColor = 0xFFFF00;  // outline of spans matching the 
 inline constexpr Rgb kCapacityColor = 0xFF3030;
 inline constexpr Rgb kOomColor = 0xFF00FF;
 inline constexpr Rgb kPeakColor = 0xFFFFFF;
+// The derived rows (model/derived_lanes.h): an IPG bucket's fill, its flush, the flow line to its
+// collective (ending in a small square at the collective's start), stage 3 gathers and releases.
+inline constexpr Rgb kBucketFillColor = 0x8C564B;
+inline constexpr Rgb kBucketFlushColor = 0xF7B6D2;
+inline constexpr Rgb kFlowColor = 0xE377C2;
+inline constexpr Rgb kGatherColor = 0x98DF8A;
+inline constexpr Rgb kReleaseColor = 0xFF9896;
 inline constexpr Rgb kBackgroundColor = 0x1E1E22;
 inline constexpr Rgb kLaneBackgroundColor = 0x2A2A30;
 
@@ -62,6 +69,9 @@ inline constexpr float kGhostStripPx = 5;
 /// (MemoryStack::y_max()); the capacity line is kCapacityLinePx tall from capacity_line_y() down.
 inline constexpr float kMemoryTopPx = 1;
 inline constexpr float kCapacityLinePx = 2;
+/// The flow line's end: a kFlowTipPx square centred on the collective's start, at the middle of
+/// the collective's lane.
+inline constexpr float kFlowTipPx = 4;
 /// Spans narrower than this many pixels merge (span_culling.h).
 inline constexpr double kMinSpanPx = 3.0;
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "draw/derived_rows.h"
 #include "draw/palette.h"
 #include "draw/text_format.h"
 
@@ -180,6 +181,8 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
   if (interactive) handle_input();
   LayoutOptions layout;
   rows_ = layout_rows(*model_, shown_, layout);
+  const float content = rows_.empty() ? 0 : rows_.back().y1;
+  scroll_y_ = std::clamp(scroll_y_, 0.0f, std::max(0.0f, content - (height - kRowsTop) + 20));
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImU32 text = col(0xE0E0E0);
   const ImU32 dim_text = col(0xA0A0A0);
@@ -203,13 +206,44 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
     return gg < 0 ? nullptr : &ghost_model_->groups()[static_cast<std::size_t>(gg)];
   };
 
+  // The middle of the lane row showing `span` in the block of rows_[ri] (-1: not shown).
+  const auto lane_y = [&](std::size_t ri, const Span& span) -> float {
+    const std::optional<LaneKind> kind = lane_of(span);
+    if (!kind) return -1;
+    const Row& at = rows_[ri];
+    for (const Row& r : rows_) {
+      if (r.kind != Row::Kind::Lane || r.group != at.group || r.member != at.member) continue;
+      if (model_->groups()[r.group].lanes[r.lane].kind == *kind) {
+        return std::floor(kRowsTop - scroll_y_ + (r.y0 + r.y1) / 2);
+      }
+    }
+    return -1;
+  };
+  flows_.clear();
   dl->PushClipRect(ImVec2(0, kRulerPx), ImVec2(right, height), true);
-  for (const Row& row : rows_) {
-    const float y0 = kRowsTop + row.y0, y1 = kRowsTop + row.y1;
+  for (std::size_t ri = 0; ri < rows_.size(); ++ri) {
+    const Row& row = rows_[ri];
+    const float y0 = kRowsTop - scroll_y_ + row.y0, y1 = kRowsTop - scroll_y_ + row.y1;
     if (y0 > height) break;
+    if (y1 < kRulerPx) continue;  // scrolled above the ruler
     const RankGroup& group = model_->groups()[row.group];
     if (row.kind == Row::Kind::Header) {
-      dl->AddText(ImVec2(6, y0 + 2), text, group.label.c_str());
+      // A member of an expanded group is indented under its group's header.
+      const float indent = row.member == kAllMembers ? 6 : 18;
+      dl->AddText(ImVec2(indent, y0 + 2), text, block_label(*model_, row).c_str());
+      continue;
+    }
+    const RowBox box{left, right, y0, y1};
+    if (row.kind == Row::Kind::Buckets || row.kind == Row::Kind::Params) {
+      dl->AddText(ImVec2(18, y0 + 1), dim_text,
+                  row.kind == Row::Kind::Buckets ? "bucket fill" : "params");
+      dl->AddRectFilled(ImVec2(left, y0), ImVec2(right, y1 - 1), col(kLaneBackgroundColor));
+      if (row.kind == Row::Kind::Buckets) {
+        draw_bucket_row(
+            dl, trace, group, view_, box, [&](const Span& s) { return lane_y(ri, s); }, flows_);
+      } else {
+        draw_params_row(dl, group, view_, box);
+      }
       continue;
     }
     if (row.kind == Row::Kind::Lane) {
@@ -311,6 +345,9 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
       }
     }
   }
+  dl->PushClipRect(ImVec2(left, kRulerPx), ImVec2(right, height), true);
+  draw_flows(dl, flows_);
+  dl->PopClipRect();
   if (measuring_) {  // the measured range across every lane, with its duration
     const SimTime lo = std::min(measure_from_, measure_to_);
     const SimTime hi = std::max(measure_from_, measure_to_);
@@ -410,24 +447,28 @@ void Viewer::draw_summary(float x, float height) {
 // duration), a merged run, or the memory stack at that time. Kept in tooltip_ for tests.
 void Viewer::draw_tooltip(float width) {
   if (measuring_) return;  // the measured range shows its own label
-  tooltip_ = describe_at(ImGui::GetIO().MousePos, width);
+  tooltip_ = describe_at(ImGui::GetIO().MousePos, width, false);
   if (tooltip_.empty()) return;
   ImGui::BeginTooltip();
   ImGui::TextUnformatted(tooltip_.c_str());
   ImGui::EndTooltip();
 }
 
-std::string Viewer::describe_at(ImVec2 mouse, float width) {
+std::string Viewer::describe_at(ImVec2 mouse, float width, bool full) {
   const float x = mouse.x - kGutterPx;
   if (x < 0 || mouse.x > lanes_right(width)) return {};
-  const Row* row = row_at(rows_, mouse.y - kRowsTop);
+  if (mouse.y < kRowsTop) return {};
+  const Row* row = row_at(rows_, mouse.y - kRowsTop + scroll_y_);
   if (row == nullptr || row->kind == Row::Kind::Header) return {};
   const Trace& trace = model_->trace();
   const RankGroup& group = model_->groups()[row->group];
   std::string text;
+  if (row->kind == Row::Kind::Buckets) return describe_bucket_at(trace, group, view_, x, full);
+  if (row->kind == Row::Kind::Params) return describe_params_at(trace, group, view_, x);
   if (row->kind == Row::Kind::Memory) {
     const MemorySample m = stacks_[row->group].at(view_.t_at(x));
-    text = group.label + " at " + format_duration(m.t) + ": " + format_bytes(m.total);
+    text =
+        block_label(*model_, *row) + " at " + format_duration(m.t) + ": " + format_bytes(m.total);
     for (std::size_t k = 0; k < kCategoryCount; ++k) {
       if (m.by_category[k] == 0) continue;
       text += "\n  " + std::string(category_name(static_cast<BufferCategory>(k))) + " " +
@@ -443,8 +484,9 @@ std::string Viewer::describe_at(ImVec2 mouse, float width) {
              format_duration(it->end_ns - it->start_ns) + "): zoom in";
     } else {
       const Span& s = trace.spans[lane.spans[it->first]];
-      text = s.name + "\n" + s.category + " on " + lane_kind_name(lane.kind) + ", " + group.label +
-             "\nstart " + format_duration(s.start_ns) + ", duration " + format_duration(s.dur_ns);
+      text = s.name + "\n" + s.category + " on " + lane_kind_name(lane.kind) + ", " +
+             block_label(*model_, *row) + "\nstart " + format_duration(s.start_ns) + ", duration " +
+             format_duration(s.dur_ns);
       if (s.comm != kNone && s.comm < trace.comms.size()) {
         const CommRecord& c = trace.comms[s.comm];
         char bw[96];
@@ -469,17 +511,28 @@ void Viewer::handle_input() {
   const ImGuiIO& io = ImGui::GetIO();
   const float x = io.MousePos.x - kGutterPx;
   const float width = io.DisplaySize.x;
-  const bool over_lanes = x >= 0 && io.MousePos.x <= lanes_right(width) &&
+  // The mouse belongs to another window drawn over the timeline (the what-if panel) when that
+  // window, not this one, is under it.
+  const bool hovered = ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows);
+  const bool over_lanes = hovered && x >= 0 && io.MousePos.x <= lanes_right(width) &&
                           io.MousePos.y >= kRulerPx && !io.WantTextInput;
   if (io.MouseWheel != 0 && over_lanes) {
     const double notch = io.KeyCtrl ? 1.05 : (io.KeyShift ? 1.5 : 1.25);
     view_.zoom_at(x, std::pow(notch, static_cast<double>(io.MouseWheel)));
   }
-  if (ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
-      ImGui::IsMouseDragging(ImGuiMouseButton_Middle)) {
+  if (hovered && (ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
+                  ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
     view_.pan_px(io.MouseDelta.x);
   }
-  if (over_lanes && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
+  // A click on a group's header (gutter or lane area) folds or expands it.
+  const Row* row = hovered && io.MousePos.y >= kRowsTop && io.MousePos.x <= lanes_right(width)
+                       ? row_at(rows_, io.MousePos.y - kRowsTop + scroll_y_)
+                       : nullptr;
+  const bool over_header = row != nullptr && row->kind == Row::Kind::Header;
+  if (over_header && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
+    model_->toggle_expanded(row->group);
+  }
+  if (over_lanes && !over_header && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
     measure_from_ = view_.t_at(x);
     measure_to_ = measure_from_;
     press_armed_ = true;
@@ -489,7 +542,7 @@ void Viewer::handle_input() {
     measure_to_ = view_.t_at(x);
   }
   if (press_armed_ && ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
-    if (!measuring_) details_ = describe_at(io.MousePos, width);  // a click, not a drag
+    if (!measuring_) details_ = describe_at(io.MousePos, width, true);  // a click, not a drag
     measuring_ = false;
     press_armed_ = false;
   }
@@ -501,6 +554,18 @@ void Viewer::handle_input() {
     const double pan = view_.width_px() * static_cast<double>(io.DeltaTime);
     if (ImGui::IsKeyDown('A')) view_.pan_px(pan);
     if (ImGui::IsKeyDown('D')) view_.pan_px(-pan);
+    // Vertical scrolling of the rows (an expanded group of many ranks is taller than the
+    // screen): Up/Down by a lane, Page Up/Down by a screen; clamped in draw_timeline.
+    const float page = io.DisplaySize.y - kRowsTop - 40;
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow))) scroll_y_ += 20;
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow))) scroll_y_ -= 20;
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_PageDown))) scroll_y_ += page;
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_PageUp))) scroll_y_ -= page;
+    if (ImGui::IsKeyPressed('E')) {  // the group under the mouse, or every group
+      const Row* r =
+          io.MousePos.y >= kRowsTop ? row_at(rows_, io.MousePos.y - kRowsTop + scroll_y_) : nullptr;
+      if (r == nullptr || !model_->toggle_expanded(r->group)) model_->toggle_all();
+    }
     if (ImGui::IsKeyPressed('F') || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Home))) {
       view_.fit(model_->begin_ns(), model_->end_ns());
     }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "draw/derived_rows.h"
 #include "model/memory_stack.h"
 #include "model/span_culling.h"
 #include "model/span_pairing.h"
@@ -59,7 +60,11 @@ class Viewer {
   /// Right edge of the lane area for a display of `width` pixels (the left one is kGutterPx).
   static float lanes_right(float display_width);
   const std::vector<Row>& rows() const { return rows_; }
+  /// Pixels the rows are scrolled up by (Up/Down, Page Up/Down in the window; 0 in screenshots).
+  float scroll_y() const { return scroll_y_; }
   const TimelineModel* model() const { return model_.get(); }
+  /// The model, for folding and expanding groups (nullptr when the trace failed).
+  TimelineModel* model() { return model_.get(); }
   /// The memory stack of a group (its first member's curve).
   const MemoryStack& stack_of_group(std::uint32_t group) const;
   const std::optional<Pairing>& pairing() const { return pairing_; }
@@ -82,7 +87,8 @@ class Viewer {
   void draw_errors(float width, float height);
   void handle_input();
   void draw_tooltip(float width);
-  std::string describe_at(ImVec2 mouse, float width);
+  // `full`: the click details (longer lists) rather than the tooltip.
+  std::string describe_at(ImVec2 mouse, float width, bool full);
 
   const OpenedTrace* main_;
   const OpenedTrace* ghost_;
@@ -97,8 +103,10 @@ class Viewer {
   std::vector<Row> rows_;
   TimeView view_{1000, 0, 1};
   bool view_initialised_ = false;
+  float scroll_y_ = 0;
   std::vector<DrawItem> items_;  // reused per lane
   std::vector<MemoryColumn> columns_;
+  std::vector<FlowLine> flows_;  // bucket fill to collective, drawn after the rows
   std::string tooltip_;
   std::string details_;
   std::string measure_label_;

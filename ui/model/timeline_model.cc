@@ -186,7 +186,10 @@ TimelineModel::TimelineModel(const Trace& trace) : trace_(&trace) {
       }
       g.lanes.push_back(std::move(lane));
     }
+    g.buckets = bucket_fills(trace, spans);
+    g.params = param_events(trace, trace.ranks[g.members.front()], spans);
   }
+  expanded_.assign(groups_.size(), false);
   bool any = false;
   for (const Span& s : trace.spans) {
     if (!any) begin_ns_ = s.start_ns, end_ns_ = s.start_ns + s.dur_ns, any = true;
@@ -217,6 +220,34 @@ int TimelineModel::group_of_role(std::uint32_t role) const {
   return -1;
 }
 
+bool TimelineModel::expanded(std::uint32_t group) const {
+  return group < expanded_.size() && expanded_[group];
+}
+
+bool TimelineModel::set_expanded(std::uint32_t group, bool expanded) {
+  if (group >= groups_.size() || groups_[group].members.size() < 2) return false;
+  expanded_[group] = expanded;
+  return true;
+}
+
+void TimelineModel::toggle_all() {
+  bool any_folded = false;
+  for (std::uint32_t g = 0; g < groups_.size(); ++g) {
+    any_folded = any_folded || (groups_[g].members.size() > 1 && !expanded_[g]);
+  }
+  for (std::uint32_t g = 0; g < groups_.size(); ++g) set_expanded(g, any_folded);
+}
+
+std::string block_label(const TimelineModel& model, const Row& row) {
+  const RankGroup& g = model.groups().at(row.group);
+  if (row.member == kAllMembers || row.member >= g.members.size()) {
+    if (g.members.size() < 2) return g.label;
+    return (model.expanded(row.group) ? "[-] " : "[+] ") + g.label;
+  }
+  const TraceRank& r = model.trace().ranks[g.members[row.member]];
+  return group_label({r.rank}, r.rank_count);
+}
+
 std::vector<Row> layout_rows(const TimelineModel& model, const std::vector<std::uint32_t>& groups,
                              const LayoutOptions& options) {
   std::vector<std::uint32_t> order = groups;
@@ -226,17 +257,36 @@ std::vector<Row> layout_rows(const TimelineModel& model, const std::vector<std::
   }
   std::vector<Row> rows;
   float y = 0;
+  // One block: the lanes, then the derived rows and the memory row where they have content.
+  auto block = [&](std::uint32_t g, std::uint32_t member) {
+    const RankGroup& group = model.groups()[g];
+    auto add = [&](Row::Kind kind, std::uint32_t lane, float h) {
+      rows.push_back({kind, g, lane, y, y + h, member});
+      y += h;
+    };
+    for (std::uint32_t l = 0; l < group.lanes.size(); ++l) add(Row::Kind::Lane, l, options.lane_px);
+    if (!group.buckets.empty() && options.bucket_px > 0) {
+      add(Row::Kind::Buckets, 0, options.bucket_px);
+    }
+    if (!group.params.empty() && options.params_px > 0)
+      add(Row::Kind::Params, 0, options.params_px);
+    if (options.memory_px > 0) add(Row::Kind::Memory, 0, options.memory_px);
+  };
   for (std::uint32_t g : order) {
     if (g >= model.groups().size()) continue;
-    rows.push_back({Row::Kind::Header, g, 0, y, y + options.header_px});
+    // The group's header (with its fold toggle) stays; an expanded group adds one block per
+    // member, each under its own header.
+    rows.push_back({Row::Kind::Header, g, 0, y, y + options.header_px, kAllMembers});
     y += options.header_px;
-    for (std::uint32_t l = 0; l < model.groups()[g].lanes.size(); ++l) {
-      rows.push_back({Row::Kind::Lane, g, l, y, y + options.lane_px});
-      y += options.lane_px;
-    }
-    if (options.memory_px > 0) {
-      rows.push_back({Row::Kind::Memory, g, 0, y, y + options.memory_px});
-      y += options.memory_px;
+    if (model.expanded(g)) {
+      const auto n = static_cast<std::uint32_t>(model.groups()[g].members.size());
+      for (std::uint32_t m = 0; m < n; ++m) {
+        rows.push_back({Row::Kind::Header, g, 0, y, y + options.header_px, m});
+        y += options.header_px;
+        block(g, m);
+      }
+    } else {
+      block(g, kAllMembers);
     }
     y += options.gap_px;
   }

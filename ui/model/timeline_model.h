@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "model/derived_lanes.h"
 #include "zerosim/trace.h"
 
 namespace zerosim::view {
@@ -39,6 +40,8 @@ struct RankGroup {
   std::uint64_t rank_count = 0;        ///< ranks the group stands for
   std::string label;                   ///< "rank 3", "ranks 1-1023, 1023 ranks", ...
   std::vector<Lane> lanes;             ///< non-empty lanes, LaneKind order
+  std::vector<BucketFill> buckets;     ///< IPG bucket fills of the first member (derived_lanes.h)
+  std::vector<ParamEvent> params;      ///< stage 3 gathers/releases of the first member
 };
 
 class TimelineModel {
@@ -52,6 +55,15 @@ class TimelineModel {
   int group_of_rank(std::uint32_t rank) const;
   /// Index of the group whose first member has role `role`, or -1.
   int group_of_role(std::uint32_t role) const;
+  /// Folding state of a group (issue #9 "expandable"): an expanded group lays out one block of
+  /// rows per member instead of one for all. Groups start folded; a one-member group has nothing
+  /// to expand and stays folded.
+  bool expanded(std::uint32_t group) const;
+  /// Sets it; false (and no change) for an unknown or one-member group.
+  bool set_expanded(std::uint32_t group, bool expanded);
+  bool toggle_expanded(std::uint32_t group) { return set_expanded(group, !expanded(group)); }
+  /// Expands every group with more than one member when any is folded, else folds them all.
+  void toggle_all();
   /// [first span start, last span end] (0, 1 for an empty trace).
   SimTime begin_ns() const { return begin_ns_; }
   SimTime end_ns() const { return end_ns_; }
@@ -59,6 +71,7 @@ class TimelineModel {
  private:
   const Trace* trace_;
   std::vector<RankGroup> groups_;
+  std::vector<bool> expanded_;  // per group
   SimTime begin_ns_ = 0;
   SimTime end_ns_ = 1;
 };
@@ -72,19 +85,32 @@ std::string group_label(const std::vector<std::uint32_t>& ranks, std::uint64_t r
 struct LayoutOptions {
   float header_px = 18;  ///< group title row
   float lane_px = 20;
+  float bucket_px = 16;  ///< bucket fill row (groups with IPG buckets)
+  float params_px = 16;  ///< stage 3 gather/release row (groups with such events)
   float memory_px = 90;  ///< memory stack row; 0 hides it
   float gap_px = 6;      ///< after each group
 };
 
+/// Row::member of a folded group's rows (they stand for every member).
+inline constexpr std::uint32_t kAllMembers = 0xFFFFFFFFu;
+
 struct Row {
-  enum class Kind : std::uint8_t { Header, Lane, Memory };
+  enum class Kind : std::uint8_t { Header, Lane, Buckets, Params, Memory };
   Kind kind = Kind::Lane;
   std::uint32_t group = 0;
   std::uint32_t lane = 0;  ///< index into the group's lanes (Kind::Lane)
   float y0 = 0, y1 = 0;
+  /// Index into the group's members when the group is expanded, else kAllMembers. Members of a
+  /// group have identical timelines, so their rows draw the group's lanes and memory.
+  std::uint32_t member = kAllMembers;
 };
 
-/// Rows of every group in `groups` (indices into model.groups(); empty: all), top to bottom.
+/// The label of a row block: the group's, or for one member of an expanded group "rank N".
+std::string block_label(const TimelineModel& model, const Row& row);
+
+/// Rows of every group in `groups` (indices into model.groups(); empty: all), top to bottom: per
+/// group (per member when expanded) a header, its lanes, the bucket fill row, the parameter row
+/// and the memory row (the last three only where they have something to show).
 std::vector<Row> layout_rows(const TimelineModel& model, const std::vector<std::uint32_t>& groups,
                              const LayoutOptions& options);
 /// The row under y, or nullptr.

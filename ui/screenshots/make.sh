@@ -19,3 +19,6 @@ small=(--model gpt2-small --gpus 4 --gpus-per-node 4 --stage 2 --precision fp16)
 shot measured.json predicted.json --rank 0 --screenshot "$here/measured_vs_predicted.png"
 "$zerosim" simulate --model llama2-7b --gpus 8 --stage 0 --trace oom.json >/dev/null || true
 shot oom.json --screenshot "$here/llama2-7b_zero0_oom.png"
+# What-if mode: the ZeRO-2 scenario changed to stage 3, the stage 2 run as the ghost.
+cp "$scenarios/gpt2-xl_zero2_8xa100.json" .
+shot gpt2-xl_zero2_8xa100.json --set stage=3 --screenshot "$here/what_if_zero2_to_3.png"

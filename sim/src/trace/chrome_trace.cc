@@ -6,7 +6,8 @@
 // C counters with ONE series per event name ("memory.total", "memory.param16", ... each with
 // args {"bytes": N}, so the legacy viewer does not stack them), one value per timestamp (the last),
 // written only when it changes; one s/f flow per bucket, from the middle of its last CopyToBucket
-// to the middle of its first collective, f bound to the enclosing slice (bp "e"). Never
+// to the middle of its first collective, f bound to the enclosing slice (bp "e"); a rank's OOM as
+// a process-scoped instant event (ph "i", s "p") with what was being allocated. Never
 // displayTimeUnit (some Perfetto versions then reinterpret ts).
 #include <array>
 #include <map>
@@ -77,6 +78,18 @@ class ChromeWriter {
     for (const Span* s : spans) write_span(r.rank, *s);
     write_counters(r);
     write_flows(r.rank, spans);
+    if (r.oom) write_oom(r.rank, *r.oom);
+  }
+
+  // The first allocation above the device capacity, as a process-scoped instant ("s": "p":
+  // Perfetto draws it across the rank's tracks) naming what was being allocated.
+  void write_oom(std::uint32_t pid, const OomEvent& o) {
+    begin_event();
+    out_ << "{\"name\": " << str("OOM: " + o.buffer_name)
+         << ", \"cat\": \"oom\", \"ph\": \"i\", \"s\": \"p\", \"ts\": " << format_us(o.t)
+         << ", \"pid\": " << pid << ", \"args\": {\"buffer\": " << str(o.buffer_name)
+         << ", \"category\": " << str(category_name(o.category)) << ", \"bytes\": " << o.bytes
+         << ", \"live_bytes\": " << o.live_bytes << ", \"capacity\": " << o.capacity << "}}";
   }
 
   void write_thread(std::uint32_t pid, Stream s) {
