@@ -227,7 +227,7 @@ class Coordinator {
   void wait(std::uint32_t p);
   void free_param(std::uint32_t p);
   /// The own-partition source of a gather of `params`: each param's c-chunk, from the device copy
-  /// `tmp` staged under offload_param (persistent params: their LP partition, see X12).
+  /// `tmp` staged under offload_param (every param, persistent ones included).
   std::vector<Piece> own_sources(const std::vector<std::uint32_t>& params, std::uint32_t tmp) const;
   void consume_own(const Module& mod);
   void prefetch();
