@@ -631,6 +631,39 @@ TEST(Stage3Operands, OffloadParamGathersReadDeviceCopiesOfPersistentPartitions) 
   }
 }
 
+// A persistent param outside the optimizer is never moved into the host flat buffer: DeepSpeed
+// gathers its device partition in place (no H2D), while a frozen non-persistent one is staged.
+TEST(Stage3Operands, OffloadParamStagesNoFrozenPersistentPartition) {
+  ModelDesc m = s3test::layer_model({{10, 7}, {2, 13}});
+  m.params[2].trainable = false;  // w2_0: 2 elements, persistent
+  m.params[3].trainable = false;  // w2_1: 13 elements, not persistent
+  m.grad_order = derive_grad_order(m);
+  DsConfig ds = one_flush_config();
+  ds.zero.offload_param.device = OffloadDevice::Cpu;
+  ds.zero.param_persistence_threshold = 6;
+  const Schedule s = s3test::build(m, ds, 4, 2);
+  const std::uint32_t frozen = buffer_named(s, "LP partitions of params outside the optimizer");
+  std::size_t staged_frozen = 0, read_in_place = 0;
+  for (const Op& op : s.ops) {
+    const bool h2d = op.kind == OpKind::HostToDevice;
+    const bool gather = op.kind == OpKind::Collective && op.collective == CollectiveKind::AllGather;
+    if (!h2d && !gather) continue;
+    for (const OperandSpan& sp : resolve_pieces(s, op, op.src, 0, true)) {
+      if (sp.buffer != frozen) continue;
+      // w2_0 sits first in the frozen partitions (declaration order), w2_1 after its c = 1.
+      if (h2d) {
+        EXPECT_GE(sp.offset, 1u) << op.label << ": stages the persistent frozen partition";
+        ++staged_frozen;
+      } else {
+        EXPECT_EQ(sp.offset, 0u) << op.label << ": a gather reads the frozen w2_1 unstaged";
+        ++read_in_place;
+      }
+    }
+  }
+  EXPECT_GT(staged_frozen, 0u);  // w2_1's fetches
+  EXPECT_GT(read_in_place, 0u);  // w2_0's fetches and post-step gathers
+}
+
 // The interpreter itself fails on a schedule whose averaging is dropped.
 TEST(Stage3Operands, InterpreterCatchesAMissingAverage) {
   const ModelDesc m = s3test::layer_model({{10, 7}});

@@ -193,13 +193,15 @@ void Coordinator::gather(std::vector<std::uint32_t> params, const std::string& w
 // :1332 at edaa722). Persistent params included: _partition_param puts their partition on the
 // device (:1801-1802), but the optimizer's _create_fp16_partitions_with_defragmentation moves
 // every trainable ds_tensor into the pinned CPU flat buffer (stage3.py:950-954 with
-// _move_to_flat_buffer :832-834, `src.data = dest.data`; the same in v0.14.4). Returns the device
-// copy, or kNone.
+// _move_to_flat_buffer :832-834, `src.data = dest.data`; the same in v0.14.4). A persistent param
+// outside the optimizer is never moved and is read in place (Context::staged_from_host). Returns
+// the device copy, or kNone.
 std::uint32_t Coordinator::stage_partitions_on_device(const std::vector<std::uint32_t>& params,
                                                       Elements& numel) {
   numel = 0;
   if (!cx_.offload_param) return kNone;
-  for (auto p : params) numel += cx_.c(p);
+  for (auto p : params)
+    if (cx_.staged_from_host(p)) numel += cx_.c(p);
   if (numel == 0) return kNone;
   const Stream gs = cx_.gather_stream;
   const auto tmp = cx_.pool.acquire(cx_.e, "offloaded partitions on device", BufferCategory::Temp,
@@ -207,20 +209,21 @@ std::uint32_t Coordinator::stage_partitions_on_device(const std::vector<std::uin
   cx_.e.alloc(tmp, gs);
   std::vector<Piece> parts;  // each param's host partition
   parts.reserve(params.size());
-  for (auto p : params) parts.push_back(cx_.own_piece(p));
+  for (auto p : params)
+    if (cx_.staged_from_host(p)) parts.push_back(cx_.own_piece(p));
   cx_.data_op(OpKind::HostToDevice, gs, numel, cx_.lp, cx_.pieces(std::move(parts)), region(tmp),
               "H2D partitions for gather");
   return tmp;
 }
 
 // Each param's partition as the gather reads it: its chunk of the device copy under
-// offload_param (`tmp`), else its LP partition on the device.
+// offload_param (`tmp`), else its LP partition.
 std::vector<Piece> Coordinator::own_sources(const std::vector<std::uint32_t>& params,
                                             std::uint32_t tmp) const {
   std::vector<Piece> out;
   Elements at = 0;  // the next param's chunk in the device copy
   for (auto p : params) {
-    if (tmp != kNone) {
+    if (tmp != kNone && cx_.staged_from_host(p)) {
       out.push_back({tmp, at, cx_.c(p)});
       at += cx_.c(p);
     } else {
@@ -400,9 +403,9 @@ void Coordinator::gather_persistent() {
     cx_.e.alloc(cx_.padded_buf[p]);
     // Under offload_param the partition is on the host (stage_partitions_on_device): copied into
     // the rank's slot of the output first, as the hook registration gathers do.
-    const Region in =
-        cx_.offload_param ? rank_slice(cx_.padded_buf[p], cx_.c(p)) : cx_.own_partition(p);
-    if (cx_.offload_param)
+    const bool staged = cx_.staged_from_host(p);
+    const Region in = staged ? rank_slice(cx_.padded_buf[p], cx_.c(p)) : cx_.own_partition(p);
+    if (staged)
       cx_.data_op(OpKind::HostToDevice, Stream::Compute, cx_.c(p), cx_.lp, cx_.own_partition(p), in,
                   "H2D partition of persistent " + cx_.m.params[p].name);
     cx_.collective(CollectiveKind::AllGather, cx_.c(p), cx_.c(p) * cx_.world, cx_.lp,

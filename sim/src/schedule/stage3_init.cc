@@ -196,7 +196,7 @@ void hook_gathers(Context& cx) {
     // Under offload_param every partition, persistent ones included, is in the host flat buffer
     // by now (Coordinator::stage_partitions_on_device): copied into the rank's slot of the gather
     // output first.
-    const bool staged = cx.offload_param;
+    const bool staged = cx.staged_from_host(p);
     if (staged)
       cx.data_op(OpKind::HostToDevice, Stream::Compute, cx.c(p), cx.lp, cx.own_partition(p),
                  rank_slice(cx.padded_buf[p], cx.c(p)), "H2D partition of " + cx.m.params[p].name);
