@@ -192,9 +192,10 @@ void expect_averaged_grads(const testlib::Built& b, bool partitioned) {
   for (std::uint32_t g = 0; g < s.layout.groups.size(); ++g)
     if ((partitioned ? s.layout.groups[g].partition : s.layout.groups[g].numel) > 0)
       groups.push_back(g);
-  ASSERT_EQ(it.update_grads.size(), groups.size());
-  for (std::size_t u = 0; u < groups.size(); ++u) {
-    const std::uint32_t g = groups[u];
+  // Every step updates every group (the synthetic gradients do not depend on the step).
+  ASSERT_EQ(it.update_grads.size(), groups.size() * s.meta.steps);
+  for (std::size_t u = 0; u < it.update_grads.size(); ++u) {
+    const std::uint32_t g = groups[u % groups.size()];
     const Elements part = s.layout.groups[g].partition;
     for (std::uint32_t r = 0; r < s.meta.world; ++r) {
       const auto& got = it.update_grads[u][r];
@@ -261,6 +262,46 @@ TEST(ScheduleDataflow, CpuOffloadCopiesTheOwnedSlicesIntoTheFp32Partitions) {
   ds.zero.offload_optimizer.device = OffloadDevice::Cpu;
   expect_averaged_grads(build(make_model(kSizes), ds, 4, testlib::with_groups({{0, 1, 2}, {3, 4}})),
                         true);
+}
+
+// X7: with gradient accumulation each touching gradient is accumulated through its CPU buffer
+// (B8 -> B6 -> add, then back to B8) before the boundary copies the owned slices into B4: a
+// missing staging operand leaves B4 with the last micro-step's gradients only.
+TEST(ScheduleDataflow, CpuOffloadAccumulatesMicroStepsThroughTheCpuBuffers) {
+  for (const DeepSpeedVersion v : {DeepSpeedVersion::Edaa722, DeepSpeedVersion::V0_14_4})
+    for (const bool overlap : {false, true})
+      for (const int stage : {1, 2}) {
+        SCOPED_TRACE("stage " + std::to_string(stage) + " overlap " + std::to_string(overlap) +
+                     (v == DeepSpeedVersion::V0_14_4 ? " v0.14.4" : ""));
+        auto ds = zero_config(stage, 8, overlap);
+        ds.zero.offload_optimizer.device = OffloadDevice::Cpu;
+        ds.grad_accum_steps = 3;
+        auto o = testlib::with_groups({{0, 1, 2}, {3, 4}});
+        o.version = v;
+        o.steps = 2;  // the second step's first micro-step overwrites B8 (no stale accumulation)
+        auto b = build(make_model(kSizes), ds, 4, o);
+        expect_averaged_grads(b, true);
+        // The one-param staging buffer B6 is what every add reads: no op stages more than it holds.
+        const Schedule& s = b.s();
+        // Stage 1 reduces once, at the boundary, where edaa722's micro_step_id is 0: no CPU
+        // accumulator at all; v0.14.4 and stage 2 accumulate every touching param through one.
+        std::size_t b8_allocs = 0;
+        for (const Op& op : s.ops)
+          if (op.kind == OpKind::Alloc && s.buffers[op.buffer].spec_id == "B8") ++b8_allocs;
+        if (stage == 1 && v == DeepSpeedVersion::Edaa722) {
+          EXPECT_EQ(b8_allocs, 0u);
+        } else {
+          EXPECT_EQ(b8_allocs, kSizes.size());  // once per param, then persistent
+        }
+        for (const Op& op : s.ops) {
+          if (op.kind != OpKind::HostToDevice || op.dst.buffer == kNone ||
+              s.buffers[op.dst.buffer].spec_id != "B6")
+            continue;
+          for (std::uint32_t r = 0; r < 4; ++r) {
+            EXPECT_LE(s.op_elements(op, s.role_of(r)), s.buffers[op.dst.buffer].numel) << op.label;
+          }
+        }
+      }
 }
 
 TEST(ScheduleDataflow, EnginePathsAverageTheWholeModel) {

@@ -335,21 +335,26 @@ TEST(ScheduleStage012Examples, CpuOffloadWithGradAccumUsesCpuAccumulators) {
   auto ds = zero_config(2, 8, false);
   ds.zero.offload_optimizer.device = OffloadDevice::Cpu;
   ds.grad_accum_steps = 2;
-  auto b = build(make_model(kG1, {2, 1, 0}), ds, 4);
-  ASSERT_TRUE(b.schedule.ok());
-  const Schedule& s = b.s();
-  const std::uint32_t role1 = s.role_of(1);  // holds p0 and p1 (8 elements)
-  Elements h2d = 0, d2h_lp = 0, b8 = 0;
-  for (const Op& op : s.ops) {
-    if (op.kind == OpKind::HostToDevice && op.phase != Phase::Step) h2d += s.op_elements(op, role1);
-    if (op.kind == OpKind::DeviceToHost && op.dtype == DType::Float16)
-      d2h_lp += s.op_elements(op, role1);
+  for (const DeepSpeedVersion v : {DeepSpeedVersion::Edaa722, DeepSpeedVersion::V0_14_4}) {
+    auto b = build(make_model(kG1, {2, 1, 0}), ds, 4, testlib::with_version(v));
+    ASSERT_TRUE(b.schedule.ok());
+    const Schedule& s = b.s();
+    const std::uint32_t role1 = s.role_of(1);  // holds p0 and p1 (8 elements)
+    Elements h2d = 0, d2h_lp = 0, b8 = 0;
+    for (const Op& op : s.ops) {
+      if (op.kind == OpKind::HostToDevice && op.phase != Phase::Step)
+        h2d += s.op_elements(op, role1);
+      if (op.kind == OpKind::DeviceToHost && op.dtype == DType::Float16)
+        d2h_lp += s.op_elements(op, role1);
+    }
+    for (std::uint32_t i = 0; i < s.buffers.size(); ++i)
+      if (s.buffers[i].spec_id == "B8") b8 += s.buffer_numel(i, role1);
+    EXPECT_EQ(h2d, 8u);  // micro-step 1 adds the accumulator back
+    // Micro-step 0 (not a boundary) stores into the accumulator; edaa722 stores again at the
+    // boundary (copy_gradients_to_cpu is unconditional, stage_1_and_2.py:1559), v0.14.4 not.
+    EXPECT_EQ(d2h_lp, v == DeepSpeedVersion::V0_14_4 ? 8u : 16u);
+    EXPECT_EQ(b8, 8u);
   }
-  for (std::uint32_t i = 0; i < s.buffers.size(); ++i)
-    if (s.buffers[i].spec_id == "B8") b8 += s.buffer_numel(i, role1);
-  EXPECT_EQ(h2d, 8u);     // micro-step 1 adds the accumulator back
-  EXPECT_EQ(d2h_lp, 8u);  // micro-step 0 (not a boundary) stores into the accumulator
-  EXPECT_EQ(b8, 8u);
 }
 
 TEST(ScheduleStage012Examples, Stage1GradAccumAttributeModeKeepsFp32Accumulators) {

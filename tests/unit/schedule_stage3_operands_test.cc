@@ -590,6 +590,80 @@ TEST(Stage3Operands, InterpreterGradPartitionsAreTheRankAverage) {
     for (const std::uint32_t world : {2u, 4u}) expect_averaged_partitions(m, k, world);
 }
 
+// X12: under offload_param the optimizer's init moves every trainable partition, persistent
+// params' included, into the host flat buffer (stage3.py:950-954, _move_to_flat_buffer :832-834),
+// and every gather reads a device copy of it (ds_tensor.to(device), partition_parameters.py:1974,
+// :1332): no all-gather reads host memory, and each persistent param's hook-registration and
+// post-step gathers follow an H2D of its partition.
+TEST(Stage3Operands, OffloadParamGathersReadDeviceCopiesOfPersistentPartitions) {
+  const ModelDesc m = s3test::layer_model({{10, 7}, {2, 5, 13}, {3}});
+  DsConfig ds = one_flush_config();
+  ds.zero.offload_param.device = OffloadDevice::Cpu;
+  ds.zero.param_persistence_threshold = 6;  // w2_0 (2), w2_1 (5) and w3_0 (3)
+  for (const std::uint32_t w : {2u, 4u}) {
+    SCOPED_TRACE("world " + std::to_string(w));
+    const Schedule s = s3test::build(m, ds, w, 2);
+    std::size_t gathers = 0;
+    for (const Op& op : s.ops) {
+      if (op.kind != OpKind::Collective || op.collective != CollectiveKind::AllGather) continue;
+      ++gathers;
+      for (std::uint32_t r = 0; r < w; ++r)
+        for (const OperandSpan& sp : resolve_pieces(s, op, op.src, r, true)) {
+          if (sp.buffer == kNone) continue;
+          EXPECT_EQ(s.buffers[sp.buffer].pool, MemoryPool::Device)
+              << op.label << " rank " << r << " reads " << s.buffers[sp.buffer].name;
+        }
+    }
+    EXPECT_GT(gathers, 0u);
+    for (const std::string name : {"w2_0", "w2_1", "w3_0"}) {
+      const std::size_t h2d = s3test::find_label(s, "H2D partition of " + name);
+      const std::size_t hook = s3test::find_label(s, "grad hook registration: gather " + name);
+      ASSERT_LT(hook, s.ops.size()) << name;
+      EXPECT_LT(h2d, hook) << name;
+      const std::size_t post = s3test::find_label(s, "post-step gather of persistent " + name);
+      ASSERT_LT(post, s.ops.size()) << name;
+      const std::size_t staged = s3test::find_label(s, "H2D partition of persistent " + name);
+      EXPECT_LT(staged, post) << name;
+      // From the host LP partition into what the gather reads.
+      EXPECT_EQ(s.ops[staged].src.buffer, buffer_named(s, "lp_param_buffer (LP partitions)"));
+      EXPECT_EQ(s.ops[staged].dst, s.ops[post].src) << name;
+    }
+  }
+}
+
+// A persistent param outside the optimizer is never moved into the host flat buffer: DeepSpeed
+// gathers its device partition in place (no H2D), while a frozen non-persistent one is staged.
+TEST(Stage3Operands, OffloadParamStagesNoFrozenPersistentPartition) {
+  ModelDesc m = s3test::layer_model({{10, 7}, {2, 13}});
+  m.params[2].trainable = false;  // w2_0: 2 elements, persistent
+  m.params[3].trainable = false;  // w2_1: 13 elements, not persistent
+  m.grad_order = derive_grad_order(m);
+  DsConfig ds = one_flush_config();
+  ds.zero.offload_param.device = OffloadDevice::Cpu;
+  ds.zero.param_persistence_threshold = 6;
+  const Schedule s = s3test::build(m, ds, 4, 2);
+  const std::uint32_t frozen = buffer_named(s, "LP partitions of params outside the optimizer");
+  std::size_t staged_frozen = 0, read_in_place = 0;
+  for (const Op& op : s.ops) {
+    const bool h2d = op.kind == OpKind::HostToDevice;
+    const bool gather = op.kind == OpKind::Collective && op.collective == CollectiveKind::AllGather;
+    if (!h2d && !gather) continue;
+    for (const OperandSpan& sp : resolve_pieces(s, op, op.src, 0, true)) {
+      if (sp.buffer != frozen) continue;
+      // w2_0 sits first in the frozen partitions (declaration order), w2_1 after its c = 1.
+      if (h2d) {
+        EXPECT_GE(sp.offset, 1u) << op.label << ": stages the persistent frozen partition";
+        ++staged_frozen;
+      } else {
+        EXPECT_EQ(sp.offset, 0u) << op.label << ": a gather reads the frozen w2_1 unstaged";
+        ++read_in_place;
+      }
+    }
+  }
+  EXPECT_GT(staged_frozen, 0u);  // w2_1's fetches
+  EXPECT_GT(read_in_place, 0u);  // w2_0's fetches and post-step gathers
+}
+
 // The interpreter itself fails on a schedule whose averaging is dropped.
 TEST(Stage3Operands, InterpreterCatchesAMissingAverage) {
   const ModelDesc m = s3test::layer_model({{10, 7}});

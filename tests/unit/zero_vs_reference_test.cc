@@ -141,7 +141,12 @@ INSTANTIATE_TEST_SUITE_P(
         V("stage2_round_robin", R"("round_robin_gradients": true)", kFp16, 2),
         V("stage2_grad_accum", "", kFp16, 2, 2),
         V("stage2_fp16_overflow_step", "", kFp16, 2, 1, {1}), V("stage2_bf16", "", kBf16, 2),
-        V("stage2_cpu_offload", R"("offload_optimizer": {"device": "cpu"})", kFp16, 2)),
+        V("stage2_cpu_offload", R"("offload_optimizer": {"device": "cpu"})", kFp16, 2),
+        V("stage2_cpu_offload_grad_accum", R"("offload_optimizer": {"device": "cpu"})", kFp16, 2,
+          2),
+        V("stage3_offload_param",
+          R"("offload_param": {"device": "cpu"}, "stage3_param_persistence_threshold": 1000)",
+          kFp16, 3)),
     [](const ::testing::TestParamInfo<Variant>& i) { return i.param.name; });
 
 }  // namespace

@@ -65,7 +65,10 @@ void add_persistent(const Stage12& c, ReportBuilder& rb) {
   rb.host("LP staging for the copy back (B5): S", bytes_of(c.s, c.lp));
   rb.host("pinned gradient staging (B7): largest param " + elements_text(c.n_max),
           bytes_of(c.n_max, c.lp));
-  if (c.in.ds.grad_accum_steps > 1)
+  // Stage 2 only: at stage 1 the one reduction, at the boundary, runs with micro_step_id 0 and
+  // never reaches async_accumulate_grad_in_cpu_via_gpu (stage_1_and_2.py:1656 at edaa722; v0.14.4
+  // allocates them at stage 1 too, see stage012_buckets.cc).
+  if (c.in.ds.grad_accum_steps > 1 && c.stage == 2)
     rb.host("CPU gradient accumulators (B8): in-partition params " + elements_text(c.t3),
             bytes_of(c.t3, c.lp));
   rb.persistent(Layer::Buffers,

@@ -80,6 +80,16 @@ std::vector<std::pair<std::size_t, std::size_t>> chunk_gt(const std::vector<Elem
   return out;
 }
 
+namespace {
+
+// Whether any flush goes through async_accumulate_grad_in_cpu_via_gpu (offload_post_flush): at
+// v0.14.4 whenever gradient_accumulation_steps > 1 (stage_1_and_2.py:1324 at v0.14.4); at edaa722
+// when micro_step_id > 0 or the backward is not a boundary (:1656), which with several micro-steps
+// happens at stage 2 only: stage 1 reduces at its boundary alone, where micro_step_id is still 0.
+bool accumulates_on_cpu(const Ctx& c) { return c.gas > 1 && (c.v0144 || c.stage == 2); }
+
+}  // namespace
+
 void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
   std::vector<std::vector<std::uint32_t>> lists;
   for (const auto& f : pass.flushes) lists.push_back(f.params);
@@ -90,8 +100,9 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
   pass.first_slot.assign(nf, kNone);
   for (auto& v : pass.gip_buf) v.assign(nf, kNone);
   for (auto& v : pass.retained_buf) v.assign(nf, kNone);
-  pass.b8_buf.assign(nf, kNone);
-  pass.b8_live.assign(nf, false);
+  pass.b8_buf.assign(c.m.params.size(), kNone);
+  pass.b8_slot.assign(c.m.params.size(), kNone);
+  pass.b8_live.assign(c.m.params.size(), false);
   const bool second_set = c.stage == 2 && c.gas > 1;
   for (std::uint32_t f = 0; f < nf; ++f) {
     const std::string fname = name + " flush " + std::to_string(f);
@@ -111,11 +122,17 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
     };
     if (c.offload) {
       pass.owned_slot[f] = c.slots.owned_slice(fname + ": owned slice", pass.flushes[f].params);
-      if (c.gas > 1) {
+      if (accumulates_on_cpu(c)) {
+        // One CPU accumulator per param, of its whole numel, on the ranks whose partition it
+        // touches (accumulated_grads_in_cpu[param_id]: stage_1_and_2.py:1524-1527 at edaa722).
         const MemoryPool pool =
             c.ds.zero.offload_optimizer.pin_memory ? MemoryPool::Pinned : MemoryPool::Host;
-        pass.b8_buf[f] = buffer("accumulated_grads_in_cpu (" + fname + ")", "B8",
-                                BufferCategory::Grad, pool, c.lp, pass.copy_slot[f], true);
+        for (std::uint32_t p : pass.flushes[f].params) {
+          pass.b8_slot[p] =
+              c.slots.touching(c.pname(p) + ": full numel if it touches the rank", {p});
+          pass.b8_buf[p] = buffer("accumulated_grads_in_cpu (" + c.pname(p) + ")", "B8",
+                                  BufferCategory::Grad, pool, c.lp, pass.b8_slot[p], true);
+        }
       }
     } else if (c.contiguous) {
       pass.first_slot[f] =
@@ -142,7 +159,11 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
         ins.copied ? FlushEntry{ins.param, c.ipg[ins.buffer_index], ins.offset}
                    : FlushEntry{ins.param, c.grad_buf[ins.param], 0});
   pass.flush_plan.assign(nf, kNone);  // an empty flush shares the one empty plan
-  for (std::uint32_t f = 0; f < nf; ++f) pass.flush_plan[f] = c.e.flush_plan(std::move(plans[f]));
+  pass.entries.assign(nf, {});
+  for (std::uint32_t f = 0; f < nf; ++f) {
+    pass.entries[f] = plans[f].entries;
+    pass.flush_plan[f] = c.e.flush_plan(std::move(plans[f]));
+  }
   if (c.contiguous && !c.offload) {
     GradPass gp;
     gp.flush_plans = pass.flush_plan;
@@ -284,37 +305,61 @@ void reduce_fallback(Ctx& c, const PlannedFlush& fl, Stream st, const std::strin
                kNone);
 }
 
+// With gradient accumulation, each touching gradient goes through DeepSpeed's
+// async_accumulate_grad_in_cpu_via_gpu (stage_1_and_2.py:1516-1559 at edaa722, :1183-1228 at
+// v0.14.4), called per param from copy_grads_in_partition (:1650-1664) after the flush's
+// reduction: its accumulator B8 (torch.zeros at the first call, :1527), from the second micro-step
+// on copied into the first numel of the one-param staging buffer B6 (temp_grad_buffer_for_gpu_
+// offload, :1522, :1536) and added into the reduced gradient (:1537), then the sum copied back
+// into B8 (:1549; v0.14.4 skips that copy at the boundary, :1226-1227, where edaa722 makes it
+// unconditionally). B6 is reused by the next param: its H2D is issued after this add (transfer()
+// waits for the reduction stream). Each op is the param's numel on the ranks it touches (its
+// Touching({p}) slot), 0 elsewhere. The owned slices then go to B4 in one copy per flush (DeepSpeed
+// copies them per param right after each accumulation: the same data, read after every add).
+// "Second micro-step" is DeepSpeed's micro_step_id > 0 (below), which is not the micro-step index
+// at stage 1 at edaa722: there no flush accumulates (accumulates_on_cpu), and the boundary's
+// reduction of the autograd-accumulated grads is all B4 needs.
 void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, std::uint32_t micro,
                         Stream st) {
-  const std::uint32_t touching = pass.copy_slot[f];
-  if (c.gas > 1) {
-    if (!pass.b8_live[f]) {
-      c.e.alloc(pass.b8_buf[f], st);
-      pass.b8_live[f] = true;
-    }
-    if (micro > 0) {
-      CopySpec to_gpu = c.transfer(OpKind::HostToDevice, c.lp);
-      to_gpu.slot = touching;
-      to_gpu.src = region(pass.b8_buf[f]);  // into B6, which holds one param (not carried: X7)
-      to_gpu.label = "accumulated grads to GPU (B8 -> B6)";
-      const std::uint32_t h2d = c.e.copy(std::move(to_gpu));
-      Region touched;  // into the rank's touching grads, from B6 (not carried: X7)
-      touched.flush_grads = pass.flush_plan[f];
-      c.e.copy({.stream = st,
-                .dtype = c.lp,
-                .slot = touching,
-                .dst = touched,
-                .mode = CopyMode::Add,
-                .deps = {h2d},
-                .label = "add accumulated grads"});
-    }
-    if (!boundary) {
-      CopySpec to_cpu = c.transfer(OpKind::DeviceToHost, c.lp);
-      to_cpu.slot = touching;
-      to_cpu.src.flush_grads = pass.flush_plan[f];  // the rank's touching grads
-      to_cpu.dst = region(pass.b8_buf[f]);
-      to_cpu.label = "grads to CPU accumulator (B8)";
-      c.e.copy(std::move(to_cpu));
+  // DeepSpeed's micro_step_id at this flush: v0.14.4 counts backward() calls since the step
+  // (:2036, reset at :1820); edaa722 counts backwards whose first hook found the IPG buffers
+  // released (setup_buckets :2494-2495; _release_ipg_buffers :835; reset in step() :2283), and
+  // only stage 2 releases them every backward (stage 1 at its boundary epilogue).
+  const std::uint32_t ds_micro = c.v0144 || c.stage == 2 ? micro : 0;
+  const bool accumulate = c.v0144 ? c.gas > 1 : ds_micro > 0 || !boundary;
+  if (accumulate && accumulates_on_cpu(c)) {
+    const bool to_cpu = !boundary || !c.v0144;
+    for (const FlushEntry& en : pass.entries[f]) {
+      const std::uint32_t p = en.tensor, slot = pass.b8_slot[p];
+      const Region grad = region(en.buffer, en.offset);  // the reduced gradient, where reduced
+      if (!pass.b8_live[p]) {
+        c.e.alloc(pass.b8_buf[p], st, kNone, true);
+        pass.b8_live[p] = true;
+      }
+      if (ds_micro > 0) {
+        CopySpec to_gpu = c.transfer(OpKind::HostToDevice, c.lp);
+        to_gpu.slot = slot;
+        to_gpu.src = region(pass.b8_buf[p]);
+        to_gpu.dst = region(c.b6);
+        to_gpu.label = "accumulated grad of " + c.pname(p) + " to GPU (B8 -> B6)";
+        const std::uint32_t h2d = c.e.copy(std::move(to_gpu));
+        c.e.copy({.stream = st,
+                  .dtype = c.lp,
+                  .slot = slot,
+                  .src = region(c.b6),
+                  .dst = grad,
+                  .mode = CopyMode::Add,
+                  .deps = {h2d},
+                  .label = "add accumulated grad of " + c.pname(p)});
+      }
+      if (to_cpu) {
+        CopySpec back = c.transfer(OpKind::DeviceToHost, c.lp);
+        back.slot = slot;
+        back.src = grad;
+        back.dst = region(pass.b8_buf[p]);
+        back.label = "grad of " + c.pname(p) + " to CPU accumulator (B8)";
+        c.e.copy(std::move(back));
+      }
     }
   }
   if (boundary) {

@@ -189,34 +189,41 @@ void Coordinator::gather(std::vector<std::uint32_t> params, const std::string& w
 }
 
 // offload_param: the partitions live on the host and are copied to the device before the gather
-// (persistent params keep theirs on the device). Returns the device copy, or kNone.
+// (ds_tensor.to(device) in _allgather_param / all_gather_coalesced: partition_parameters.py:1974,
+// :1332 at edaa722). Persistent params included: _partition_param puts their partition on the
+// device (:1801-1802), but the optimizer's _create_fp16_partitions_with_defragmentation moves
+// every trainable ds_tensor into the pinned CPU flat buffer (stage3.py:950-954 with
+// _move_to_flat_buffer :832-834, `src.data = dest.data`; the same in v0.14.4). A persistent param
+// outside the optimizer is never moved and is read in place (Context::staged_from_host). Returns
+// the device copy, or kNone.
 std::uint32_t Coordinator::stage_partitions_on_device(const std::vector<std::uint32_t>& params,
                                                       Elements& numel) {
   numel = 0;
   if (!cx_.offload_param) return kNone;
   for (auto p : params)
-    if (!cx_.persistent(p)) numel += cx_.c(p);
+    if (cx_.staged_from_host(p)) numel += cx_.c(p);
   if (numel == 0) return kNone;
   const Stream gs = cx_.gather_stream;
   const auto tmp = cx_.pool.acquire(cx_.e, "offloaded partitions on device", BufferCategory::Temp,
                                     cx_.lp, numel);
   cx_.e.alloc(tmp, gs);
   std::vector<Piece> parts;  // each param's host partition
+  parts.reserve(params.size());
   for (auto p : params)
-    if (!cx_.persistent(p)) parts.push_back(cx_.own_piece(p));
+    if (cx_.staged_from_host(p)) parts.push_back(cx_.own_piece(p));
   cx_.data_op(OpKind::HostToDevice, gs, numel, cx_.lp, cx_.pieces(std::move(parts)), region(tmp),
               "H2D partitions for gather");
   return tmp;
 }
 
-// Under offload_param DeepSpeed keeps a persistent param's partition on the device; the schedule
-// has no buffer for it (X12, memory only) and reads the same values from its LP partition.
+// Each param's partition as the gather reads it: its chunk of the device copy under
+// offload_param (`tmp`), else its LP partition.
 std::vector<Piece> Coordinator::own_sources(const std::vector<std::uint32_t>& params,
                                             std::uint32_t tmp) const {
   std::vector<Piece> out;
   Elements at = 0;  // the next param's chunk in the device copy
   for (auto p : params) {
-    if (tmp != kNone && !cx_.persistent(p)) {
+    if (tmp != kNone && cx_.staged_from_host(p)) {
       out.push_back({tmp, at, cx_.c(p)});
       at += cx_.c(p);
     } else {
@@ -394,11 +401,17 @@ void Coordinator::gather_persistent() {
   for (std::uint32_t p = 0; p < ps_.size(); ++p) {  // the persistent list is in ds_id order
     if (!cx_.persistent(p) || ps_[p].status != Status::NotAvailable) continue;
     cx_.e.alloc(cx_.padded_buf[p]);
-    // Under offload_param from its LP partition (X12: DeepSpeed's copy on the device).
+    // Under offload_param the partition is on the host (stage_partitions_on_device): copied into
+    // the rank's slot of the output first, as the hook registration gathers do.
+    const bool staged = cx_.staged_from_host(p);
+    const Region in = staged ? rank_slice(cx_.padded_buf[p], cx_.c(p)) : cx_.own_partition(p);
+    if (staged)
+      cx_.data_op(OpKind::HostToDevice, Stream::Compute, cx_.c(p), cx_.lp, cx_.own_partition(p), in,
+                  "H2D partition of persistent " + cx_.m.params[p].name);
     cx_.collective(CollectiveKind::AllGather, cx_.c(p), cx_.c(p) * cx_.world, cx_.lp,
                    ReduceOp::None, Stream::Compute,
-                   "post-step gather of persistent " + cx_.m.params[p].name, {}, kNone,
-                   cx_.own_partition(p), region(cx_.padded_buf[p]));
+                   "post-step gather of persistent " + cx_.m.params[p].name, {}, kNone, in,
+                   region(cx_.padded_buf[p]));
     ps_[p].status = Status::Available;  // outside the coordinator: n_available is not counted
     ps_[p].storage = cx_.padded_buf[p];
     ++issued;

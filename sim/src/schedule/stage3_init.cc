@@ -193,12 +193,13 @@ void hook_gathers(Context& cx) {
   for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) {
     if (!cx.m.params[p].trainable) continue;
     cx.e.alloc(cx.padded_buf[p]);
-    const bool staged = cx.offload_param && !cx.persistent(p);
-    if (staged)  // into the rank's slot of the gather output
+    // Under offload_param every partition, persistent ones included, is in the host flat buffer
+    // by now (Coordinator::stage_partitions_on_device): copied into the rank's slot of the gather
+    // output first.
+    const bool staged = cx.staged_from_host(p);
+    if (staged)
       cx.data_op(OpKind::HostToDevice, Stream::Compute, cx.c(p), cx.lp, cx.own_partition(p),
                  rank_slice(cx.padded_buf[p], cx.c(p)), "H2D partition of " + cx.m.params[p].name);
-    // offload_param keeps a persistent param's partition on the device, in no buffer here (X12,
-    // memory only): the gather reads the same values from its LP partition.
     const Region in = staged ? rank_slice(cx.padded_buf[p], cx.c(p)) : cx.own_partition(p);
     cx.collective(CollectiveKind::AllGather, cx.c(p), cx.c(p) * cx.world, cx.lp, ReduceOp::None,
                   Stream::Compute, "grad hook registration: gather " + cx.m.params[p].name, {},

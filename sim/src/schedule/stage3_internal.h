@@ -151,6 +151,13 @@ struct Context {
   Elements n(std::uint32_t p) const { return m.params[p].numel; }
   Elements c(std::uint32_t p) const { return plan.s3[p].partition; }
   bool persistent(std::uint32_t p) const { return plan.s3[p].persistent; }
+  /// Whether p's gathers copy its partition to the device first: under offload_param every
+  /// trainable partition sits in the host flat buffer by the time it is gathered (persistent ones
+  /// too); a persistent param outside the optimizer keeps its device partition in DeepSpeed
+  /// (memory: the schedule holds it on the host, scenarios/README.md) and is read in place.
+  bool staged_from_host(std::uint32_t p) const {
+    return offload_param && !(persistent(p) && sg_of_param[p] == kNone);
+  }
   /// The rank's c-chunk of p in the LP partitions (or in the frozen partitions).
   Region own_partition(std::uint32_t p) const {
     return region(sg_of_param[p] == kNone ? frozen_partitions : lp_partitions, part_offset[p],
@@ -227,7 +234,7 @@ class Coordinator {
   void wait(std::uint32_t p);
   void free_param(std::uint32_t p);
   /// The own-partition source of a gather of `params`: each param's c-chunk, from the device copy
-  /// `tmp` staged under offload_param (persistent params: their LP partition, see X12).
+  /// `tmp` staged under offload_param (every param, persistent ones included).
   std::vector<Piece> own_sources(const std::vector<std::uint32_t>& params, std::uint32_t tmp) const;
   void consume_own(const Module& mod);
   void prefetch();
