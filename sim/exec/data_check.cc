@@ -55,7 +55,7 @@ struct Walk {
       : s(sc), o(opt), rank(r), live(sc.buffers.size(), false), written(sc.buffers.size()) {
     // Executor-owned scratch is provided before op 0 as zeros (the host device zero-fills it),
     // except what an update reads as its squared norms or overflow flag: only a local norm or
-    // overflow computation gives those, and the IR has no op for it yet, so they start unwritten.
+    // overflow check (grad_norm, grad_overflow) gives those, so they start unwritten.
     std::vector<bool> computed(sc.buffers.size(), false);
     for (const UpdateCall& u : sc.updates)
       for (const Region* scratch : {&u.norms, &u.overflow})
@@ -147,6 +147,7 @@ struct Walk {
       case OpKind::WriteBack:
       case OpKind::HostToDevice:
       case OpKind::DeviceToHost: {
+        if (s.op_elements(op, s.role_of(rank)) == 0) return {};  // moves nothing on this rank
         if (op.src.empty()) return missing(i, "src");
         if (op.dst.empty()) return missing(i, "dst");
         if (Status e = read(i, "src", get(op, op.src, true))) return e;
@@ -154,6 +155,14 @@ struct Walk {
           if (Status e = read(i, "dst (accumulated into)", get(op, op.dst, false))) return e;
         return write(i, "dst", get(op, op.dst, false));
       }
+      case OpKind::GradNorm:
+      case OpKind::GradOverflow:
+        if (op.src.empty()) return missing(i, "src (the gradients)");
+        if (op.dst.empty()) return missing(i, "dst (the scratch)");
+        if (Status e = read(i, "src (the gradients)", get(op, op.src, true))) return e;
+        if (op.copy_mode == CopyMode::Add)
+          if (Status e = read(i, "dst (accumulated into)", get(op, op.dst, false))) return e;
+        return write(i, "dst (the scratch)", get(op, op.dst, false));
       case OpKind::GradReady:
         if (op.dst.empty()) return missing(i, "dst (the gradient)");
         if (op.copy_mode == CopyMode::Add)  // autograd accumulating into a live p.grad

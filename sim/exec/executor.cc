@@ -89,6 +89,8 @@ bool is_work(OpKind k) {
     case OpKind::WriteBack:
     case OpKind::HostToDevice:
     case OpKind::DeviceToHost:
+    case OpKind::GradNorm:
+    case OpKind::GradOverflow:
       return true;
     default:
       return false;

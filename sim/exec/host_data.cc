@@ -290,6 +290,43 @@ Status DataPath::optimizer_step(const WorkCall& c) {
   return {};
 }
 
+Status DataPath::grad_stat(const WorkCall& c) {
+  begin_step(c.step);
+  for (const OperandPiece& p : c.src)
+    if (Status e = check(p, "src (the gradients)")) return e;
+  if (c.dst.size() != 1 || c.dst[0].length != 1 || c.dst[0].buffer == kNone)
+    return data_error("expected one scratch element as the dst of a local norm or overflow check");
+  if (Status e = check(c.dst[0], "dst (the scratch)")) return e;
+  const OperandPiece& d = c.dst[0];
+  unsigned char* out = at(d);
+  if (c.kind == OpKind::GradNorm) {
+    // The sum of squares of the gradients as stored, in double (DeepSpeed's g.double().norm(2)
+    // squared); the scratch's dtype rounds it.
+    double sq = c.accumulate ? load(d.dtype, out, 0) : 0.0;
+    for (const OperandPiece& p : c.src) {
+      if (p.buffer == kNone) continue;  // zeros
+      const unsigned char* g = at(p);
+      for (Elements i = 0; i < p.length; ++i) {
+        const double x = load(p.dtype, g, i);
+        sq += x * x;
+      }
+    }
+    store(d.dtype, out, 0, sq);
+    return {};
+  }
+  bool bad = c.accumulate && load(d.dtype, out, 0) != 0;
+  for (const OperandPiece& p : c.src) {
+    if (bad || p.buffer == kNone) continue;
+    const unsigned char* g = at(p);
+    for (Elements i = 0; i < p.length && !bad; ++i) bad = !std::isfinite(load(p.dtype, g, i));
+  }
+  store(d.dtype, out, 0, bad ? 1.0 : 0.0);
+  // A set flag decides this step's loss-scale update, whether or not an all-reduce follows (stage
+  // 0 checks locally: its gradients were all-reduced before).
+  if (bad) step_overflowed_ = true;
+  return {};
+}
+
 Status DataPath::work(const WorkCall& c) {
   switch (c.kind) {
     case OpKind::Copy:
@@ -297,9 +334,16 @@ Status DataPath::work(const WorkCall& c) {
     case OpKind::WriteBack:
     case OpKind::HostToDevice:
     case OpKind::DeviceToHost:
+      // An op whose extent is 0 for this rank's role moves nothing here (scenarios/README.md
+      // "Operands"): e.g. the step's flatten of an averaged_gradients that is one tensor, which
+      // DeepSpeed's flatten returns as a view.
+      if (c.elements == 0 && total(c.dst) == 0) return {};
       return copy(c.src, c.dst, c.scale, c.accumulate);
     case OpKind::GradReady:
       return grad_ready(c);
+    case OpKind::GradNorm:
+    case OpKind::GradOverflow:
+      return grad_stat(c);
     case OpKind::OptimizerStep:
       return optimizer_step(c);
     default:
@@ -310,22 +354,37 @@ Status DataPath::work(const WorkCall& c) {
 Status DataPath::collective(const CollectiveCall& c) {
   begin_step(c.step);
   if (c.numel == 0 && c.out_numel == 0) return {};  // nothing to move (the rendezvous counted it)
-  if (c.src.size() != 1 || c.dst.size() > 1)
-    return data_error("expected one src region and at most one dst region for a collective");
+  if (c.src.size() != 1)
+    return data_error("expected one src region for a collective, got " +
+                      std::to_string(c.src.size()));
   OperandPiece in = c.src[0];
   OperandPiece out = c.dst.empty() ? in : c.dst[0];
   if (c.dst.empty()) out.length = c.out_numel;
+  // A dst of several pieces (a reduce's result copied back into the owner's slices of a bucket):
+  // the collective writes a staging copy, then the pieces receive it in order.
+  const bool scattered = c.dst.size() > 1;
   if (Status e = check(in, "src")) return e;
-  if (Status e = check(out, "dst")) return e;
+  if (scattered) {
+    for (const OperandPiece& p : c.dst) {
+      if (Status e = check(p, "dst")) return e;
+      if (p.buffer != kNone && p.dtype != c.dtype) out.dtype = p.dtype;
+    }
+    if (total(c.dst) != c.out_numel)
+      return data_error("expected a dst of " + std::to_string(c.out_numel) + " elements, got " +
+                        std::to_string(total(c.dst)));
+  } else if (Status e = check(out, "dst")) {
+    return e;
+  }
   if (in.dtype != c.dtype || out.dtype != c.dtype)
     return data_error("expected the collective's buffers in its dtype " +
                       std::string(dtype_name(c.dtype)));
   HostRing& ring = rings_.ring(c.communicator, c.group_first, c.group_size);
   const std::uint32_t me = c.rank_in_group;
   const auto root = static_cast<std::uint32_t>(std::max(0, c.root));
-  unsigned char* ip = at(in);
-  unsigned char* op = at(out);
   const Bytes e = dtype_size(c.dtype);
+  std::vector<unsigned char> staging(scattered ? c.out_numel * e : 0);
+  unsigned char* ip = at(in);
+  unsigned char* op = scattered ? staging.data() : at(out);
   Status st;
   switch (c.kind) {
     case CollectiveKind::AllReduce:
@@ -349,6 +408,13 @@ Status DataPath::collective(const CollectiveCall& c) {
   if (st) return st;
   const bool writes = c.kind != CollectiveKind::Reduce || me == root;
   if (writes && c.scale != 1.0) convert(op, c.dtype, op, c.dtype, c.out_numel, c.scale, false);
+  if (writes && scattered) {
+    Elements k = 0;
+    for (const OperandPiece& p : c.dst) {
+      if (p.buffer != kNone) std::memcpy(at(p), op + k * e, p.length * e);
+      k += p.length;
+    }
+  }
   // The overflow check's all-reduce: its result decides this step's loss-scale update.
   if (overflow_buffers_.count(out.buffer))
     for (Elements i = 0; i < c.out_numel; ++i)

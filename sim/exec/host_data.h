@@ -65,6 +65,8 @@ class DataPath {
   Status check(const OperandPiece& p, const char* what) const;
   Status copy(const Operand& src, const Operand& dst, double scale, bool accumulate);
   Status grad_ready(const WorkCall& c);
+  /// GradNorm / GradOverflow: the local squared norm or inf/nan flag of the gradients.
+  Status grad_stat(const WorkCall& c);
   Status optimizer_step(const WorkCall& c);
   void begin_step(std::uint32_t step);
   std::vector<float> gather(const Operand& x);

@@ -627,7 +627,8 @@ TEST(ScheduleIoBadInput, CopyModeScaleAndZeroFillAreChecked) {
   EXPECT_EQ(
       errors_of(replace_once(good, avg, avg + "," + add)),
       "two_rank.json: /ops/8/copy_mode: expected \"add\" only on copy, copy_to_bucket, "
-      "write_back, host_to_device, device_to_host or grad_ready, got it on a collective op\n");
+      "write_back, host_to_device, device_to_host, grad_ready, grad_norm or grad_overflow, got it "
+      "on a collective op\n");
   EXPECT_EQ(
       errors_of(replace_once(good, "\"reduce_op\":\"max\"", "\"reduce_op\":\"max\",\"scale\":2")),
       "two_rank.json: /ops/12/scale: expected no scale on an all_reduce (max) op (only "

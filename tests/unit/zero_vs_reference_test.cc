@@ -29,12 +29,25 @@ struct Variant {
   int stage = 2;
   std::uint32_t grad_accum = 1;
   std::vector<std::uint32_t> overflow_steps;  ///< training.overflow_steps
+  /// The first gap (scenarios/README.md "Not carried yet") that makes data mode refuse the
+  /// variant: the case is skipped naming it, and fails once the gap is closed (un-skip it then).
+  std::string data_gap{};
 };
 
 Variant V(std::string name, std::string zero, std::string precision, int stage,
           std::uint32_t grad_accum = 1, std::vector<std::uint32_t> overflow_steps = {}) {
-  return {std::move(name), std::move(zero), std::move(precision),
-          stage,           grad_accum,      std::move(overflow_steps)};
+  return {std::move(name),
+          std::move(zero),
+          std::move(precision),
+          stage,
+          grad_accum,
+          std::move(overflow_steps),
+          {}};
+}
+
+Variant with_gap(Variant v, std::string gap) {
+  v.data_gap = std::move(gap);
+  return v;
 }
 
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
@@ -81,8 +94,12 @@ TEST_P(ZeroVsReference, EveryRanksParametersEqualTheReference) {
   // stays below it, so the clip factor is 1 in both runs and the comparison can be bitwise even
   // though the squared norms are summed in another order.
   o.data_options.gradient_clipping = 1.0;
-  if (auto gap = data_mode_refusal(s, o)) GTEST_SKIP() << "data mode refuses: " << gap->message;
-  if (s.meta.stage == 3) GTEST_SKIP() << "stage 3's partitioned parameters are not read back yet";
+  const auto gap = data_mode_refusal(s, o);
+  if (!v.data_gap.empty()) {
+    ASSERT_TRUE(gap) << v.data_gap << " is carried now: clear the variant's data_gap";
+    GTEST_SKIP() << v.data_gap << "; data mode refuses: " << gap->message;
+  }
+  ASSERT_FALSE(gap) << "data mode refuses: " << gap->message;
   auto run = run_host(s, g.value(), o);
   ASSERT_TRUE(run.ok()) << run.diagnostics().to_string();
   // The reference: the tensors in table order, starting from rank 0's initial weights in the
@@ -105,6 +122,31 @@ TEST_P(ZeroVsReference, EveryRanksParametersEqualTheReference) {
   rs.grad_accum = v.grad_accum;
   rs.lp = s.meta.lp;
   const ReferenceRun ref = reference_train(o.data_options, rs);
+  const auto lp_at = [&](const HostRankResult& r, std::uint32_t b, Elements at) {
+    std::uint16_t h;
+    std::memcpy(&h, r.buffers[b].data() + 2 * at, 2);
+    return s.meta.lp == DType::Float16 ? fp16_to_float(h) : bf16_to_float(h);
+  };
+  if (s.meta.stage == 3) {
+    // Each rank's 16-bit partitions (the updates' lp_out buffer): tensor t's c = ceil(n / W)
+    // elements from r·c, at its chunk's offset (Σc of the earlier tensors in sub-group order);
+    // the padding past n is not compared.
+    ASSERT_FALSE(s.updates.empty());
+    const std::uint32_t b = s.updates[0].lp_out.buffer;
+    for (const HostRankResult& r : run->ranks) {
+      Elements at = 0;
+      for (const SubGroupLayout& sg : s.layout.sub_groups)
+        for (std::uint32_t t : sg.params) {
+          const TensorInfo& ti = s.tensors[t];
+          const Elements c = (ti.numel + world - 1) / world;
+          for (Elements j = 0; j < c && r.rank * c + j < ti.numel; ++j)
+            ASSERT_EQ(float_bits(lp_at(r, b, at + j)), float_bits(ref.params[t][r.rank * c + j]))
+                << "rank " << r.rank << ", " << ti.name << "[" << r.rank * c + j << "]";
+          at += c;
+        }
+    }
+    return;
+  }
   // Each tensor's 16-bit weights in its param group's flat buffer (the update's lp_out), where
   // the post-step all-gather leaves the whole group on every rank.
   for (const HostRankResult& r : run->ranks)
@@ -112,13 +154,9 @@ TEST_P(ZeroVsReference, EveryRanksParametersEqualTheReference) {
       const TensorInfo& ti = s.tensors[t];
       ASSERT_LT(ti.group, s.updates.size());
       const std::uint32_t b = s.updates[ti.group].lp_out.buffer;
-      for (Elements i = 0; i < ti.numel; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, r.buffers[b].data() + 2 * (ti.flat_offset + i), 2);
-        const float got = s.meta.lp == DType::Float16 ? fp16_to_float(h) : bf16_to_float(h);
-        ASSERT_EQ(float_bits(got), float_bits(ref.params[t][i]))
+      for (Elements i = 0; i < ti.numel; ++i)
+        ASSERT_EQ(float_bits(lp_at(r, b, ti.flat_offset + i)), float_bits(ref.params[t][i]))
             << "rank " << r.rank << ", " << ti.name << "[" << i << "]";
-      }
     }
 }
 
@@ -134,7 +172,9 @@ INSTANTIATE_TEST_SUITE_P(
         V("stage2_small_buckets", R"("reduce_bucket_size": 5000, "allgather_bucket_size": 5000)",
           kFp16, 2),
         V("stage2_overlap_comm", R"("overlap_comm": true)", kFp16, 2),
-        V("stage2_no_contiguous_gradients", R"("contiguous_gradients": false)", kFp16, 2),
+        with_gap(V("stage2_no_contiguous_gradients", R"("contiguous_gradients": false)", kFp16, 2),
+                 "X6: the non-contiguous path's kept grads (no grads_in_partition, so "
+                 "averaged_gradients and the norm/overflow check read nothing)"),
         V("stage2_no_reduce_scatter", R"("reduce_scatter": false)", kFp16, 2),
         V("stage2_no_multi_rank_allreduce", R"("use_multi_rank_bucket_allreduce": false)", kFp16,
           2),

@@ -64,8 +64,17 @@ enum class OpKind : std::uint8_t {
   WriteBack,      ///< master (MW) -> 16-bit params copy of `elements`
   HostToDevice,   ///< offload copy of `elements` x dtype
   DeviceToHost,   ///< offload copy
-  Sync,           ///< full device synchronize (all streams drain)
-  Marker,         ///< zero-cost boundary: label names it (e.g. "epilogue", "step")
+  /// The local squared L2 norm of the gradients `src` (its `elements`) into the one-element
+  /// scratch `dst` (copy_mode Add: added to it), before the norm all-reduce: DeepSpeed's
+  /// get_grad_norm_direct / get_flattened_grad_norm. Not costed (the simulator's model has no
+  /// cost for it).
+  GradNorm,
+  /// The inf/nan check of the gradients `src` into the one-element uint8 flag `dst` (1: some
+  /// element is inf or nan; copy_mode Add: or-ed into it), before the overflow all-reduce:
+  /// DeepSpeed's has_overflow / CheckOverflow. Not costed.
+  GradOverflow,
+  Sync,    ///< full device synchronize (all streams drain)
+  Marker,  ///< zero-cost boundary: label names it (e.g. "epilogue", "step")
 };
 inline constexpr std::size_t kOpKindCount = static_cast<std::size_t>(OpKind::Marker) + 1;
 std::string_view op_kind_name(OpKind k);

@@ -212,8 +212,9 @@ struct Op {
   CopyMode copy_mode = CopyMode::Assign;
   /// Where the op reads and writes (data ops and collectives; empty: not carried). Copy, WriteBack,
   /// HostToDevice, DeviceToHost, CopyToBucket: the src element stream lands in dst, cast to dst's
-  /// dtype. GradReady: the param as the layer sees it, its gradient buffer. Collective: input
-  /// and output (dst empty: in place).
+  /// dtype. GradReady: the param as the layer sees it, its gradient buffer. GradNorm /
+  /// GradOverflow: the gradients read, the one scratch element written. Collective: input and
+  /// output (dst empty: in place).
   Region src, dst;
   /// Copy-like ops, GradReady and sum-reducing collectives: the destination receives src x scale
   /// (a collective: its output is the reduction x scale; GradReady: the gradient of the loss x

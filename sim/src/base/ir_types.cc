@@ -69,6 +69,10 @@ std::string_view op_kind_name(OpKind k) {
       return "host_to_device";
     case OpKind::DeviceToHost:
       return "device_to_host";
+    case OpKind::GradNorm:
+      return "grad_norm";
+    case OpKind::GradOverflow:
+      return "grad_overflow";
     case OpKind::Sync:
       return "sync";
     case OpKind::Marker:

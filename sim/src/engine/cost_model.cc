@@ -143,7 +143,7 @@ bool CostModel::try_cost(const Op& op, Elements elements, const CommGroup& comm,
       return true;
     }
     default:
-      return true;  // Alloc, Free, GradReady, Sync, Marker: no cost
+      return true;  // Alloc, Free, GradReady, GradNorm, GradOverflow, Sync, Marker: no cost
   }
   if (!bytes) return false;
   c.bytes = *bytes;

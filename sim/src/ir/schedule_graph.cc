@@ -38,6 +38,10 @@ bool copy_like(OpKind k) {
   return k == OpKind::Copy || k == OpKind::CopyToBucket || k == OpKind::WriteBack ||
          k == OpKind::HostToDevice || k == OpKind::DeviceToHost;
 }
+// GradNorm, GradOverflow: a statistic of the src stream into one scratch element (dst).
+bool grad_stat(OpKind k) { return k == OpKind::GradNorm || k == OpKind::GradOverflow; }
+// Add: dst accumulates (a copy's stream, autograd's gradient, a statistic over several groups).
+bool may_add(OpKind k) { return copy_like(k) || k == OpKind::GradReady || grad_stat(k); }
 // A scale multiplies what lands in dst: a copy's stream, the gradient autograd writes (of the
 // loss the engine divided by the accumulation steps), or a sum reduction's result (a max, a
 // broadcast or a gather has no DeepSpeed site that scales it).
@@ -50,8 +54,7 @@ bool may_scale(const Op& op) {
 // copy_mode, scale and zero_fill on the kinds that carry them (the fast path's test).
 bool data_fields_ok(const Op& op) {
   const bool mode_ok =
-      op.copy_mode == CopyMode::Assign ||
-      (op.copy_mode == CopyMode::Add && (copy_like(op.kind) || op.kind == OpKind::GradReady));
+      op.copy_mode == CopyMode::Assign || (op.copy_mode == CopyMode::Add && may_add(op.kind));
   const bool scale_ok = op.scale == 1.0 || (may_scale(op) && op.scale > 0 &&
                                             op.scale <= std::numeric_limits<double>::max());
   return mode_ok && scale_ok && (!op.zero_fill || op.kind == OpKind::Alloc);
@@ -84,6 +87,7 @@ class Lowering {
   enum class Side : std::uint8_t { Src, Dst, Scalar };
   void check_region(const Op& op, const std::string& ptr, const Region& r, Side side);
   void check_update(const Op& op, std::uint32_t u);
+  void check_stat_dst(const Op& op, const std::string& ptr);
   void check_lists();
   bool piece_shape_ok(const Piece& p, const std::string& ptr);
   void check_flush_plans();
@@ -736,6 +740,30 @@ void Lowering::check_region(const Op& op, const std::string& ptr, const Region& 
   }
 }
 
+// A grad_norm's or grad_overflow's scratch: one element of a float (the squared norm) or uint8
+// (the flag) buffer, named by a plain region.
+void Lowering::check_stat_dst(const Op& op, const std::string& ptr) {
+  const Region& r = op.dst;
+  const bool norm = op.kind == OpKind::GradNorm;
+  if (r.buffer == kNone || r.list != kNone || r.flush_grads != kNone || r.derived != kNone ||
+      r.rank_stride != 0 || r.length != 1) {
+    error(ptr, std::string("expected one element of a buffer (a region of length 1) for the ") +
+                   (norm ? "squared norm" : "overflow flag") + ", got another region");
+    return;
+  }
+  if (r.buffer < s_.buffers.size()) {
+    const DType t = s_.buffers[r.buffer].dtype;
+    const bool ok = norm ? (t == DType::Float32 || t == DType::Float64) : t == DType::UInt8;
+    if (!ok) {
+      error(ptr + "/buffer", std::string("expected a ") + (norm ? "float32 or float64" : "uint8") +
+                                 " buffer, got " + quote(s_.buffers[r.buffer].name) + " of " +
+                                 std::string(dtype_name(t)));
+      return;
+    }
+  }
+  check_region(op, ptr, r, Side::Scalar);
+}
+
 // An update's operands, checked once, against the first OptimizerStep naming it: the weights,
 // gradient and states are the op's `elements`, the norm and overflow scratch give their length.
 void Lowering::check_update(const Op& op, std::uint32_t u) {
@@ -801,10 +829,10 @@ void Lowering::check_data_fields(const Op& op, std::uint32_t i) {
   const std::string kind(op_kind_name(op.kind));
   if (static_cast<std::size_t>(op.copy_mode) >= kCopyModeCount)
     error(op_ptr(i, "/copy_mode"), "expected \"assign\" or \"add\", got an out-of-range value");
-  else if (op.copy_mode == CopyMode::Add && !copy_like(op.kind) && op.kind != OpKind::GradReady)
+  else if (op.copy_mode == CopyMode::Add && !may_add(op.kind))
     error(op_ptr(i, "/copy_mode"),
           "expected \"add\" only on copy, copy_to_bucket, write_back, host_to_device, "
-          "device_to_host or grad_ready, got it on a " +
+          "device_to_host, grad_ready, grad_norm or grad_overflow, got it on a " +
               kind + " op");
   if (op.scale != 1.0) {
     char value[32];
@@ -914,7 +942,12 @@ Result<ScheduleGraph> Lowering::run() {
     }
     if (regions_checked) {
       if (!op.src.empty()) check_region(op, op_ptr(i, "/src"), op.src, Side::Src);
-      if (!op.dst.empty()) check_region(op, op_ptr(i, "/dst"), op.dst, Side::Dst);
+      if (!op.dst.empty()) {
+        if (grad_stat(op.kind))
+          check_stat_dst(op, op_ptr(i, "/dst"));
+        else
+          check_region(op, op_ptr(i, "/dst"), op.dst, Side::Dst);
+      }
       if (op.update != kNone && !update_checked[op.update]) {
         update_checked[op.update] = true;
         check_update(op, op.update);

@@ -221,6 +221,19 @@ std::uint32_t Emitter::copy(CopySpec c) {
   return append(std::move(o));
 }
 
+std::uint32_t Emitter::grad_stat(GradStatSpec g) {
+  Op o;
+  o.kind = g.kind;
+  o.stream = g.stream;
+  o.dtype = g.dtype;
+  o.elements = g.elements;
+  o.src = g.src;
+  o.dst = g.dst;
+  o.copy_mode = g.mode;
+  o.label = std::move(g.label);
+  return append(std::move(o));
+}
+
 std::uint32_t Emitter::collective(CollectiveSpec c) {
   Op o;
   o.kind = OpKind::Collective;

@@ -69,6 +69,18 @@ struct CopySpec {
   std::string label{};
 };
 
+/// GradNorm (the local squared L2 norm of `src` into the one-element scratch `dst`) or
+/// GradOverflow (the inf/nan flag of `src` into the one-element uint8 flag `dst`).
+struct GradStatSpec {
+  OpKind kind = OpKind::GradNorm;
+  Stream stream = Stream::Compute;
+  DType dtype = DType::Float16;      ///< the gradients' dtype
+  Elements elements = 0;             ///< gradient elements read
+  Region src{}, dst{};               ///< the gradients; one scratch element
+  CopyMode mode = CopyMode::Assign;  ///< Add: added (norm) or or-ed (flag) into dst
+  std::string label{};
+};
+
 /// OptimizerStep of `elements` master elements.
 struct UpdateSpec {
   Stream stream = Stream::Compute;
@@ -144,6 +156,7 @@ class Emitter {
   std::uint32_t copy(CopySpec c);
   std::uint32_t collective(CollectiveSpec c);
   std::uint32_t optimizer_step(UpdateSpec u);
+  std::uint32_t grad_stat(GradStatSpec g);
 
   /// Index of the latest op appended on stream `st` through this emitter, or kNone.
   std::uint32_t last_on(Stream st) const {

@@ -40,9 +40,7 @@ void emit_zero_init(Ctx& c) {
         c.e.buffer(make_buffer("bit16_groups_flat[" + gs + "]", "B1", BufferCategory::Param16,
                                MemoryPool::Device, c.lp, fg.aligned, true)));
     c.e.alloc(c.b1.back());
-    for (std::size_t i = 0; i < fg.flat_order.size(); ++i)  // p's 16-bit values now live in B1
-      c.lp_home[fg.flat_order[i]] =
-          region(c.b1.back(), fg.flat_offset[i], c.m.params[fg.flat_order[i]].numel);
+    flatten_module_params(c, fg, c.b1.back(), true, "bit16_groups_flat[" + gs + "]");
   }
   c.e.free(module);
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {

@@ -101,6 +101,52 @@ Elements grads_in_groups(const Ctx& c) {
   return total;
 }
 
+// The local statistics step() reads, after the engine's all-reduce (so every rank computes the
+// same values and no collective follows): one squared norm per param group into `norms`
+// (FP16_Optimizer's get_flattened_grad_norm over the fp32 flat grads, read here from the 16-bit
+// grads they are cast from exactly; BF16_Optimizer's get_global_norm_of_tensors over the fp32
+// gradient buffer; the bare optimizer's clip_grad_norm_ over p.grad), and FP16_Optimizer's
+// CheckOverflow.has_overflow over the fp16 grads (runtime/utils.py: no all-reduce without model
+// parallelism, MoE or zero_reduce_scatter), or-ed over the groups into the flag.
+void stage0_grad_stats(Ctx& c) {
+  const bool bf16opt = c.path == OptimizerPath::Bf16Optimizer;
+  const bool check = c.path == OptimizerPath::Fp16Optimizer && c.lp == DType::Float16;
+  if (c.norms == kNone) {
+    c.norms = c.e.scratch("grad norms (scratch)", c.plan.groups.size(), DType::Float32);
+    if (check) c.overflow_flag = c.e.scratch("overflow flag (scratch)", 1, DType::UInt8);
+  }
+  for (const OpKind kind : {OpKind::GradOverflow, OpKind::GradNorm}) {
+    const bool norm = kind == OpKind::GradNorm;
+    if (!norm && !check) continue;
+    bool first = true;
+    for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
+      const FlatGroup& fg = c.plan.groups[g];
+      if (fg.numel == 0) continue;
+      Region src;
+      DType dt = c.lp;
+      if (bf16opt) {
+        src = region(c.fp32_grads[g], 0, fg.numel);
+        dt = c.ga;
+      } else {
+        std::vector<Piece> grads;
+        for (std::uint32_t p : fg.flat_order)
+          grads.push_back({c.grad_buf[p], 0, c.m.params[p].numel});
+        src = list_region(c.e.list(std::move(grads)));
+      }
+      c.e.grad_stat(
+          {.kind = kind,
+           .dtype = dt,
+           .elements = fg.numel,
+           .src = src,
+           .dst = norm ? region(c.norms, g, 1) : region(c.overflow_flag, 0, 1),
+           .mode = norm || first ? CopyMode::Assign : CopyMode::Add,
+           .label = std::string(norm ? "local squared grad norm" : "local inf/nan check") +
+                    " group " + std::to_string(g)});
+      first = false;
+    }
+  }
+}
+
 // Init: module params, broadcasts, then the wrapper's flat buffers (§3.4, §3.5).
 std::vector<std::uint32_t> emit_engine_init(Ctx& c) {
   const bool plain = c.path == OptimizerPath::Plain;
@@ -115,9 +161,8 @@ std::vector<std::uint32_t> emit_engine_init(Ctx& c) {
         engine_buffer("flat LP params [" + std::to_string(g) + "]", BufferCategory::Param16, c.lp,
                       bf16opt ? fg.aligned : fg.numel, true, bf16opt ? "B1" : "")));
     c.e.alloc(c.b1.back());
-    for (std::size_t i = 0; i < fg.flat_order.size(); ++i)  // p's 16-bit values now live in B1
-      c.lp_home[fg.flat_order[i]] =
-          region(c.b1.back(), fg.flat_offset[i], c.m.params[fg.flat_order[i]].numel);
+    flatten_module_params(c, fg, c.b1.back(), bf16opt,
+                          "flat LP params [" + std::to_string(g) + "]");
   }
   c.e.free(module);
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
@@ -127,6 +172,15 @@ std::vector<std::uint32_t> emit_engine_init(Ctx& c) {
     c.b2.push_back(c.e.buffer(
         engine_buffer("fp32 master [" + gs + "]", BufferCategory::Param32, c.mw, master, true)));
     c.e.alloc(c.b2.back());
+    // X3: the master is the 16-bit values cast up: FP16_Optimizer's
+    // fp16_groups_flat[i].clone().float() (fp16/fused_optimizer.py), BF16_Optimizer's
+    // bf16_partitioned_groups[i].clone().float() of the rank's partition (bf16_optimizer.py).
+    if (master > 0)
+      c.e.copy({.dtype = c.mw,
+                .elements = master,
+                .src = bf16opt ? rank_slice(c.b1[g], master) : region(c.b1[g], 0, master),
+                .dst = region(c.b2.back()),
+                .label = "fp32 master from the LP params of group " + gs});
     if (bf16opt) {
       fp32_grads.push_back(c.e.buffer(engine_buffer("fp32 gradient buffer (full) [" + gs + "]",
                                                     BufferCategory::Grad, c.ga, fg.aligned, true)));
@@ -134,7 +188,8 @@ std::vector<std::uint32_t> emit_engine_init(Ctx& c) {
     } else {  // FP16_Optimizer runs a dummy step at init: Adam states exist from the start
       c.b3.push_back(c.e.buffer(engine_buffer("optimizer states [" + gs + "]",
                                               BufferCategory::OptimState, c.mw, 2 * master, true)));
-      c.e.alloc(c.b3.back());
+      c.e.alloc(c.b3.back(), Stream::Compute, kNone,
+                /*zero_fill=*/true);  // Adam states: torch.zeros_like
     }
   }
   c.fp32_grads = fp32_grads;
@@ -151,13 +206,17 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
     else
       stage0_reduce(c);
   }
+  stage0_grad_stats(c);
+  const Region norms = region(c.norms, 0, c.plan.groups.size());
+  const Region overflow = c.overflow_flag == kNone ? Region{} : region(c.overflow_flag, 0, 1);
   if (c.path == OptimizerPath::Plain) {
     // A bare torch optimizer over the module's params: Adam states appear at its first step.
     const Elements n = grads_in_groups(c);
     if (step == 0) {
       c.b3.push_back(c.e.buffer(
           engine_buffer("optimizer states", BufferCategory::OptimState, c.mw, 2 * n, true)));
-      c.e.alloc(c.b3.back());
+      c.e.alloc(c.b3.back(), Stream::Compute, kNone,
+                /*zero_fill=*/true);  // Adam states: torch.zeros_like
     }
     // Master and gradients are the module's separate tensors, in group order: the update
     // writes the weights in place (lp_out = master).
@@ -173,6 +232,7 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
     call.exp_avg = region(c.b3.front(), 0, n);
     call.exp_avg_sq = region(c.b3.front(), n, n);
     call.lp_out = call.master;
+    call.norms = norms;
     c.e.optimizer_step({.dtype = c.mw, .elements = n, .call = call, .label = "optimizer step"});
   }
   for (std::size_t g = 0; g < c.plan.groups.size() && c.path != OptimizerPath::Plain; ++g) {
@@ -196,7 +256,8 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
       c.b3.resize(c.plan.groups.size(), kNone);
       c.b3[g] = c.e.buffer(engine_buffer("optimizer states [" + std::to_string(g) + "]",
                                          BufferCategory::OptimState, c.mw, 2 * n, true, "B3"));
-      c.e.alloc(c.b3[g]);
+      c.e.alloc(c.b3[g], Stream::Compute, kNone,
+                /*zero_fill=*/true);  // Adam states: torch.zeros_like
     }
     UpdateCall call;
     call.master = region(c.b2[g]);
@@ -204,6 +265,8 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
     call.exp_avg = region(c.b3[g], 0, n);
     call.exp_avg_sq = region(c.b3[g], n, n);
     call.lp_out = bf16opt ? rank_slice(c.b1[g], n) : region(c.b1[g]);
+    call.norms = norms;
+    call.overflow = overflow;
     c.e.optimizer_step({.dtype = c.mw,
                         .elements = n,
                         .call = call,
@@ -226,6 +289,32 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
 }
 
 }  // namespace
+
+void flatten_module_params(Ctx& c, const FlatGroup& fg, std::uint32_t flat, bool aligned,
+                           const std::string& name) {
+  const Elements n = aligned ? fg.aligned : fg.numel;
+  if (n == 0) return;
+  // The module's tensors in flat order, each at its flat offset, then the zero padding
+  // (flatten_dense_tensors_aligned pads with torch.zeros; FP16_Optimizer's plain
+  // _flatten_dense_tensors has none).
+  std::vector<Piece> from, into;
+  for (std::size_t i = 0; i < fg.flat_order.size(); ++i) {
+    const std::uint32_t p = fg.flat_order[i];
+    const Elements np = c.m.params[p].numel;
+    from.push_back({c.lp_home[p].buffer, c.lp_home[p].offset, np});
+    into.push_back({flat, fg.flat_offset[i], np});
+    c.lp_home[p] = region(flat, fg.flat_offset[i], np);  // p's 16-bit values now live in B1
+  }
+  if (aligned && fg.padding > 0) {
+    from.push_back({kNone, 0, fg.padding});
+    into.push_back({flat, fg.numel, fg.padding});
+  }
+  c.e.copy({.dtype = c.lp,
+            .elements = n,
+            .src = list_region(c.e.list(std::move(from))),
+            .dst = list_region(c.e.list(std::move(into))),
+            .label = "flatten module params into " + name});
+}
 
 std::uint32_t emit_module_params(Ctx& c, bool trainable_persistent) {
   Elements flattened = 0, total = 0;

@@ -247,5 +247,11 @@ void emit_engine_allreduce_program(Ctx& c);
 /// Module params as separate storage and the engine's _broadcast_model (§7.1 item 1).
 /// `trainable_persistent`: the trainable params are never flattened (plain stage 0).
 std::uint32_t emit_module_params(Ctx& c, bool trainable_persistent);
+/// The flatten of group `fg`'s module params into its flat 16-bit buffer `flat` (X1: DeepSpeed's
+/// flatten of bit16_groups, stage_1_and_2.py; FP16/BF16_Optimizer's flat groups), zero padding
+/// when `aligned`; the params' homes move into `flat`. Emitted before the module's storage is
+/// freed.
+void flatten_module_params(Ctx& c, const FlatGroup& fg, std::uint32_t flat, bool aligned,
+                           const std::string& name);
 
 }  // namespace zerosim::schedule::s12

@@ -56,7 +56,9 @@ void alloc_adam(Ctx& c, std::uint32_t g, MemoryPool pool) {
   c.b3[g] = c.e.buffer(step_buffer("optimizer states [" + std::to_string(g) + "]", "B3",
                                    BufferCategory::OptimState, pool, c.mw,
                                    2 * c.plan.groups[g].partition, kNone, true));
-  c.e.alloc(c.b3[g]);  // lazily, by the first optimizer.step()
+  // Lazily, by the first optimizer.step(), as zeros (torch.optim.Adam(W)'s and DeepSpeed's
+  // FusedAdam/DeepSpeedCPUAdam's state init: torch.zeros_like).
+  c.e.alloc(c.b3[g], Stream::Compute, kNone, /*zero_fill=*/true);
 }
 
 void group_update_gpu(Ctx& c, std::uint32_t g, bool last) {
@@ -131,6 +133,41 @@ void group_update_host(Ctx& c, std::uint32_t g) {
   c.e.wait_stream(Stream::Compute, Stream::H2D);
 }
 
+// The local statistic of each group's averaged gradients before its all-reduce
+// (stage_1_and_2.py: has_overflow_partitioned_grads_serial over averaged_gradients, or the
+// offload path's local_overflow from the fp32 partitions; get_grad_norm_direct's local sum of
+// squares): `kind` GradNorm into norms[g], GradOverflow or-ed over the groups into the flag.
+// Without grads_in_partition (non-contiguous gradients: X6) the averaged gradients are not carried
+// and no statistic is emitted.
+void local_grad_stats(Ctx& c, OpKind kind) {
+  const bool norm = kind == OpKind::GradNorm;
+  bool first = true;
+  for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
+    const Elements s = c.plan.groups[g].partition;
+    if (s == 0) continue;
+    const auto gi = static_cast<std::uint32_t>(g);
+    Region src;
+    DType dt = c.mw;
+    if (c.offload) {
+      src = region(c.b4[g]);  // the fp32 grad partition the host update reads
+    } else if (c.averaged_pass != kNone) {
+      src = c.e.derived({.kind = DerivedKind::AveragedGrads, .pass = c.averaged_pass, .group = gi});
+      dt = c.ga_attr ? c.ga : c.lp;
+    } else {
+      continue;
+    }
+    c.e.grad_stat({.kind = kind,
+                   .dtype = dt,
+                   .elements = s,
+                   .src = src,
+                   .dst = norm ? region(c.norms, g, 1) : region(c.overflow_flag, 0, 1),
+                   .mode = norm || first ? CopyMode::Assign : CopyMode::Add,
+                   .label = std::string(norm ? "local squared grad norm" : "local inf/nan check") +
+                            " group " + std::to_string(g)});
+    first = false;
+  }
+}
+
 }  // namespace
 
 void emit_param_all_gather(Ctx& c) {
@@ -162,6 +199,7 @@ void emit_zero_step(Ctx& c, std::uint32_t step) {
     c.norms = c.e.scratch("grad norms (scratch)", c.plan.groups.size(), DType::Float32);
     if (check) c.overflow_flag = c.e.scratch("overflow flag (scratch)", 1, DType::UInt8);
   }
+  if (check) local_grad_stats(c, OpKind::GradOverflow);
   if (check)  // in place on the flag the rank's check set
     c.e.collective({.dtype = DType::UInt8,
                     .numel = 1,
@@ -180,6 +218,7 @@ void emit_zero_step(Ctx& c, std::uint32_t step) {
     for (std::uint32_t p = 0; p < c.m.params.size(); ++p) c.free_grad(p);
     return;
   }
+  local_grad_stats(c, OpKind::GradNorm);
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g)
     c.e.collective({.dtype = DType::Float32,  // in place on the group's squared norm
                     .numel = 1,

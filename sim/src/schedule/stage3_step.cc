@@ -49,7 +49,8 @@ void gpu_update(Context& cx, std::size_t sg, bool first_step) {
     cx.e.free(flat);
     cx.pool.release(flat);
   }
-  if (first_step) cx.e.alloc(cx.adam[sg]);
+  if (first_step)
+    cx.e.alloc(cx.adam[sg], Stream::Compute, kNone, /*zero_fill=*/true);  // torch.zeros_like
   cx.e.optimizer_step({.dtype = cx.mw,
                        .elements = sc,
                        .call = update_call(cx, sg, region(g32)),
@@ -68,7 +69,8 @@ void gpu_update(Context& cx, std::size_t sg, bool first_step) {
 void cpu_update(Context& cx, std::size_t sg, bool first_step) {
   const Elements sc = cx.plan.sub_groups[sg].partition_numel;
   const std::string tag = " [sub-group " + std::to_string(sg) + "]";
-  if (first_step) cx.e.alloc(cx.adam[sg]);
+  if (first_step)
+    cx.e.alloc(cx.adam[sg], Stream::Compute, kNone, /*zero_fill=*/true);  // torch.zeros_like
   const auto st = cx.e.optimizer_step({.stream = Stream::Host,
                                        .dtype = cx.mw,
                                        .elements = sc,
@@ -81,6 +83,37 @@ void cpu_update(Context& cx, std::size_t sg, bool first_step) {
   else
     cx.data_op(OpKind::HostToDevice, Stream::H2D, sc, cx.lp, region(cx.master[sg]), lp_out,
                "master to LP partitions" + tag, {st});
+}
+
+// Sub-group sg's averaged gradients, where the step reads them: the device grad partitions, or
+// the host fp32 gradients of an offloaded sub-group.
+Region sub_group_grads(const Context& cx, std::size_t sg) {
+  const Elements sc = cx.plan.sub_groups[sg].partition_numel;
+  return cx.sg_on_cpu(sg) ? region(cx.host_fp32_grads[sg], 0, sc)
+                          : region(cx.grad_partitions, cx.sg_offset[sg], sc);
+}
+
+// The local statistic of every sub-group's gradients before its all-reduce (stage3.py
+// has_overflow's partitioned check and get_grad_norm's local part; with offload_optimizer the
+// same values from the host fp32 gradients): `kind` GradNorm into norms[sg], GradOverflow or-ed
+// over the sub-groups into the flag.
+void local_grad_stats(Context& cx, OpKind kind) {
+  const auto n_sg = cx.plan.sub_groups.size();
+  for (std::size_t i = 0; i < n_sg; ++i) {
+    const Elements sc = cx.plan.sub_groups[i].partition_numel;
+    const Region src = sub_group_grads(cx, i);
+    if (src.buffer == kNone) continue;
+    const bool norm = kind == OpKind::GradNorm;
+    const std::string tag = " [sub-group " + std::to_string(i) + "]";
+    cx.e.grad_stat({.kind = kind,
+                    .dtype = cx.e.schedule().buffers[src.buffer].dtype,
+                    .elements = sc,
+                    .src = src,
+                    .dst = norm ? region(cx.sg_on_cpu(i) ? cx.norms32 : cx.norms64, i, 1)
+                                : region(cx.overflow_flag, 0, 1),
+                    .mode = norm || i == 0 ? CopyMode::Assign : CopyMode::Add,
+                    .label = (norm ? "local squared grad norm" : "local inf/nan check") + tag});
+  }
 }
 
 }  // namespace
@@ -98,6 +131,8 @@ void emit_step(Context& cx, Coordinator& co, bool overflow) {
       cx.overflow_flag = cx.e.scratch("overflow flag (scratch)", 1, DType::UInt8);
   }
   if (cx.lp == DType::Float16)  // bf16 and fp32 training run no overflow check in stage 3
+    local_grad_stats(cx, OpKind::GradOverflow);
+  if (cx.lp == DType::Float16)
     cx.collective(CollectiveKind::AllReduce, 1, 1, DType::UInt8, ReduceOp::Max, Stream::Compute,
                   "overflow check", {}, kNone, region(cx.overflow_flag, 0, 1));
   if (overflow) {  // zero grads, drop the averaged lists, return (fp16 only: checked by the input)
@@ -106,6 +141,7 @@ void emit_step(Context& cx, Coordinator& co, bool overflow) {
   }
   const bool first_step = !cx.updated;  // Adam states come with the first update
   cx.updated = true;
+  local_grad_stats(cx, OpKind::GradNorm);
   for (std::size_t i = 0; i < n_sg; ++i)  // in place on the sub-group's squared norm
     cx.collective(CollectiveKind::AllReduce, 1, 1,
                   cx.sg_on_cpu(i) ? DType::Float32 : DType::Float64, ReduceOp::Sum, Stream::Compute,
