@@ -8,7 +8,7 @@ bool cuda_backend_built() { return false; }
 
 std::string cuda_unavailable_reason() {
   return "built without the CUDA backend (needs nvcc, cuBLAS and NCCL at configure time and "
-         "ZEROSIM_WITH_CUDA=ON; see README.md \"GPU validation\")";
+         "ZEROSIM_WITH_CUDA=ON; see README.md \"On GPUs\")";
 }
 
 Result<CudaRun> run_cuda(const Schedule& /*s*/, const ScheduleGraph& /*g*/,

@@ -80,7 +80,9 @@ CudaDevice::~CudaDevice() {
     }
   (void)cudaDeviceSynchronize();
   for (auto& [op, e] : sync_events_) (void)cudaEventDestroy(e);
-  for (cudaEvent_t e : free_events_) (void)cudaEventDestroy(e);
+  for (cudaEvent_t e : stream_done_)
+    if (e) (void)cudaEventDestroy(e);
+  if (mem_ready_) (void)cudaEventDestroy(mem_ready_);
   for (OpEvents& t : timings_) {
     (void)cudaEventDestroy(t.start);
     (void)cudaEventDestroy(t.end);
@@ -125,6 +127,10 @@ exec::Status CudaDevice::init() {
   if (exec::Status e = ZS_CUDA(cudaEventCreateWithFlags(&flag_ready_, cudaEventDisableTiming)))
     return e;
   if (exec::Status e = ZS_CUDA(cudaEventCreate(&origin_))) return e;
+  if (exec::Status e = ZS_CUDA(cudaEventCreateWithFlags(&mem_ready_, cudaEventDisableTiming)))
+    return e;
+  for (cudaEvent_t& ev : stream_done_)
+    if (exec::Status e = ZS_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming))) return e;
   // The largest GEMM any compute op plans: one workspace, filled once.
   Bytes ws = 0;
   for (const Op& op : s_.ops)
@@ -221,13 +227,11 @@ exec::Status CudaDevice::allocate(std::uint32_t buffer, Bytes bytes, MemoryPool 
             ZS_CUDA(launch_init_weights(b.p, t, bytes / dtype_size(t), key, mem_stream_)))
       return e;
   }
-  // Visible to every stream from here on (stream-ordered allocation semantics).
-  cudaEvent_t ready = nullptr;
-  if (exec::Status e = ZS_CUDA(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming))) return e;
-  free_events_.push_back(ready);
-  if (exec::Status e = ZS_CUDA(cudaEventRecord(ready, mem_stream_))) return e;
+  // Visible to every stream from here on (stream-ordered allocation semantics). One event, re-
+  // recorded: a wait binds to the record that precedes it.
+  if (exec::Status e = ZS_CUDA(cudaEventRecord(mem_ready_, mem_stream_))) return e;
   for (cudaStream_t st : streams_)
-    if (exec::Status e = ZS_CUDA(cudaStreamWaitEvent(st, ready, 0))) return e;
+    if (exec::Status e = ZS_CUDA(cudaStreamWaitEvent(st, mem_ready_, 0))) return e;
   std::size_t free_b = 0, total_b = 0;
   if (exec::Status e = ZS_CUDA(cudaMemGetInfo(&free_b, &total_b))) return e;
   device_used_high_ = std::max<Bytes>(device_used_high_, total_b - free_b);
@@ -239,12 +243,9 @@ exec::Status CudaDevice::release(std::uint32_t buffer) {
     return backend_error("expected buffer #" + std::to_string(buffer) + " live, got it free");
   Buf& b = bufs_[buffer];
   // Freed after the work every stream has queued so far (the last readers may be on any).
-  for (cudaStream_t st : streams_) {
-    cudaEvent_t done = nullptr;
-    if (exec::Status e = ZS_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming))) return e;
-    free_events_.push_back(done);
-    if (exec::Status e = ZS_CUDA(cudaEventRecord(done, st))) return e;
-    if (exec::Status e = ZS_CUDA(cudaStreamWaitEvent(mem_stream_, done, 0))) return e;
+  for (std::size_t k = 0; k < kStreamCount; ++k) {
+    if (exec::Status e = ZS_CUDA(cudaEventRecord(stream_done_[k], streams_[k]))) return e;
+    if (exec::Status e = ZS_CUDA(cudaStreamWaitEvent(mem_stream_, stream_done_[k], 0))) return e;
   }
   if (b.scratch) {
     if (exec::Status e = ZS_CUDA(cudaStreamSynchronize(mem_stream_))) return e;
@@ -680,9 +681,10 @@ exec::Status CudaDevice::synchronize() {
 }
 
 void CudaDevice::abort() {
+  // The split communicators are this device's; the world communicator is the caller's, which
+  // aborts it next (run_cuda), so it is only forgotten here.
   for (ncclComm_t c : owned_comms_) (void)ncclCommAbort(c);
   owned_comms_.clear();
-  if (world_) (void)ncclCommAbort(world_);
   world_ = nullptr;
   comms_.clear();
 }

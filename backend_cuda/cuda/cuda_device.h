@@ -66,7 +66,8 @@ class CudaDevice final : public exec::Device {
   /// Bytes of the backend's own device memory (GEMM workspace, staging, scratch): not in the
   /// prediction, shown beside it.
   Bytes own_bytes() const { return gemm_ws_bytes_ + staging_bytes_; }
-  /// Aborts the communicators (after a failure, so no rank hangs in NCCL).
+  /// Aborts the split communicators (after a failure, so no rank hangs in NCCL); the caller
+  /// aborts the world communicator it passed in.
   void abort();
 
  private:
@@ -118,8 +119,9 @@ class CudaDevice final : public exec::Device {
     bool scratch = false;  ///< executor-owned: cudaMalloc'd by init(), not from the pool
   };
   std::vector<Buf> bufs_;
-  std::map<std::uint32_t, cudaEvent_t> sync_events_;                     ///< record(): op -> event
-  std::vector<cudaEvent_t> free_events_;                                 ///< reusable sync events
+  std::map<std::uint32_t, cudaEvent_t> sync_events_;  ///< record(): op -> event
+  cudaEvent_t mem_ready_ = nullptr;                   ///< after the latest Alloc's work
+  cudaEvent_t stream_done_[kStreamCount] = {};        ///< before a Free: each stream's work so far
   std::map<std::pair<std::uint32_t, std::uint32_t>, ncclComm_t> comms_;  ///< (comm, first) -> comm
   std::vector<ncclComm_t> owned_comms_;  ///< split communicators (destroyed with the device)
   std::vector<OpEvents> timings_;
