@@ -144,15 +144,15 @@ exec::Status CudaDevice::init() {
   }
   if (!data_) {
     // Count-only staging: the largest collective's buffer (all-gather output, reduce-scatter
-    // input), at least 64 MiB so copies and AdamW run in large chunks; 1 GiB at most (bigger
+    // input), at least 64 MiB so copies and AdamW run in large chunks; 8 GiB at most (bigger
     // collectives are refused: run them in data mode).
     Bytes need = Bytes{64} << 20;
     for (const Op& op : s_.ops)
       if (op.kind == OpKind::Collective)
         need = std::max(need, std::max(op.numel, op.out_numel) * dtype_size(op.dtype));
-    if (need > (Bytes{1} << 30))
+    if (need > (Bytes{8} << 30))
       return backend_error(
-          "count-only mode stages collectives in at most 1 GiB; this schedule "
+          "count-only mode stages collectives in at most 8 GiB; this schedule "
           "has one of " +
           std::to_string(need) + " bytes");
     if (exec::Status e = ZS_CUDA(cudaMalloc(&staging_, need))) return e;

@@ -72,6 +72,27 @@ TEST(ValidateCuda, WorldSizeMismatchIsRefusedBeforeAnyAllocation) {
   expect_one_line_error(kCase, "got one process and no launcher");
 }
 
+TEST(ValidateCuda, AMatchingLaunchGetsToTheDevice) {
+  if (!ZEROSIM_CUDA_BUILT) GTEST_SKIP() << "skipped: built without the CUDA backend";
+  // torchrun and mpirun launches of the schedule's 2 ranks pass the launch check; here they stop
+  // at the missing device (or, on a GPU machine, at the missing peer: the id exchange deadline).
+  for (int launcher = 0; launcher < 2; ++launcher) {
+    Env env = launcher == 0 ? Env({{"RANK", "1"},
+                                   {"WORLD_SIZE", "2"},
+                                   {"LOCAL_RANK", "0"},
+                                   {"MASTER_ADDR", "127.0.0.1"},
+                                   {"MASTER_PORT", "29512"}})
+                            : Env({{"OMPI_COMM_WORLD_RANK", "1"},
+                                   {"OMPI_COMM_WORLD_SIZE", "2"},
+                                   {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
+    CliRun r = run_cli(kCase + " --stall-timeout 0.5");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.find("expected 2 processes"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("validate: the run failed; nothing was compared"), std::string::npos)
+        << r.err;
+  }
+}
+
 TEST(ValidateCuda, GarbageLauncherVariablesAreOneLine) {
   if (!ZEROSIM_CUDA_BUILT) GTEST_SKIP() << "skipped: built without the CUDA backend";
   Env env({{"RANK", "one"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}});
