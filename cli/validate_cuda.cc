@@ -87,7 +87,7 @@ int run_validate_cuda(const ParsedArgs& args, const Schedule& s, const ScheduleG
   }
   cuda::CudaRun& m = measured.value();
   m.trace.meta.schedule_digest = schedule_digest(s);
-  m.trace.meta.warmup_steps = o.warmup_steps;
+  // The trace keeps every step (meta.warmup_steps 0); --warmup-steps only shapes the median.
   if (auto path = args.get("--output")) {
     // One trace per process: rank N of a multi-process launch writes PATH.rankN.
     const std::string file =

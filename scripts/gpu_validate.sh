@@ -54,9 +54,12 @@ done
 
 if [ "$ngpu" -ge 2 ]; then
   n=$((ngpu < 8 ? ngpu : 8))
+  # NCCL connects at init, so the per-communicator memory deltas hold its buffers (ecosystem.md
+  # §5.2: with the default lazy connection they would appear at the first collective instead).
+  export NCCL_RUNTIME_CONNECT=0
   launch=()
   if command -v mpirun >/dev/null; then
-    launch=(mpirun --allow-run-as-root -np "$n" -x NCCL_DEBUG=WARN)
+    launch=(mpirun --allow-run-as-root -np "$n" -x NCCL_DEBUG=WARN -x NCCL_RUNTIME_CONNECT)
   elif command -v torchrun >/dev/null; then
     launch=(torchrun --standalone --nproc-per-node "$n" --no-python)
   fi

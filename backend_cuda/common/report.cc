@@ -6,6 +6,20 @@
 
 namespace zerosim::cuda {
 
+namespace {
+
+// [{"comm": "world", "bytes": N}, {"comm": 1, "bytes": M}]'s inside.
+std::string comm_bytes_json(const CudaMemory& m) {
+  std::string j;
+  for (const auto& [comm, bytes] : m.nccl_by_comm)
+    j += (j.empty() ? "" : ", ") + std::string("{\"comm\": ") +
+         (comm == kNone ? std::string("\"world\"") : std::to_string(comm)) +
+         ", \"bytes\": " + std::to_string(bytes) + "}";
+  return j;
+}
+
+}  // namespace
+
 std::int64_t median_step_ns(const std::vector<std::int64_t>& steps, std::uint32_t warmup) {
   if (steps.size() <= warmup) return 0;
   std::vector<std::int64_t> v(steps.begin() + warmup, steps.end());
@@ -76,7 +90,8 @@ bool write_cuda_report(const Schedule& s, const SimulationResult& p, const CudaR
           << ", \"pool_used_high_bytes\": " << r.memory.pool_used_high
           << ", \"pool_reserved_high_bytes\": " << r.memory.pool_reserved_high
           << ", \"device_used_high_bytes\": " << r.memory.device_used_high
-          << ", \"nccl_bytes\": " << r.memory.nccl_bytes
+          << ", \"nccl_bytes\": " << r.memory.nccl_bytes << ", \"nccl_bytes_by_comm\": ["
+          << comm_bytes_json(r.memory) << "]"
           << ", \"collective_calls_equal\": " << (calls_ok ? "true" : "false")
           << ", \"predicted_step_ns\": " << step_ns << ", \"measured_step_ns\": " << meas
           << ", \"step_error_pct\": " << err_pct << ", \"issue_ns\": " << r.issue_ns

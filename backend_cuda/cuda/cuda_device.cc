@@ -181,11 +181,15 @@ exec::Status CudaDevice::init() {
         continue;
       }
       ncclComm_t sub = nullptr;
+      std::size_t free0 = 0, free1 = 0, total = 0;
+      if (exec::Status e = ZS_CUDA(cudaMemGetInfo(&free0, &total))) return e;
       if (exec::Status e =
               ZS_NCCL(world_, ncclCommSplit(world_, static_cast<int>(first),
                                             static_cast<int>(g.index_of(rank_)), &sub, nullptr)))
         return e;
       owned_comms_.push_back(sub);
+      if (exec::Status e = ZS_CUDA(cudaMemGetInfo(&free1, &total))) return e;
+      split_bytes_.emplace_back(c, free0 > free1 ? free0 - free1 : 0);
       comms_[{c, first}] = sub;
     }
   if (exec::Status e = ZS_CUDA(cudaEventRecord(origin_, streams_[0]))) return e;

@@ -66,6 +66,8 @@ class CudaDevice final : public exec::Device {
   /// Bytes of the backend's own device memory (GEMM workspace, staging, scratch): not in the
   /// prediction, shown beside it.
   Bytes own_bytes() const { return gemm_ws_bytes_ + staging_bytes_; }
+  /// cudaMemGetInfo's delta around each ncclCommSplit (Schedule::comms index, bytes).
+  const std::vector<std::pair<std::uint32_t, Bytes>>& split_bytes() const { return split_bytes_; }
   /// Aborts the split communicators (after a failure, so no rank hangs in NCCL); the caller
   /// aborts the world communicator it passed in.
   void abort();
@@ -123,6 +125,7 @@ class CudaDevice final : public exec::Device {
   cudaEvent_t mem_ready_ = nullptr;                   ///< after the latest Alloc's work
   cudaEvent_t stream_done_[kStreamCount] = {};        ///< before a Free: each stream's work so far
   std::map<std::pair<std::uint32_t, std::uint32_t>, ncclComm_t> comms_;  ///< (comm, first) -> comm
+  std::vector<std::pair<std::uint32_t, Bytes>> split_bytes_;
   std::vector<ncclComm_t> owned_comms_;  ///< split communicators (destroyed with the device)
   std::vector<OpEvents> timings_;
   std::vector<exec::ExecutedCollective> collectives_;

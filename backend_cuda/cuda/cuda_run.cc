@@ -37,18 +37,20 @@ std::string version_text(int v) {  // CUDA's 1000 x major + 10 x minor
 
 // One rank of the schedule on this GPU; `world` null in single-GPU mode.
 exec::Status run_rank(const Schedule& s, const ScheduleGraph& g, const CudaOptions& o,
-                      std::uint32_t rank, ncclComm_t world, bool data, Bytes after_context,
-                      CudaRun& run) {
+                      std::uint32_t rank, ncclComm_t world, Bytes world_bytes, bool data,
+                      Bytes after_context, CudaRun& run) {
   CudaRankResult r;
   r.rank = rank;
   r.role = s.role_of(rank);
   r.memory.device_after_context = after_context;
+  if (world) r.memory.nccl_by_comm.emplace_back(kNone, world_bytes);
   auto dev = std::make_unique<CudaDevice>(s, o, rank, world, data);
   if (exec::Status e = dev->init()) {
     dev->abort();
     return at_phase(*e, rank, "device and communicator set-up");
   }
   r.memory.device_after_comms = device_used();
+  for (const auto& split : dev->split_bytes()) r.memory.nccl_by_comm.push_back(split);
   // The communicators' share: device memory after set-up less the context and the backend's own
   // workspaces (an upper bound in single-GPU mode, which has no communicator: ~0).
   const Bytes before = after_context + dev->own_bytes();
@@ -186,7 +188,7 @@ Result<CudaRun> run_cuda(const Schedule& s, const ScheduleGraph& g, const CudaOp
     std::sort(ranks.begin(), ranks.end());
     ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
     for (std::uint32_t r : ranks)
-      if (exec::Status e = run_rank(s, g, o, r, nullptr, data, after_context, run))
+      if (exec::Status e = run_rank(s, g, o, r, nullptr, 0, data, after_context, run))
         return failed(*e);
   } else {
     ncclUniqueId id{};
@@ -203,7 +205,10 @@ Result<CudaRun> run_cuda(const Schedule& s, const ScheduleGraph& g, const CudaOp
       finish_launch();
       return failed(at_phase(*e, li.rank, "ncclCommInitRank"));
     }
-    exec::Status e = run_rank(s, g, o, li.rank, world, data, after_context, run);
+    const Bytes after_world = device_used();
+    exec::Status e =
+        run_rank(s, g, o, li.rank, world, after_world - std::min(after_world, after_context), data,
+                 after_context, run);
     if (e)
       (void)ncclCommAbort(world);
     else

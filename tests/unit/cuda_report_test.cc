@@ -85,6 +85,18 @@ TEST(CudaReport, EqualMemoryAndCallsPass) {
   }
 }
 
+TEST(CudaReport, NcclMemoryPerCommunicatorIsReported) {
+  Case c = make_case();
+  c.run.ranks[0].memory.nccl_by_comm = {{kNone, 123456}, {1, 789}};
+  const auto j = report_json(c);
+  const auto& by = j["ranks"][0]["nccl_bytes_by_comm"];
+  ASSERT_EQ(by.size(), 2u);
+  EXPECT_EQ(by[0]["comm"], "world");
+  EXPECT_EQ(by[0]["bytes"], 123456);
+  EXPECT_EQ(by[1]["comm"], 1);
+  EXPECT_TRUE(j["ranks"][1]["nccl_bytes_by_comm"].empty());
+}
+
 TEST(CudaReport, OneCategoryOffByOneByteFails) {
   Case c = make_case();
   CudaRankResult& r = c.run.ranks[2];

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "zerosim/cuda_launch.h"
@@ -48,6 +49,11 @@ struct CudaMemory {
   /// communicators, and the largest seen at an op boundary.
   Bytes device_after_context = 0, device_after_comms = 0, device_used_high = 0;
   Bytes nccl_bytes = 0;  ///< device_after_comms - device_after_context (NCCL's own buffers)
+  /// cudaMemGetInfo's delta around each communicator's creation: the world's ncclCommInitRank
+  /// (key kNone) and each schedule communicator's ncclCommSplit (its Schedule::comms index), for
+  /// the planner's NCCL overhead model. NCCL >= 2.22 connects lazily (NCCL_RUNTIME_CONNECT=1),
+  /// so these are init-time figures unless the run sets NCCL_RUNTIME_CONNECT=0.
+  std::vector<std::pair<std::uint32_t, Bytes>> nccl_by_comm;
 };
 
 struct CudaRankResult {
