@@ -8,6 +8,7 @@
 #include "cuda_check.h"
 #include "cuda_device.h"
 #include "id_broadcast.h"
+#include "ring_plan.h"
 #include "zerosim/collective_model.h"
 #include "zerosim/cuda_backend.h"
 
@@ -88,8 +89,14 @@ exec::Status run_rank(const Schedule& s, const ScheduleGraph& g, const CudaOptio
     cr.group_size = s.comms[op.comm].size;
     const Elements count = op.collective == CollectiveKind::ReduceScatter ? op.out_numel : op.numel;
     cr.bytes = collective_algbw_bytes(op.collective, count, op.dtype, cr.group_size).value_or(0);
-    cr.bytes_sent = c.bytes_sent;
-    cr.bytes_received = c.bytes_received;
+    // The trace's sent/received are the ring's per-rank wire bytes (trace.h), as the host backend
+    // and the simulator write them: a model figure here, since NCCL may pick another algorithm.
+    // What NCCL was handed (count x dtype size) is CudaRankResult::collectives.
+    const exec::RingBytes wire =
+        exec::ring_bytes(op.collective, op.numel, op.out_numel, dtype_size(op.dtype), cr.group_size,
+                         s.comms[op.comm].index_of(rank), op.root == kNone ? 0 : op.root);
+    cr.bytes_sent = wire.sent;
+    cr.bytes_received = wire.received;
     for (const Span& sp : spans)
       if (sp.op == c.op) {
         cr.start_ns = sp.start_ns;
