@@ -193,7 +193,9 @@ exec::Status CudaDevice::init() {
       comms_[{c, first}] = sub;
     }
   if (exec::Status e = ZS_CUDA(cudaEventRecord(origin_, streams_[0]))) return e;
-  return ZS_CUDA(cudaDeviceSynchronize());
+  exec::Status synced = ZS_CUDA(cudaDeviceSynchronize());
+  host_origin_ = Clock::now();  // the origin event completed just before: t = 0 on both clocks
+  return synced;
 }
 
 exec::Status CudaDevice::alloc_error(std::uint32_t buffer, Bytes bytes, BufferCategory c,
@@ -464,6 +466,7 @@ exec::Status CudaDevice::timed_end(Stream stream, OpEvents& ev, Clock::time_poin
   if (exec::Status e = ZS_CUDA(cudaEventRecord(ev.end, streams_[static_cast<std::size_t>(stream)])))
     return e;
   ev.issue_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+  ev.issued_at_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - host_origin_).count();
   issue_ns_ += ev.issue_ns;
   timings_.push_back(ev);
   return std::nullopt;
@@ -727,6 +730,7 @@ exec::Status CudaDevice::collect(CudaRankResult& out, std::vector<Span>& spans) 
     sp.start_ns = static_cast<std::int64_t>(static_cast<double>(a) * 1e6);
     sp.dur_ns =
         std::max<std::int64_t>(0, static_cast<std::int64_t>(static_cast<double>(b - a) * 1e6));
+    sp.issue_ns = t.issued_at_ns;  // host clock beside the device's (same origin, approximately)
     sp.step = op.step;
     sp.phase = op.phase;
     sp.micro_step = op.micro_step;

@@ -33,7 +33,8 @@ namespace zerosim::cuda {
 struct OpEvents {
   std::uint32_t op = 0;
   cudaEvent_t start = nullptr, end = nullptr;
-  std::int64_t issue_ns = 0;  ///< host time of the Device call
+  std::int64_t issue_ns = 0;      ///< host time of the Device call
+  std::int64_t issued_at_ns = 0;  ///< when the call began, host steady clock from the origin
 };
 
 class CudaDevice final : public exec::Device {
@@ -138,6 +139,7 @@ class CudaDevice final : public exec::Device {
   std::vector<std::uint64_t> update_steps_;
   std::set<std::uint32_t> injected_;
   std::int64_t issue_ns_ = 0;
+  std::chrono::steady_clock::time_point host_origin_{};  ///< host time of origin_'s record
   Bytes device_used_high_ = 0;
 };
 
