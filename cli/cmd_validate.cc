@@ -132,7 +132,7 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
     return kExitInvalidInput;
   if (report(d, err)) return kExitInvalidInput;
   if (on_cuda)
-    if (const int rc = validate_cuda_precheck(args.value(), err); rc >= 0) return rc;
+    if (const int rc = validate_cuda_precheck(argv, args.value(), err); rc >= 0) return rc;
 
   auto run = build_run(args.value());
   if (report(run.diagnostics(), err)) return kExitInvalidInput;

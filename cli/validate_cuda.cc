@@ -1,8 +1,11 @@
 // validate_cuda_precheck and run_validate_cuda (validate_cuda.h).
 #include "validate_cuda.h"
 
-#include <algorithm>
-#include <cstdio>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
 
 #include "commands.h"
 #include "output_file.h"
@@ -31,7 +34,22 @@ std::vector<FlagSpec> validate_cuda_flags() {
       {"--warmup-steps", "N", "cuda: steps left out of the measured median step time; default 1"}};
 }
 
-int validate_cuda_precheck(const ParsedArgs& args, std::ostream& err) {
+int validate_cuda_precheck(const std::vector<std::string>& argv, const ParsedArgs& args,
+                           std::ostream& err) {
+  if (const std::string companion = cuda::cuda_companion_path(); !companion.empty()) {
+    // zerosim-cuda runs the same command with the backend loaded (see backend_cuda/CMakeLists).
+    std::vector<std::string> words = {companion, "validate"};
+    words.insert(words.end(), argv.begin(), argv.end());
+    std::vector<char*> c_argv;
+    c_argv.reserve(words.size() + 1);
+    for (std::string& w : words) c_argv.push_back(w.data());
+    c_argv.push_back(nullptr);
+    std::cout.flush();
+    ::execv(companion.c_str(), c_argv.data());
+    err << "zerosim validate: --backend cuda: cannot run " << companion << ": "
+        << std::strerror(errno) << "\n";  // NOLINT(concurrency-mt-unsafe)
+    return kExitInvalidInput;
+  }
   if (!cuda::cuda_backend_built()) {
     err << "zerosim validate: --backend cuda: " << cuda::cuda_unavailable_reason() << "\n";
     return kExitInvalidInput;

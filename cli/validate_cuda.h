@@ -19,7 +19,10 @@ namespace zerosim::cli {
 std::vector<FlagSpec> validate_cuda_flags();
 /// Before anything is built: exit code 1 with one line when the CUDA backend is not built, the
 /// launch environment is garbage or does not match --single-gpu; -1 when the run may go on.
-int validate_cuda_precheck(const ParsedArgs& args, std::ostream& err);
+/// In `zerosim`, when the build has the backend: executes zerosim-cuda with `argv` (validate's
+/// arguments) in this process's place, and returns only if that fails.
+int validate_cuda_precheck(const std::vector<std::string>& argv, const ParsedArgs& args,
+                           std::ostream& err);
 /// The run and its report; exit 0 when memory and collectives agree, 2 when they differ or the run
 /// failed (no CUDA device, a failed call, does not fit), 1 for a launch the schedule refuses.
 int run_validate_cuda(const ParsedArgs& args, const Schedule& s, const ScheduleGraph& g,

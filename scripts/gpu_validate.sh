@@ -30,7 +30,7 @@ grep -q "CUDA backend enabled" "$out/configure.log" || {
   log "the CUDA backend was not enabled (see $out/configure.log)"
   exit 1
 }
-cmake --build build-gpu -j"$(nproc)" --target zerosim zerosim_cuda_tests >"$out/build.log" 2>&1
+cmake --build build-gpu -j"$(nproc)" --target zerosim zerosim-cuda zerosim_cuda_tests >"$out/build.log" 2>&1
 zs=build-gpu/cli/zerosim
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
 ngpu=$(nvidia-smi --list-gpus 2>/dev/null | wc -l || echo 0)

@@ -122,6 +122,7 @@ exec::Status run_rank(const Schedule& s, const ScheduleGraph& g, const CudaOptio
 
 bool cuda_backend_built() { return true; }
 std::string cuda_unavailable_reason() { return {}; }
+std::string cuda_companion_path() { return {}; }
 
 Result<CudaRun> run_cuda(const Schedule& s, const ScheduleGraph& g, const CudaOptions& o,
                          const EnvReader& env) {

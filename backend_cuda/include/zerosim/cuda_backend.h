@@ -31,6 +31,9 @@ namespace zerosim::cuda {
 bool cuda_backend_built();
 /// One line: why not (empty when built).
 std::string cuda_unavailable_reason();
+/// In `zerosim` (which does not load cuBLAS or NCCL): the path of `zerosim-cuda` beside it when
+/// this build has the backend and the file is there, else empty. Empty in zerosim-cuda itself.
+std::string cuda_companion_path();
 
 struct CudaOptions {
   bool single_gpu = false;           ///< run every rank (or `ranks`) one at a time on one GPU
