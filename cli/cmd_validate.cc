@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "output_file.h"
 #include "run_inputs.h"
+#include "validate_cuda.h"
 #include "zerosim/engine.h"
 #include "zerosim/host_backend.h"
 #include "zerosim/schedule_digest.h"
@@ -21,7 +22,9 @@ namespace zerosim::cli {
 namespace {
 std::vector<FlagSpec> validate_flags() {
   auto f = run_flags();
-  f.push_back({"--backend", "NAME", "host (CPU threads as ranks); default host"});
+  f.push_back({"--backend", "NAME",
+               "host (CPU threads as ranks) or cuda (one GPU per rank: mpirun/torchrun, or "
+               "--single-gpu); default host"});
   f.push_back({"--no-data", "",
                "count-only: every op runs, nothing is backed by memory (default: data mode, real "
                "buffers and numerics, when the schedule carries every operand)"});
@@ -36,6 +39,7 @@ std::vector<FlagSpec> validate_flags() {
                "end the run when a collective waits longer; "
                "default 60"});
   f.push_back({"--format", "FMT", "table|json report on stdout; default table"});
+  for (FlagSpec& c : validate_cuda_flags()) f.push_back(std::move(c));
   return f;
 }
 constexpr const char* kSummary =
@@ -86,8 +90,16 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
     return kExitOk;
   }
   Diagnostics d;
-  auto backend = parse_choice("--backend", args->get("--backend").value_or("host"), {"host"});
+  auto backend =
+      parse_choice("--backend", args->get("--backend").value_or("host"), {"host", "cuda"});
   d.append(backend.diagnostics());
+  const bool on_cuda = backend.ok() && backend.value() == "cuda";
+  for (const char* flag : {"--no-data", "--host-memory-limit", "--collectives-out"})
+    if (on_cuda && args->has(flag))
+      d.error("zerosim validate", flag, "expected --backend host for this flag, got cuda");
+  for (const char* flag : {"--single-gpu", "--ranks", "--warmup-steps"})
+    if (backend.ok() && !on_cuda && args->has(flag))
+      d.error("zerosim validate", flag, "expected --backend cuda for this flag, got host");
   auto fmt = parse_choice("--format", args->get("--format").value_or("table"), {"table", "json"});
   d.append(fmt.diagnostics());
   exec::HostOptions ho;
@@ -119,6 +131,8 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
   if (!check_outputs(args.value(), specs, {"--output", "--collectives-out"}, err))
     return kExitInvalidInput;
   if (report(d, err)) return kExitInvalidInput;
+  if (on_cuda)
+    if (const int rc = validate_cuda_precheck(argv, args.value(), err); rc >= 0) return rc;
 
   auto run = build_run(args.value());
   if (report(run.diagnostics(), err)) return kExitInvalidInput;
@@ -131,6 +145,9 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
   if (report(predicted.diagnostics(), err)) return kExitInvalidInput;
   ho.data_options.gradient_clipping = run->scenario.ds.gradient_clipping;
   ho.data_options.overflow_steps = run->scenario.overflow_steps;
+  if (on_cuda)
+    return run_validate_cuda(args.value(), s, graph.value(), predicted.value(), ho.data_options,
+                             out, err);
   if (ho.data)
     if (auto gap = exec::data_mode_refusal(s, ho)) {  // one line, before anything runs
       Diagnostics refused;
