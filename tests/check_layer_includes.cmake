@@ -5,7 +5,7 @@
 #   ui/model (the viewer's headless model)  -> base + trace headers, model/, no ImGui or GL
 #   ui/draw, ui/render, ui/app              -> no core headers (the viewer reads traces only)
 # Usage: cmake -DDIR=<sim> [-DUI_DIR=<ui>] -P check_layer_includes.cmake
-set(base_headers units.h diagnostic.h ir_types.h memory_types.h version.h input_file.h)
+set(base_headers units.h diagnostic.h ir_types.h memory_types.h version.h input_file.h saturating.h)
 set(trace_headers ${base_headers} trace.h trace_compare.h)
 function(check_layer layer allowed)
   set(bad "")

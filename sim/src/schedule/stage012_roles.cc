@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "schedule/stage012_internal.h"
+#include "zerosim/work_limit.h"
 
 namespace zerosim::schedule::s12 {
 
@@ -252,8 +253,11 @@ std::vector<std::vector<Elements>> slot_values(const ModelDesc& m, const Partiti
 }  // namespace
 
 std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan,
-                                    const SlotTable& slots) {
+                                    const SlotTable& slots, Diagnostics& diags) {
   const Segments seg(m, plan);
+  // The table below is dense (a value per segment and slot): a model of 10^15 parameters in
+  // thousands of tensors at 2^20 ranks asked for tens of GB here. Refused up front instead.
+  if (!check_role_table(seg.size(), slots.defs().size(), plan.world, diags)) return {};
   auto values = slot_values(m, plan, slots, seg);  // each new role takes its vector
   std::vector<RankRole> roles;
   // Segments with equal value vectors share a role, numbered by first segment. Grouped by a hash

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "zerosim/saturating.h"
 #include "zerosim/trace.h"
 
 namespace zerosim {
@@ -46,7 +47,7 @@ struct Timeline {
 };
 
 void add_span(const Span& s, Timeline& tl) {
-  const SimTime end = s.start_ns + s.dur_ns;
+  const SimTime end = span_end(s.start_ns, s.dur_ns);
   tl.total_ns = std::max(tl.total_ns, end);
   if (s.phase == Phase::Init) {
     tl.init_ns = std::max(tl.init_ns, end);
@@ -55,12 +56,14 @@ void add_span(const Span& s, Timeline& tl) {
   if (s.step >= tl.steps.size()) return;
   StepSummary& st = tl.steps[s.step];
   tl.end[s.step] = std::max(tl.end[s.step], end);
-  if (is_compute(s.category)) st.compute_ns += s.dur_ns;
+  if (is_compute(s.category)) st.compute_ns = add_time(st.compute_ns, s.dur_ns);
   if (s.stream == Stream::Compute && s.category == categories().collective)
-    st.exposed_comm_ns += s.dur_ns;
+    st.exposed_comm_ns = add_time(st.exposed_comm_ns, s.dur_ns);
   if (s.wait_ns > 0 && s.wait_stream) {
-    if (is_comm_stream(*s.wait_stream)) st.exposed_comm_ns += s.wait_ns;
-    if (is_offload_stream(*s.wait_stream)) st.exposed_offload_ns += s.wait_ns;
+    if (is_comm_stream(*s.wait_stream))
+      st.exposed_comm_ns = add_time(st.exposed_comm_ns, s.wait_ns);
+    if (is_offload_stream(*s.wait_stream))
+      st.exposed_offload_ns = add_time(st.exposed_offload_ns, s.wait_ns);
   }
 }
 
@@ -144,14 +147,14 @@ void SummaryBuilder::add(const Span& s) {
 void SummaryBuilder::add(const CommRecord& c) {
   CommKindSummary& k = state_->comm[c.rank][static_cast<std::size_t>(c.kind)];
   k.calls += 1;
-  k.bytes += c.bytes;
-  k.bytes_sent += c.bytes_sent;
-  k.bytes_received += c.bytes_received;
-  k.time_ns += c.dur_ns;
+  k.bytes = saturating_add(k.bytes, c.bytes);
+  k.bytes_sent = saturating_add(k.bytes_sent, c.bytes_sent);
+  k.bytes_received = saturating_add(k.bytes_received, c.bytes_received);
+  k.time_ns = add_time(k.time_ns, c.dur_ns);
   std::vector<Bytes>& sent = state_->sent[c.rank];
   sent.resize(std::size_t{state_->out.meta.steps} + 1, 0);
   const std::size_t slot = c.phase == Phase::Init ? 0 : std::size_t{c.step} + 1;
-  if (slot < sent.size()) sent[slot] += c.bytes_sent;
+  if (slot < sent.size()) sent[slot] = saturating_add(sent[slot], c.bytes_sent);
 }
 
 // Each time number is the largest over the timelines (the critical rank of a measured run).
@@ -177,9 +180,9 @@ SimTime SummaryBuilder::steady_from_ns() {
     }
   }
   for (const StepSummary& st : out.steps) {
-    out.compute_ns += st.compute_ns;
-    out.exposed_comm_ns += st.exposed_comm_ns;
-    out.exposed_offload_ns += st.exposed_offload_ns;
+    out.compute_ns = add_time(out.compute_ns, st.compute_ns);
+    out.exposed_comm_ns = add_time(out.exposed_comm_ns, st.exposed_comm_ns);
+    out.exposed_offload_ns = add_time(out.exposed_offload_ns, st.exposed_offload_ns);
   }
   out.steady_from_ns = out.steps.empty() ? out.init_ns : out.steps.back().start_ns;
   return out.steady_from_ns;
