@@ -1,6 +1,6 @@
 // `zerosim plan`: capacity planning without a GPU: every row simulated (row_simulation.h).
+#include <algorithm>
 #include <cstdint>
-#include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -14,6 +14,7 @@
 #include "zerosim/lora.h"
 #include "zerosim/plan_report.h"
 #include "zerosim/planner.h"
+#include "zerosim/saturating.h"
 
 namespace zerosim::cli {
 
@@ -47,13 +48,6 @@ constexpr const char* kSummary =
     "fits, or the row of the given ds_config (or scenario) does not fit (the report is printed\n"
     "all the same).";
 
-std::string gib_text(std::int64_t bytes) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(2) << static_cast<double>(bytes) / (1024.0 * 1024 * 1024)
-    << " GiB";
-  return o.str();
-}
-
 /// Exit 2 when the plan's answer is "it does not fit": the user's own row (a ds_config or
 /// scenario) or every row. One line on `err` says which.
 int infeasible_exit(const PlanResult& plan, std::ostream& err) {
@@ -63,7 +57,8 @@ int infeasible_exit(const PlanResult& plan, std::ostream& err) {
     if (!row.matches_ds_config || row.fits) continue;
     err << "zerosim plan: infeasible: the ds_config's row (stage " << row.stage << ", offload "
         << offload_name(row.offload) << ") does not fit on " << where << " ("
-        << gib_text(-row.headroom_bytes) << " over per GPU)\n";
+        << format_gib(row.memory.total() - std::min(row.memory.total(), c.gpu.memory_bytes))
+        << " over per GPU)\n";
     return kExitInfeasible;
   }
   for (const auto& row : plan.rows)

@@ -27,4 +27,17 @@ std::uint64_t max_schedule_work(Diagnostics& diags);
 bool check_schedule_work(std::uint64_t steps, std::uint64_t micro_steps, std::uint64_t tensors,
                          const std::string& source, Diagnostics& diags);
 
+/// Entries of a stage 0-2 schedule's role table (ranks with distinct partition boundaries x size
+/// slots, 8 bytes each) allowed by default: 2^27, 1 GiB. The table is dense; models of ~10^15
+/// parameters at ~2^20 ranks asked for tens of GB.
+inline constexpr std::uint64_t kDefaultMaxRoleTable = std::uint64_t{1} << 27;
+inline constexpr const char* kMaxRoleTableEnv = "ZEROSIM_MAX_ROLE_TABLE";
+
+/// Adds one error when segments x slots exceeds ZEROSIM_MAX_ROLE_TABLE (an integer >= 1) or
+/// kDefaultMaxRoleTable: "--gpus: expected ranks with distinct partitions x size slots <= L (the
+/// role-table limit; ZEROSIM_MAX_ROLE_TABLE raises it), got S x T = P at W GPUs". Returns false
+/// then.
+bool check_role_table(std::uint64_t segments, std::uint64_t slots, std::uint64_t world,
+                      Diagnostics& diags);
+
 }  // namespace zerosim

@@ -54,6 +54,8 @@ std::optional<DType> parse_dtype(std::string_view s) {
 }
 
 std::string format_gib(Bytes b) {
+  // 2^64 - 1 is a saturated count (zerosim/saturating.h), not a size: never "17179869184.00 GiB".
+  if (b == ~Bytes{0}) return "overflow";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / kGiB);
   return buf;

@@ -4,6 +4,7 @@
 // collectives go through collective_model.h. The defaults and their sources are in engine.h.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -157,6 +158,15 @@ Result<OpCost> CostModel::cost(const Op& op, Elements elements, const CommGroup&
   if (op.kind == OpKind::Collective) return collective(op, comm);
   const bool compute =
       op.kind == OpKind::Forward || op.kind == OpKind::Backward || op.kind == OpKind::Recompute;
+  if (compute && std::isfinite(op.flops) && op.flops >= 0) {
+    // Finite FLOPs whose time does not fit in int64 nanoseconds: say so, with the numbers (the old
+    // "expected finite FLOPs" was false for them).
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%.3g FLOPs at %.3g FLOP/s", op.flops, flops_per_s_);
+    return fail<OpCost>(kSource, "",
+                        "expected a compute time below 2^63 ns (292 years), got " +
+                            std::string(buf) + " for " + quote(op.label));
+  }
   if (compute)
     return fail<OpCost>(kSource, "", "expected finite FLOPs >= 0 for " + quote(op.label));
   return fail<OpCost>(kSource, "", "the cost of op " + quote(op.label) + " overflows 64 bits");

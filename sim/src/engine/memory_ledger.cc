@@ -11,6 +11,8 @@
 #include <string>
 #include <utility>
 
+#include "zerosim/saturating.h"
+
 namespace zerosim {
 namespace {
 
@@ -18,7 +20,11 @@ constexpr const char* kSource = "memory ledger";
 
 bool is_device(MemoryPool p) { return p == MemoryPool::Device; }
 std::size_t cat_index(BufferCategory c) { return static_cast<std::size_t>(c); }
-Bytes apply(Bytes v, Bytes d, bool add) { return add ? v + d : (v >= d ? v - d : 0); }
+// Saturating: lower_schedule bounds a schedule's buffers to 64 bits, but a ledger built directly
+// (the planner's micro-batch search resizes activation buffers) must not wrap to a small total.
+Bytes apply(Bytes v, Bytes d, bool add) {
+  return add ? saturating_add(v, d) : (v >= d ? v - d : 0);
+}
 
 Diagnostic ledger_error(std::string message) {
   Diagnostic d;
@@ -330,9 +336,9 @@ MemoryPeak role_peak(const PoolScan& s, const std::vector<Interval>& ivs, const 
   std::size_t best = ivs.size();
   for_each_run(s, events, rc, k, [&](std::size_t a, std::size_t b, Bytes r) {
     const std::uint32_t q = rm.query(a, b);
-    if (ivs[q].any && (best == ivs.size() || ivs[q].max_c + r > p.bytes)) {
+    if (ivs[q].any && (best == ivs.size() || saturating_add(ivs[q].max_c, r) > p.bytes)) {
       best = q;
-      p.bytes = ivs[q].max_c + r;
+      p.bytes = saturating_add(ivs[q].max_c, r);
     }
     return false;
   });

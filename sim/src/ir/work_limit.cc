@@ -7,18 +7,47 @@
 
 namespace zerosim {
 
-std::uint64_t max_schedule_work(Diagnostics& diags) {
-  const char* env = std::getenv(kMaxScheduleWorkEnv);
-  if (env == nullptr) return kDefaultMaxScheduleWork;
+namespace {
+
+// The limit in `name` (an integer >= 1) when set, else `fallback`; 0 after an error.
+std::uint64_t limit_from_env(const char* name, std::uint64_t fallback, const char* what,
+                             Diagnostics& diags) {
+  const char* env = std::getenv(name);
+  if (env == nullptr) return fallback;
   const std::string text(env);
   bool ok = !text.empty() && text.size() <= 19;
   for (char c : text) ok = ok && c >= '0' && c <= '9';
   const std::uint64_t v = ok ? std::strtoull(text.c_str(), nullptr, 10) : 0;
-  if (v == 0) {
-    diags.error(kMaxScheduleWorkEnv, "",
-                "expected an integer >= 1 (steps x micro-steps x tensors), got " + quote(text));
-  }
+  if (v == 0)
+    diags.error(name, "",
+                "expected an integer >= 1 (" + std::string(what) + "), got " + quote(text));
   return v;
+}
+
+}  // namespace
+
+std::uint64_t max_schedule_work(Diagnostics& diags) {
+  return limit_from_env(kMaxScheduleWorkEnv, kDefaultMaxScheduleWork,
+                        "steps x micro-steps x tensors", diags);
+}
+
+bool check_role_table(std::uint64_t segments, std::uint64_t slots, std::uint64_t world,
+                      Diagnostics& diags) {
+  const std::uint64_t limit = limit_from_env(kMaxRoleTableEnv, kDefaultMaxRoleTable,
+                                             "ranks with distinct partitions x size slots", diags);
+  if (limit == 0) return false;
+  std::uint64_t product = 0;
+  const bool wraps = __builtin_mul_overflow(segments, slots, &product);
+  if (!wraps && product <= limit) return true;
+  diags.error("--gpus", "",
+              "expected ranks with distinct partitions x size slots <= " + std::to_string(limit) +
+                  " (the role-table limit of a stage 0-2 schedule; " + kMaxRoleTableEnv +
+                  " raises it), got " + std::to_string(segments) + " x " + std::to_string(slots) +
+                  " = " + (wraps ? std::string("more than 2^64") : std::to_string(product)) +
+                  " at " + std::to_string(world) +
+                  " GPUs; fewer GPUs or fewer, larger tensors "
+                  "shrink it");
+  return false;
 }
 
 bool check_schedule_work(std::uint64_t steps, std::uint64_t micro_steps, std::uint64_t tensors,

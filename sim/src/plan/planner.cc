@@ -22,10 +22,22 @@
 
 #include "zerosim/partition_plan.h"
 #include "zerosim/row_simulation.h"
+#include "zerosim/saturating.h"
 #include "zerosim/scenario.h"
 
 namespace zerosim {
 namespace {
+
+// A row's total per GPU, saturating at kBytesOverflow: MemoryReport::total() adds its layers with
+// plain +, and a wrapped sum of exabyte-sized terms read as a few GiB that "fit". The planner
+// decides fits, headroom and sweep cells on this sum; refuse_saturated turns a saturated one into
+// an input error, so printed totals are exact.
+Bytes total_of(const MemoryReport& m) {
+  Bytes t = 0;
+  for (Bytes b : {m.params, m.grads, m.optimizer_states, m.buffers, m.activations, m.overhead})
+    t = saturating_add(t, b);
+  return t;
+}
 
 struct Variant {
   int stage;
@@ -99,7 +111,7 @@ class Evaluator {
                            req_.overheads);
   }
 
-  bool fits(const MemoryReport& m) const { return m.total() <= req_.cluster.gpu.memory_bytes; }
+  bool fits(const MemoryReport& m) const { return total_of(m) <= req_.cluster.gpu.memory_bytes; }
 
   /// DeepSpeed accounting: the row as `zerosim simulate` runs it (row_simulation.h). zero.Init
   /// applies to stage 3 only (DeepSpeed's zero.Init partitions at construction for stage 3).
@@ -198,9 +210,9 @@ void recommend(PlanResult& out) {
     os << ": the lowest stage that fits"
        << (r.offload != OffloadVariant::None ? " (nothing fits without offload)"
                                              : " without offload")
-       << ", with " << gib(static_cast<Bytes>(r.headroom_bytes)) << " headroom; "
-       << gib(r.comm_bytes_per_step) << " sent per GPU per step; largest micro-batch "
-       << r.max_micro_batch;
+       << ", with " << gib(static_cast<Bytes>(std::max<std::int64_t>(r.headroom_bytes, 0)))
+       << " headroom; " << gib(r.comm_bytes_per_step)
+       << " sent per GPU per step; largest micro-batch " << r.max_micro_batch;
     out.recommended = best;
   } else {
     std::optional<std::uint64_t> fewest;
@@ -232,7 +244,9 @@ void add_notes(PlanResult& out) {
         std::to_string(kDefaultSteps) +
         " steps: a warm-up step, then the steady step), plus the overhead layer no schedule "
         "allocates");
-    const Bytes whole_model = req.model.num_parameters() * dtype_size(req.base.lp_dtype());
+    const Bytes whole_model =
+        checked_mul(req.model.num_parameters(), dtype_size(req.base.lp_dtype()))
+            .value_or(kBytesOverflow);
     if (req.training.zero_init)
       out.notes.push_back(
           "stage 3 rows: the model is built under deepspeed.zero.Init (--zero-init), so each "
@@ -254,6 +268,41 @@ void add_notes(PlanResult& out) {
         "paper accounting: model states as in the ZeRO paper (16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, "
         "16Ψ/N); runtime buffers are not counted");
   }
+}
+
+// A size that saturated at kBytesOverflow is "more than 2^64 - 1 bytes", not a size: the plan is
+// refused with the inputs that produced it instead of printing 17179869184.00 GiB (or comparing
+// it as a real total). DeepSpeed's estimator is quoted, not zerosim's answer: a saturated
+// estimate is shown as "overflow" (JSON null) and does not refuse the plan.
+bool refuse_saturated(const PlanResult& out, Diagnostics& diags) {
+  for (const PlanRow& r : out.rows) {
+    const MemoryReport& m = r.memory;
+    const std::pair<const char*, Bytes> sizes[] = {
+        {"activations", m.activations},
+        {"model states", saturating_add(saturating_add(m.params, m.grads), m.optimizer_states)},
+        {"buffers", m.buffers},
+        {"overhead", m.overhead},
+        {"total", total_of(m)},
+        {"steady total", r.steady_total_bytes},
+        {"host memory", m.host_bytes},
+        {"traffic per step", r.comm_bytes_per_step},
+        {"init traffic", r.init_bytes_sent},
+    };
+    for (const auto& [what, bytes] : sizes) {
+      if (bytes != kBytesOverflow) continue;
+      const PlanRequest& q = out.request;
+      diags.error("zerosim plan", "",
+                  "expected sizes per GPU below 2^64 bytes (16 EiB), got more for the " +
+                      std::string(what) + " of stage " + std::to_string(r.stage) + " (offload " +
+                      std::string(offload_name(r.offload)) + ") from " + q.model.name + " (" +
+                      std::to_string(q.model.num_parameters()) + " parameters), --seq-len " +
+                      std::to_string(q.training.seq_len) + ", --micro-batch " +
+                      std::to_string(q.training.micro_batch) + ", --gpus " +
+                      std::to_string(q.cluster.world_size()));
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -302,11 +351,14 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     // micro-batch search needs a simulation (plan_simulate_test checks the floor against the
     // simulated peak, and that the rows' answers are the same with the shortcut off).
     const bool whole_model_at_init = !(ds.zero.stage == 3 && request.training.zero_init);
-    const Bytes init_floor = simulated && whole_model_at_init
-                                 ? request.model.num_parameters() * dtype_size(ds.lp_dtype())
-                                 : 0;
-    const bool never_fits =
-        simulated && init_floor + overhead_bytes(init_floor, request.overheads) > ev.capacity();
+    const Bytes init_floor =
+        simulated && whole_model_at_init
+            ? checked_mul(request.model.num_parameters(), dtype_size(ds.lp_dtype()))
+                  .value_or(kBytesOverflow)
+            : 0;
+    const Bytes init_total =
+        saturating_add(init_floor, overhead_bytes(init_floor, request.overheads));
+    const bool never_fits = simulated && init_total > ev.capacity();
     if (simulated) {
       const RowInput in = ev.row_input(ds, *plan, world, request.training.micro_batch);
       auto sim = simulate_row(in);
@@ -349,8 +401,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       row.comm_bytes_per_step = sim->steady_bytes_sent;
       row.init_bytes_sent = sim->init_bytes_sent;
     }
-    row.headroom_bytes = static_cast<std::int64_t>(request.cluster.gpu.memory_bytes) -
-                         static_cast<std::int64_t>(row.memory.total());
+    row.headroom_bytes = signed_difference(request.cluster.gpu.memory_bytes, total_of(row.memory));
     row.ds_estimate = estimator_for(request, v);
     row.matches_ds_config = request.ds_config_given && matches(request.base, v);
     if (!simulated)
@@ -358,9 +409,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2) {
       if (never_fits) {
         if (!request.full_sweep) break;
-        oc.sweep.push_back({g, v.stage, v.offload,
-                            init_floor + overhead_bytes(init_floor, request.overheads), false, 0,
-                            true});
+        oc.sweep.push_back({g, v.stage, v.offload, init_total, false, 0, true});
         continue;
       }
       const PartitionPlan* pg = ev.plan_for(ds, g, diags);
@@ -369,7 +418,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       bool fit = false;
       std::uint64_t mb = 0;
       if (simulated && g == world) {  // the row itself
-        total = row.memory.total();
+        total = total_of(row.memory);
         fit = row.fits;
         mb = fit ? row.max_micro_batch : 0;
       } else if (simulated) {
@@ -382,7 +431,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
           mb = max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxSearchMicroBatch);
       } else {
         MemoryReport m = ev.memory(ds, *pg, g, request.training.micro_batch);
-        total = m.total();
+        total = total_of(m);
         fit = ev.fits(m);
         if (fit && request.full_sweep) mb = ev.max_micro_batch(ds, *pg, g);
       }
@@ -414,6 +463,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     out.rows.push_back(std::move(oc.row));
     for (const SweepCell& c : oc.sweep) out.sweep.push_back(c);
   }
+  if (refuse_saturated(out, diags)) return Result<PlanResult>(diags);
   predict_speeds(out, [&](const PlanRow& r) {
     return ev.plan_for(variant_config(request.base, r.stage, r.offload), world, diags);
   });

@@ -5,6 +5,7 @@
 
 #include "report/plan_speed_report.h"
 #include "zerosim/plan_report.h"
+#include "zerosim/saturating.h"
 
 namespace zerosim {
 namespace {
@@ -38,9 +39,12 @@ ojson row_json(const PlanRow& r, bool verbose) {
     j["first_step_ns"] = r.first_step_ns;
     j["steady_step_ns"] = r.steady_step_ns;
   }
+  // DeepSpeed's formula saturates past 2^64 - 1 bytes (the CPU side of zero2 offload is
+  // P x 4N x 1.5: 10^15 parameters at 4096 GPUs): null then, never 18446744073709551615.
+  auto exact = [](Bytes b) { return b == kBytesOverflow ? ojson(nullptr) : ojson(b); };
   if (r.ds_estimate)
-    j["deepspeed_estimator"] = {{"gpu_bytes", r.ds_estimate->gpu},
-                                {"cpu_bytes", r.ds_estimate->cpu}};
+    j["deepspeed_estimator"] = {{"gpu_bytes", exact(r.ds_estimate->gpu)},
+                                {"cpu_bytes", exact(r.ds_estimate->cpu)}};
   else
     j["deepspeed_estimator"] = nullptr;
   j["matches_ds_config"] = r.matches_ds_config;

@@ -3,11 +3,15 @@
 // the scenario loader.
 #include "zerosim/schedule_builder.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "schedule/builders.h"
+#include "zerosim/memory_model.h"
+#include "zerosim/saturating.h"
 #include "zerosim/schedule_graph.h"
 
 namespace zerosim {
@@ -19,6 +23,7 @@ std::string str(std::uint64_t v) { return std::to_string(v); }
 namespace {
 
 constexpr const char* kSource = "schedule";
+constexpr Bytes kMaxActivationBytes = Bytes{1} << 62;
 
 // What every builder relies on: the three inputs, matching world sizes and stage layouts, a
 // gradient order of distinct, known, trainable params.
@@ -31,6 +36,16 @@ Diagnostics check_input(const ScheduleInput& in) {
   }
   const ModelDesc& m = *in.model;
   const PartitionPlan& plan = *in.plan;
+  // Activations grow with sequence x micro-batch, and nothing else bounds their product: past
+  // 2^62 bytes the buffers of one rank would no longer add up in 64 bits (lower_schedule's check),
+  // so the run is refused here, naming the inputs, before anything is built.
+  if (const Bytes act = activation_bytes(m, in.training, in.ds->lp_dtype());
+      act > kMaxActivationBytes)
+    d.error("zerosim", "",
+            "expected activations per GPU of at most 2^62 bytes (4 EiB), got " +
+                std::string(act == kBytesOverflow ? "more than 2^64" : str(act)) +
+                " bytes at sequence length " + str(in.training.seq_len) + " x micro-batch " +
+                str(in.training.micro_batch) + " (--seq-len, --micro-batch) for " + m.name);
   if (in.steps == 0) d.error(kSource, "/steps", "expected at least 1 optimizer step, got 0");
   if (in.ds->grad_accum_steps == 0 || in.ds->grad_accum_steps > 0xFFFFFFFFull)
     d.error(kSource, "/gradient_accumulation_steps",
@@ -98,6 +113,40 @@ Diagnostics check_input(const ScheduleInput& in) {
   return d;
 }
 
+// Buffers whose bytes do not add up in 64 bits come from the inputs (a reduce_bucket_size of 9e18
+// elements), not from a builder bug: refused naming the largest buffer, before the self-check
+// (lower_schedule) would call the same sum an internal error.
+Diagnostics check_buffer_total(const Schedule& s) {
+  Diagnostics d;
+  std::vector<Elements> max_slot(s.meta.slot_names.size(), 0);  // the largest role's count
+  for (const RankRole& r : s.roles)
+    for (std::size_t k = 0; k < r.slots.size() && k < max_slot.size(); ++k)
+      max_slot[k] = std::max(max_slot[k], r.slots[k]);
+  Bytes total = 0, largest = 0;
+  const Buffer* big = nullptr;
+  Elements big_numel = 0;
+  bool wraps = false;
+  for (const Buffer& b : s.buffers) {
+    const Elements numel = b.slot == kNone            ? b.numel
+                           : b.slot < max_slot.size() ? max_slot[b.slot]
+                                                      : 0;
+    const std::optional<Bytes> bytes = checked_mul(numel, dtype_size(b.dtype));
+    const Bytes shown = bytes.value_or(kBytesOverflow);
+    if (big == nullptr || shown > largest) big = &b, largest = shown, big_numel = numel;
+    const std::optional<Bytes> sum = bytes ? checked_add(total, *bytes) : std::nullopt;
+    wraps = wraps || !sum;
+    total = sum.value_or(kBytesOverflow);
+  }
+  if (wraps && big != nullptr)
+    d.error("zerosim", "",
+            "expected the buffers of one GPU to add up to less than 2^64 bytes (16 EiB), got more; "
+            "the largest is " +
+                quote(big->name) + " (" + str(big_numel) + " elements of " +
+                std::string(dtype_name(big->dtype)) +
+                "; bucket sizes such as reduce_bucket_size are in elements)");
+  return d;
+}
+
 }  // namespace
 
 std::string zero_init_problem(int stage, Accounting mode) {
@@ -143,6 +192,7 @@ Result<Schedule> build_schedule(const ScheduleInput& in) {
     return schedule::build_stage012(in);
   }();
   if (!built.ok()) return built;
+  if (Diagnostics sizes = check_buffer_total(built.value()); sizes.has_errors()) return sizes;
   // The GEMM shape the engine's compute efficiency depends on (time_model.h), so a schedule file
   // simulates as its scenario does.
   if (in.model->arch) {

@@ -387,7 +387,9 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
   }
   fill_tensor_table(s, in, c.grad_buf);
   for (const auto& d : c.slots.defs()) s.meta.slot_names.push_back(d.name);
-  s.roles = s12::compute_roles(*in.model, *in.plan, c.slots);
+  Diagnostics d;
+  s.roles = s12::compute_roles(*in.model, *in.plan, c.slots, d);
+  if (d.has_errors()) return Result<Schedule>(d);
   return s;
 }
 

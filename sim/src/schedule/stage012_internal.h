@@ -68,8 +68,10 @@ class SlotTable {
 
 /// Groups ranks by their slot values: one role per distinct value vector, roles in order of their
 /// first rank. Cost O(T log T + segments x slots) with segments <= 4T + 2G + 1, independent of W.
+/// Refuses (adds an error, returns an empty list) when segments x slots exceeds the role-table
+/// limit (work_limit.h) before the table is allocated.
 std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan,
-                                    const SlotTable& slots);
+                                    const SlotTable& slots, Diagnostics& diags);
 
 // ---------------------------------------------------------------------------------------------
 // The IPG bucket (§4.3, §4.4)

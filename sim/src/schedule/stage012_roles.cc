@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "schedule/stage012_internal.h"
+#include "zerosim/work_limit.h"
 
 namespace zerosim::schedule::s12 {
 
@@ -323,8 +324,11 @@ class SparseSlots {
 }  // namespace
 
 std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan,
-                                    const SlotTable& slots) {
+                                    const SlotTable& slots, Diagnostics& diags) {
   const Segments seg(m, plan);
+  // RankRole keeps a dense value per slot: a model of 10^15 parameters in thousands of tensors at
+  // 2^20 ranks asked for tens of GB of them. Refused up front instead.
+  if (!check_role_table(seg.size(), slots.defs().size(), plan.world, diags)) return {};
   const SparseSlots values(m, plan, slots, seg);
   const std::size_t n = seg.size(), slot_count = slots.defs().size();
   // Segments with equal value vectors share a role, numbered by first segment. Grouped by a hash

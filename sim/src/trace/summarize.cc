@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "zerosim/saturating.h"
 #include "zerosim/trace.h"
 
 namespace zerosim {
@@ -46,7 +47,7 @@ struct Timeline {
 };
 
 void add_span(const SpanTiming& s, Timeline& tl) {
-  const SimTime end = s.start_ns + s.dur_ns;
+  const SimTime end = span_end(s.start_ns, s.dur_ns);
   tl.total_ns = std::max(tl.total_ns, end);
   if (s.phase == Phase::Init) {
     tl.init_ns = std::max(tl.init_ns, end);
@@ -55,11 +56,14 @@ void add_span(const SpanTiming& s, Timeline& tl) {
   if (s.step >= tl.steps.size()) return;
   StepSummary& st = tl.steps[s.step];
   tl.end[s.step] = std::max(tl.end[s.step], end);
-  if (s.compute) st.compute_ns += s.dur_ns;
-  if (s.stream == Stream::Compute && s.collective) st.exposed_comm_ns += s.dur_ns;
+  if (s.compute) st.compute_ns = add_time(st.compute_ns, s.dur_ns);
+  if (s.stream == Stream::Compute && s.collective)
+    st.exposed_comm_ns = add_time(st.exposed_comm_ns, s.dur_ns);
   if (s.wait_ns > 0 && s.wait_stream) {
-    if (is_comm_stream(*s.wait_stream)) st.exposed_comm_ns += s.wait_ns;
-    if (is_offload_stream(*s.wait_stream)) st.exposed_offload_ns += s.wait_ns;
+    if (is_comm_stream(*s.wait_stream))
+      st.exposed_comm_ns = add_time(st.exposed_comm_ns, s.wait_ns);
+    if (is_offload_stream(*s.wait_stream))
+      st.exposed_offload_ns = add_time(st.exposed_offload_ns, s.wait_ns);
   }
 }
 
@@ -168,13 +172,13 @@ void SummaryBuilder::add(const CommRecord& c) {
   }
   CommKindSummary& k = (*st.last_kinds)[static_cast<std::size_t>(c.kind)];
   k.calls += 1;
-  k.bytes += c.bytes;
-  k.bytes_sent += c.bytes_sent;
-  k.bytes_received += c.bytes_received;
-  k.time_ns += c.dur_ns;
+  k.bytes = saturating_add(k.bytes, c.bytes);
+  k.bytes_sent = saturating_add(k.bytes_sent, c.bytes_sent);
+  k.bytes_received = saturating_add(k.bytes_received, c.bytes_received);
+  k.time_ns = add_time(k.time_ns, c.dur_ns);
   std::vector<Bytes>& sent = *st.last_sent;
   const std::size_t slot = c.phase == Phase::Init ? 0 : std::size_t{c.step} + 1;
-  if (slot < sent.size()) sent[slot] += c.bytes_sent;
+  if (slot < sent.size()) sent[slot] = saturating_add(sent[slot], c.bytes_sent);
 }
 
 // Each time number is the largest over the timelines (the critical rank of a measured run).
@@ -200,9 +204,9 @@ SimTime SummaryBuilder::steady_from_ns() {
     }
   }
   for (const StepSummary& st : out.steps) {
-    out.compute_ns += st.compute_ns;
-    out.exposed_comm_ns += st.exposed_comm_ns;
-    out.exposed_offload_ns += st.exposed_offload_ns;
+    out.compute_ns = add_time(out.compute_ns, st.compute_ns);
+    out.exposed_comm_ns = add_time(out.exposed_comm_ns, st.exposed_comm_ns);
+    out.exposed_offload_ns = add_time(out.exposed_offload_ns, st.exposed_offload_ns);
   }
   out.steady_from_ns = out.steps.empty() ? out.init_ns : out.steps.back().start_ns;
   return out.steady_from_ns;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "zerosim/saturating.h"
+
 namespace zerosim {
 namespace {
 
@@ -78,8 +80,8 @@ MemorySample peak_of(const TraceRank& r) {
 
 SimTime span_of(const Trace& t) {
   SimTime end = 0;
-  for (const Span& s : t.spans) end = std::max(end, s.start_ns + s.dur_ns);
-  for (const CommRecord& c : t.comms) end = std::max(end, c.start_ns + c.dur_ns);
+  for (const Span& s : t.spans) end = std::max(end, span_end(s.start_ns, s.dur_ns));
+  for (const CommRecord& c : t.comms) end = std::max(end, span_end(c.start_ns, c.dur_ns));
   return end;
 }
 
