@@ -78,19 +78,33 @@ TEST(DsConfigBatch, NeitherTrainNorMicroIsRefused) {
             msg);
 }
 
+// A derived count is refused at the key it came from (one that is in the file), with the
+// derivation (issue 12: GAS 0 used to be reported at /train_batch_size, a key the file lacks).
 TEST(DsConfigBatch, DerivedZeroFailsTheGreaterThanZeroAssertion) {
   EXPECT_EQ(diag(load(R"({"train_batch_size": 2, "train_micro_batch_size_per_gpu": 4})", 1)),
-            "ds.json: /gradient_accumulation_steps: DeepSpeed refuses this config: Gradient "
-            "accumulation steps: 0 "
-            "has to be greater than 0 (deepspeed/runtime/config.py)\n");
+            "ds.json: /train_batch_size: DeepSpeed refuses this config: Gradient accumulation "
+            "steps: 0 has to be greater than 0 (gradient_accumulation_steps derived as "
+            "train_batch_size // train_micro_batch_size_per_gpu // world size = 2 // 4 // 1) "
+            "(deepspeed/runtime/config.py)\n");
   EXPECT_EQ(diag(load(R"({"train_batch_size": 2})", 4)),
-            "ds.json: /train_micro_batch_size_per_gpu: DeepSpeed refuses this config: Micro batch "
-            "size per gpu: 0 "
-            "has to be greater than 0 (deepspeed/runtime/config.py)\n");
+            "ds.json: /train_batch_size: DeepSpeed refuses this config: Micro batch size per gpu: "
+            "0 has to be greater than 0 (train_micro_batch_size_per_gpu derived as "
+            "train_batch_size // world size // gradient_accumulation_steps = 2 // 4 // 1) "
+            "(deepspeed/runtime/config.py)\n");
   EXPECT_EQ(diag(load(R"({"train_batch_size": -8, "train_micro_batch_size_per_gpu": 2})", 1)),
             "ds.json: /train_batch_size: DeepSpeed refuses this config: Train batch size: -8 has "
             "to be greater "
             "than 0 (deepspeed/runtime/config.py)\n");
+  EXPECT_EQ(
+      diag(load(R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 0})", 8)),
+      "ds.json: /gradient_accumulation_steps: DeepSpeed refuses this config: Train batch size: 0 "
+      "has to be greater than 0 (train_batch_size derived as train_micro_batch_size_per_gpu x "
+      "gradient_accumulation_steps x world size = 1 x 0 x 8) (deepspeed/runtime/config.py)\n");
+  EXPECT_EQ(
+      diag(load(R"({"train_micro_batch_size_per_gpu": 0, "gradient_accumulation_steps": 2})", 8)),
+      "ds.json: /train_micro_batch_size_per_gpu: DeepSpeed refuses this config: Train batch size: "
+      "0 has to be greater than 0 (train_batch_size derived as train_micro_batch_size_per_gpu x "
+      "gradient_accumulation_steps x world size = 0 x 2 x 8) (deepspeed/runtime/config.py)\n");
 }
 
 TEST(DsConfigBatch, DivisionByZeroIsDeepSpeedsZeroDivisionError) {

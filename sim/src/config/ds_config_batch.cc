@@ -152,15 +152,48 @@ bool derive(BatchKeys& k, I64 world, JsonReader& root, Loader& ld) {
   return true;
 }
 
-/// _batch_assertion, in DeepSpeed's order; true when all hold.
-bool assert_batch(I64 train, I64 micro, I64 gas, I64 world, Loader& ld) {
-  const auto gt0 = [&](const std::string& pointer, const std::string& what, I64 v) {
-    ld.refuse(pointer, what + ": " + std::to_string(v) + " has to be greater than 0", kConfigFile);
+/// Which of the three counts the file (or a flag filling its "auto") gave.
+struct Given {
+  bool train = false, micro = false, gas = false;
+};
+
+/// _batch_assertion, in DeepSpeed's order; true when all hold. A derived count is refused at the
+/// key it was derived from (a pointer into the file), with the derivation shown.
+bool assert_batch(I64 train, I64 micro, I64 gas, I64 world, Given given, Loader& ld) {
+  const std::string w = std::to_string(world);
+  const auto gt0 = [&](const std::string& pointer, const std::string& what, I64 v,
+                       const std::string& derived) {
+    ld.refuse(pointer,
+              what + ": " + std::to_string(v) + " has to be greater than 0" +
+                  (derived.empty() ? std::string() : " (" + derived + ")"),
+              kConfigFile);
     return false;
   };
-  if (train <= 0) return gt0("/train_batch_size", "Train batch size", train);
-  if (micro <= 0) return gt0("/train_micro_batch_size_per_gpu", "Micro batch size per gpu", micro);
-  if (gas <= 0) return gt0("/gradient_accumulation_steps", "Gradient accumulation steps", gas);
+  if (train <= 0) {
+    if (given.train) return gt0("/train_batch_size", "Train batch size", train, "");
+    // Derived as micro x GAS x world: the factor that made it so.
+    const bool by_gas = given.gas && gas <= 0;
+    return gt0(by_gas ? "/gradient_accumulation_steps" : "/train_micro_batch_size_per_gpu",
+               "Train batch size", train,
+               "train_batch_size derived as train_micro_batch_size_per_gpu x "
+               "gradient_accumulation_steps x world size = " +
+                   std::to_string(micro) + " x " + std::to_string(gas) + " x " + w);
+  }
+  // A derived micro batch or GAS comes from train_batch_size (// is Python's floor division).
+  if (micro <= 0)
+    return gt0(given.micro ? "/train_micro_batch_size_per_gpu" : "/train_batch_size",
+               "Micro batch size per gpu", micro,
+               given.micro ? ""
+                           : "train_micro_batch_size_per_gpu derived as train_batch_size // "
+                             "world size // gradient_accumulation_steps = " +
+                                 std::to_string(train) + " // " + w + " // " + std::to_string(gas));
+  if (gas <= 0)
+    return gt0(given.gas ? "/gradient_accumulation_steps" : "/train_batch_size",
+               "Gradient accumulation steps", gas,
+               given.gas ? ""
+                         : "gradient_accumulation_steps derived as train_batch_size // "
+                           "train_micro_batch_size_per_gpu // world size = " +
+                               std::to_string(train) + " // " + std::to_string(micro) + " // " + w);
   auto product = mul3(micro, gas, world);
   if (product && *product == train) return true;
   ld.refuse("/train_batch_size",
@@ -181,8 +214,9 @@ void read_batch(JsonReader& root, Loader& ld) {
           : static_cast<I64>(ld.autos.world_size);
   BatchKeys k = read_keys(root, world, ld);
   const bool micro_given = k.micro.has_value(), gas_given = k.gas.has_value();
+  const Given counts_given{k.train.has_value(), micro_given, gas_given};
   if (k.failed || !derive(k, world, root, ld)) return;
-  if (!assert_batch(*k.train, *k.micro, *k.gas, world, ld)) return;
+  if (!assert_batch(*k.train, *k.micro, *k.gas, world, counts_given, ld)) return;
   // The CLI's limits hold however a count was obtained: written, or derived from train_batch_size
   // (which would otherwise ask for 2^40 micro-steps per step with every flag in range).
   bool in_limits = true;
