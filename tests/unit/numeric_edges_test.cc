@@ -1,8 +1,8 @@
 // Numbers at the edges (issue 12): sizes that do not fit in 64 bits saturate and are shown as
 // "overflow" or refused naming the inputs, never wrapped or printed as a real size; the headroom
 // keeps its sign beyond 2^63; span ends and duration sums do not overflow int64; and each edge the
-// issue lists (1 parameter, 1 GPU, 10^13 and 10^15 parameters, 2^20 GPUs, bucket size 1 and larger
-// than the model, sequence length 2^24) gives a correct answer or one clear input error.
+// issue lists (1 parameter, 1 GPU, 10^13 and 10^15 parameters, 2^20 and 2^24 GPUs, bucket size 1
+// and larger than the model, sequence length 2^24) gives a correct answer or one clear input error.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -162,6 +162,13 @@ TEST(NumericEdges, TenToThe13ParametersOnOneGpuAreExactAndDoNotFit) {
 TEST(NumericEdges, TwoToThe20GpusPlanExactly) {
   const auto j = plan_json("--model gpt2 --gpus 1048576 --gpus-per-node 8", 0);
   expect_exact_rows(j, "2^20 GPUs");
+}
+
+// 2^24 is --gpus' largest value; a small model keeps it to seconds (Llama-2-7B takes minutes).
+TEST(NumericEdges, TwoToThe24GpusPlanExactly) {
+  const auto j = plan_json("--model gpt2-small --gpus 16777216 --gpus-per-node 8", 0);
+  expect_exact_rows(j, "2^24 GPUs");
+  for (const auto& row : j["rows"]) EXPECT_TRUE(row["fits"].get<bool>());  // 124M params
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
