@@ -12,12 +12,14 @@
 namespace zerosim::json {
 
 namespace {
-std::string range_text(std::int64_t lo, std::int64_t hi) {
-  if (hi == INT64_MAX) return "an integer >= " + std::to_string(lo);
+// ">= lo" when the bound is the type's; the whole range when the value is above it (1e30 is
+// >= 0: "expected an integer >= 0, got 1e+30" would state a range the value satisfies).
+std::string range_text(std::int64_t lo, std::int64_t hi, bool above) {
+  if (hi == INT64_MAX && !above) return "an integer >= " + std::to_string(lo);
   return "an integer " + std::to_string(lo) + ".." + std::to_string(hi);
 }
-std::string urange_text(std::uint64_t lo, std::uint64_t hi) {
-  if (hi == UINT64_MAX) return "an integer >= " + std::to_string(lo);
+std::string urange_text(std::uint64_t lo, std::uint64_t hi, bool above) {
+  if (hi == UINT64_MAX && !above) return "an integer >= " + std::to_string(lo);
   return "an integer " + std::to_string(lo) + ".." + std::to_string(hi);
 }
 std::string number_text(double v) {
@@ -400,7 +402,8 @@ std::optional<std::string> JsonReader::get_enum(std::string_view key,
 std::optional<std::int64_t> JsonReader::as_int(std::int64_t lo, std::int64_t hi) {
   auto iv = integral_value(*value_);
   if (!iv || *iv < static_cast<long double>(lo) || *iv > static_cast<long double>(hi)) {
-    error("expected " + range_text(lo, hi) + ", got " + describe(*value_));
+    error("expected " + range_text(lo, hi, iv && *iv > static_cast<long double>(hi)) + ", got " +
+          describe(*value_));
     return std::nullopt;
   }
   return static_cast<std::int64_t>(*iv);
@@ -409,7 +412,8 @@ std::optional<std::int64_t> JsonReader::as_int(std::int64_t lo, std::int64_t hi)
 std::optional<std::uint64_t> JsonReader::as_uint(std::uint64_t lo, std::uint64_t hi) {
   auto iv = integral_value(*value_);
   if (!iv || *iv < static_cast<long double>(lo) || *iv > static_cast<long double>(hi)) {
-    error("expected " + urange_text(lo, hi) + ", got " + describe(*value_));
+    error("expected " + urange_text(lo, hi, iv && *iv > static_cast<long double>(hi)) + ", got " +
+          describe(*value_));
     return std::nullopt;
   }
   return static_cast<std::uint64_t>(*iv);
