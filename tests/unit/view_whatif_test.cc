@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "unit/cli_testlib.h"
@@ -146,6 +149,33 @@ TEST(ViewWhatIf, SaveWritesTheCurrentKnobsAsADsConfig) {
   EXPECT_EQ(knobs_of(back.value(), k), session.knobs());
   EXPECT_FALSE(session.save_ds_config("/nonexistent-dir/ds_config.json", error));
   EXPECT_EQ(error, "/nonexistent-dir/ds_config.json: cannot open for writing");
+}
+
+// Issue 12's output rules hold for the viewer's one output: never the scenario it edits, and an
+// existing file is replaced only by a complete one.
+TEST(ViewWhatIf, SaveNeverOverwritesTheScenarioAndReplacesWhole) {
+  const std::string dir = ::testing::TempDir() + "zerosim_whatif_save_" + std::to_string(getpid());
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  const std::string copy = dir + "/scenario.json";
+  ASSERT_EQ(std::system(("cp " + scenario("gpt2-xl_zero2_8xa100") + " " + copy).c_str()), 0);
+  auto w = WhatIf::open(copy);
+  ASSERT_TRUE(w.ok()) << w.diagnostics().to_string();
+  std::ifstream before_in(copy);
+  const std::string before((std::istreambuf_iterator<char>(before_in)), {});
+  std::string error;
+  EXPECT_FALSE(w.value()->save_ds_config(copy, error));
+  EXPECT_EQ(error, copy + ": is the scenario being edited (refusing to overwrite it)");
+  std::ifstream after_in(copy);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(after_in)), {}), before);
+  const std::string out = dir + "/ds_config.json";
+  { std::ofstream(out) << "old"; }
+  ASSERT_TRUE(w.value()->save_ds_config(out, error)) << error;
+  std::ifstream saved(out);
+  const std::string text((std::istreambuf_iterator<char>(saved)), {});
+  EXPECT_NE(text.find("zero_optimization"), std::string::npos) << text;
+  EXPECT_EQ(std::system(("test $(ls " + dir + " | wc -l) -eq 2").c_str()), 0)
+      << "no temporary file left behind";
+  EXPECT_EQ(std::system(("rm -rf " + dir).c_str()), 0);
 }
 
 TEST(ViewWhatIf, SetKnobParsesEachKnobAndRefusesGarbage) {

@@ -1,7 +1,13 @@
 // The what-if session: see what_if.h.
 #include "whatif/what_if.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -220,8 +226,22 @@ Diagnostics WhatIf::apply(const Knobs& k) {
   return {};
 }
 
+// As the CLI writes its outputs (cli/output_file.h): never onto the scenario being edited, and
+// through a temporary file in the same directory renamed over the target once every write and
+// the close succeeded, so a failed save leaves an existing file whole. A target that exists and
+// is not a regular file (/dev/null, a pipe) is written in place: renaming would replace it.
 bool WhatIf::save_ds_config(const std::string& path, std::string& error) const {
-  std::ofstream out(path);
+  struct stat target {};
+  const bool exists = ::stat(path.c_str(), &target) == 0;
+  struct stat input {};
+  if (exists && ::stat(path_.c_str(), &input) == 0 && input.st_dev == target.st_dev &&
+      input.st_ino == target.st_ino) {
+    error = path + ": is the scenario being edited (refusing to overwrite it)";
+    return false;
+  }
+  const bool in_place = exists && !S_ISREG(target.st_mode);
+  const std::string tmp = in_place ? path : path + ".tmp." + std::to_string(::getpid());
+  std::ofstream out(tmp);
   if (!out) {
     error = path + ": cannot open for writing";
     return false;
@@ -229,7 +249,13 @@ bool WhatIf::save_ds_config(const std::string& path, std::string& error) const {
   out << ds_config_json(base_.ds, knobs_);
   out.close();
   if (!out) {
+    if (!in_place) std::remove(tmp.c_str());
     error = path + ": write failed";
+    return false;
+  }
+  if (!in_place && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = path + ": cannot replace it: " + std::strerror(errno);
+    std::remove(tmp.c_str());
     return false;
   }
   return true;
