@@ -19,6 +19,9 @@ std::vector<FlagSpec> model_cluster_flags() {
       {"--params", "N", "raw parameter count, e.g. 13e9, 7B or 1.3b (synthetic GPT-style model)"},
       {"--param-list", "FILE",
        "param list JSON {\"params\": [[name, [shape]]...], \"grad_order\": [...]}"},
+      {"--grad-order", "FILE",
+       "a recorded gradient order ({\"grad_order\": [...]} or zerosim_record's params.rankR.json) "
+       "instead of the derived one"},
       {"--gpus", "N", "total GPUs (data-parallel ranks); default 8"},
       {"--nodes", "N", "nodes (with --gpus-per-node)"},
       {"--gpus-per-node", "N", "GPUs per node; default 8"},
@@ -223,6 +226,11 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   }
   // After the ds_config: packed 4-bit storage is counted in its LP dtype.
   if (!apply_lora_flags(a, in.model, in.ds.lp_dtype(), d)) return Result<Inputs>(d);
+  // After LoRA: a recording of a LoRA job names the adapters' params too.
+  if (a.has("--grad-order")) {
+    d.append(apply_recorded_grad_order(in.model, *a.get("--grad-order")));
+    if (d.has_errors()) return Result<Inputs>(d);
+  }
   in.training.micro_batch = in.ds.micro_batch;
   std::uint64_t ctx = in.model.arch && in.model.arch->max_seq ? in.model.arch->max_seq : 4096;
   in.training.seq_len = seq.value_or(std::min<std::uint64_t>(4096, ctx));
