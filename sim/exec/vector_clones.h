@@ -8,11 +8,13 @@
 // integer hashing and IEEE float adds, multiplies, divides and square roots, and their sources are
 // compiled with -ffp-contract=off (sim/CMakeLists.txt) so no copy fuses a multiply-add (GCC
 // contracts by default in C++ modes once FMA is available, as it is in x86-64-v3). Elsewhere (other
-// compilers, other architectures, clang-tidy's parse) the macro is empty: one portable copy.
-// Private to sim/exec.
+// compilers, other architectures, clang-tidy's parse) and in sanitizer builds (an ifunc resolver
+// runs during relocation, before a sanitizer's runtime is up; the sanitizers check the baseline
+// loops) the macro is empty: one portable copy. Private to sim/exec.
 #pragma once
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) &&                       \
     !defined(ZEROSIM_NO_VECTOR_CLONES)
 #define ZEROSIM_VECTOR_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), flatten))
