@@ -61,15 +61,18 @@ Diagnostics check_input(const ScheduleInput& in) {
   if (!in.overflow_steps.empty()) {
     const DType lp = in.ds->lp_dtype();
     const int stage = in.ds->zero.stage;
-    const bool checked = lp == DType::Float16 ||
-                         (stage != 3 && lp == DType::BFloat16 && in.ds->bf16_check_grad_overflow);
+    // Stage 0's FP16_Optimizer checks fp16 grads only (CheckOverflow in its step()).
+    const bool checked =
+        lp == DType::Float16 ||
+        (stage != 3 && stage != 0 && lp == DType::BFloat16 && in.ds->bf16_check_grad_overflow);
     const OptimizerPath path = in.ds->optimizer_path();
     const bool zero = path == OptimizerPath::ZeroStage1And2 || path == OptimizerPath::ZeroStage3;
-    if (in.mode != Accounting::DeepSpeed || !zero)
+    const bool fp16opt = path == OptimizerPath::Fp16Optimizer;
+    if (in.mode != Accounting::DeepSpeed || !(zero || fp16opt))
       d.error(
           kSource, "/overflow_steps",
-          "expected DeepSpeedZeroOptimizer (stage 1/2) or stage 3 in deepspeed mode for overflow "
-          "steps, got " +
+          "expected DeepSpeedZeroOptimizer (stage 1/2), stage 3 or stage 0's FP16_Optimizer in "
+          "deepspeed mode for overflow steps, got " +
               std::string(in.mode == Accounting::DeepSpeed
                               ? "stage " + std::to_string(stage) + " (" +
                                     (path == OptimizerPath::Bf16Optimizer ? "BF16_Optimizer"

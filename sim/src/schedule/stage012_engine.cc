@@ -4,6 +4,7 @@
 // reduce once per optimizer step, at the GA boundary, with buffered_allreduce_fallback's fixed
 // 5e8-element CHUNK_GT rule. Also the init-time module parameters and _broadcast_model shared by
 // every stage 0/1/2 program.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -107,8 +108,9 @@ Elements grads_in_groups(const Ctx& c) {
 // grads they are cast from exactly; BF16_Optimizer's get_global_norm_of_tensors over the fp32
 // gradient buffer; the bare optimizer's clip_grad_norm_ over p.grad), and FP16_Optimizer's
 // CheckOverflow.has_overflow over the fp16 grads (runtime/utils.py: no all-reduce without model
-// parallelism, MoE or zero_reduce_scatter), or-ed over the groups into the flag.
-void stage0_grad_stats(Ctx& c) {
+// parallelism, MoE or zero_reduce_scatter), or-ed over the groups into the flag. `skip`: an
+// overflow step, whose step() returns after the check, before any norm.
+void stage0_grad_stats(Ctx& c, bool skip) {
   const bool bf16opt = c.path == OptimizerPath::Bf16Optimizer;
   const bool check = c.path == OptimizerPath::Fp16Optimizer && c.lp == DType::Float16;
   if (c.norms == kNone) {
@@ -117,7 +119,7 @@ void stage0_grad_stats(Ctx& c) {
   }
   for (const OpKind kind : {OpKind::GradOverflow, OpKind::GradNorm}) {
     const bool norm = kind == OpKind::GradNorm;
-    if (!norm && !check) continue;
+    if ((!norm && !check) || (norm && skip)) continue;
     bool first = true;
     for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
       const FlatGroup& fg = c.plan.groups[g];
@@ -206,7 +208,21 @@ void emit_engine_step(Ctx& c, std::uint32_t step) {
     else
       stage0_reduce(c);
   }
-  stage0_grad_stats(c);
+  // FP16_Optimizer.step() (deepspeed/runtime/fp16/fused_optimizer.py:246-275 at DeepSpeed
+  // 38327e07f): has_overflow over the fp16 grads, _update_scale, and on overflow p.grad = None for
+  // every param and return: no flatten, norm, update or write-back. Only fp16 checks (the
+  // builder refuses overflow steps for stage 0 otherwise).
+  const bool skip =
+      c.lp == DType::Float16 && c.path == OptimizerPath::Fp16Optimizer &&
+      std::binary_search(c.in.overflow_steps.begin(), c.in.overflow_steps.end(), step);
+  stage0_grad_stats(c, skip);
+  if (skip) {
+    c.e.marker("overflow: step skipped, loss scale lowered");
+    c.e.set_phase(Phase::PostStep);
+    c.e.marker("zero_grad");
+    for (std::uint32_t p = 0; p < c.m.params.size(); ++p) c.free_grad(p);
+    return;
+  }
   const Region norms = region(c.norms, 0, c.plan.groups.size());
   const Region overflow = c.overflow_flag == kNone ? Region{} : region(c.overflow_flag, 0, 1);
   if (c.path == OptimizerPath::Plain) {
