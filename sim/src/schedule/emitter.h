@@ -175,7 +175,7 @@ class Emitter {
   void reserve_ops(std::size_t tensors);
 
  private:
-  std::uint32_t append(Op o);
+  std::uint32_t append(Op&& o);
 
   Schedule& s_;
   std::array<std::uint32_t, kStreamCount> last_on_ = [] {
