@@ -35,13 +35,18 @@ MemoryLedger make_ledger(const Schedule& s, const std::vector<std::uint32_t>& me
     if (used[k] != 0) used_slots.push_back(k);
   // A slot with the same value on every role makes common buffers (one size, no per-role list):
   // the same sizes, without a list per buffer. Stage 3 and single-role schedules are all like that.
+  // Only non-zero values are stored (SlotValues): a slot is uniform when every role has a value
+  // and all are role 0's, or when no role has one.
   std::vector<std::uint8_t> uniform(by_slot.size(), 1);
-  for (std::uint32_t r = 0; r < s.roles.size(); ++r) {
-    const std::vector<Elements>& v = s.roles[r].slots;  // sized to slot_names (checked)
-    for (std::uint32_t k : used_slots) {
-      if (v[k] != 0) by_slot[k].push_back({r, v[k]});
-      if (v[k] != s.roles[0].slots[k]) uniform[k] = 0;
-    }
+  for (std::uint32_t r = 0; r < s.roles.size(); ++r)
+    for (const SlotValues::Entry& e : s.roles[r].slots.nonzero())
+      if (e.slot < used.size() && used[e.slot] != 0) by_slot[e.slot].push_back({r, e.value});
+  for (std::uint32_t k : used_slots) {
+    const std::vector<RoleBytes>& v = by_slot[k];
+    if (v.empty()) continue;
+    uniform[k] = v.size() == s.roles.size() &&
+                 std::all_of(v.begin(), v.end(),
+                             [&](const RoleBytes& x) { return x.bytes == v.front().bytes; });
   }
   for (const Buffer& buf : s.buffers) {
     const Bytes size = dtype_size(buf.dtype);

@@ -154,11 +154,9 @@ void Lowering::check_roles() {
   if (!d_.has_errors()) {  // the timing role: every role has one value per slot now
     g_.max_slots.assign(n_slots, 0);
     Elements* max = g_.max_slots.data();
-    for (const RankRole& role : s_.roles) {  // most values are 0 (a flush touches a few ranks)
-      const Elements* v = role.slots.data();
-      for (std::size_t k = 0; k < n_slots; ++k)
-        if (v[k] > max[k]) max[k] = v[k];
-    }
+    for (const RankRole& role : s_.roles)  // most values are 0 (a flush touches a few ranks)
+      for (const SlotValues::Entry& e : role.slots.nonzero())
+        if (e.value > max[e.slot]) max[e.slot] = e.value;
   }
 }
 

@@ -123,8 +123,8 @@ Diagnostics check_buffer_total(const Schedule& s) {
   Diagnostics d;
   std::vector<Elements> max_slot(s.meta.slot_names.size(), 0);  // the largest role's count
   for (const RankRole& r : s.roles)
-    for (std::size_t k = 0; k < r.slots.size() && k < max_slot.size(); ++k)
-      max_slot[k] = std::max(max_slot[k], r.slots[k]);
+    for (const SlotValues::Entry& e : r.slots.nonzero())
+      if (e.slot < max_slot.size()) max_slot[e.slot] = std::max(max_slot[e.slot], e.value);
   Bytes total = 0, largest = 0;
   const Buffer* big = nullptr;
   Elements big_numel = 0;

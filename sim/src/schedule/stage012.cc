@@ -379,6 +379,7 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
   Emitter e(s, in.plan->world);
   s12::Ctx c(in, e);
   s12::fill_meta(c, s);
+  e.reserve_ops(in.model->params.size());
   s12::create_shared_buffers(c);
   if (c.path == OptimizerPath::ZeroStage1And2) {
     s12::emit_zero12_program(c);

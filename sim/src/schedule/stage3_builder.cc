@@ -332,6 +332,7 @@ Result<Schedule> build_stage3(const ScheduleInput& in) {
   Schedule s;
   s3::fill_meta(s, in, walk.value());
   s3::Context cx(s, in, walk.value());
+  cx.e.reserve_ops(in.model->params.size());
   s3::emit_init(cx);
   s3::Coordinator co(cx);
   s3::Reducer red(cx);
