@@ -459,5 +459,55 @@ TEST_F(NullRenderer, ArrowAndPageKeysScrollTheRows) {
   EXPECT_EQ(v.scroll_y(), 0.0f);
 }
 
+// Pixels of the last frame filled in colour `rgb` (rectangles: each triangle is half its clipped
+// bounding box), over every draw list.
+double area_of(Rgb rgb) {
+  const ImU32 c = IM_COL32((rgb >> 16) & 0xFF, (rgb >> 8) & 0xFF, rgb & 0xFF, 0xFF);
+  double area = 0;
+  const ImDrawData* d = ImGui::GetDrawData();
+  for (int i = 0; i < d->CmdListsCount; ++i) {
+    const ImDrawList& l = *d->CmdLists[i];
+    for (const ImDrawCmd& cmd : l.CmdBuffer) {
+      for (unsigned e = 0; e + 2 < cmd.ElemCount; e += 3) {
+        const ImDrawVert* v[3];
+        for (unsigned k = 0; k < 3; ++k) {
+          v[k] = &l.VtxBuffer[static_cast<int>(cmd.VtxOffset + l.IdxBuffer[cmd.IdxOffset + e + k])];
+        }
+        if (v[0]->col != c || v[1]->col != c || v[2]->col != c) continue;
+        const float x0 =
+            std::max(cmd.ClipRect.x, std::min({v[0]->pos.x, v[1]->pos.x, v[2]->pos.x}));
+        const float x1 =
+            std::min(cmd.ClipRect.z, std::max({v[0]->pos.x, v[1]->pos.x, v[2]->pos.x}));
+        const float y0 =
+            std::max(cmd.ClipRect.y, std::min({v[0]->pos.y, v[1]->pos.y, v[2]->pos.y}));
+        const float y1 =
+            std::min(cmd.ClipRect.w, std::max({v[0]->pos.y, v[1]->pos.y, v[2]->pos.y}));
+        if (x1 > x0 && y1 > y0) area += static_cast<double>((x1 - x0) * (y1 - y0)) / 2;
+      }
+    }
+  }
+  return area;
+}
+
+// The 60 fps work (issue #9): llvmpipe pays for every filled pixel, so the backgrounds are filled
+// at most once per pixel: the renderer clears to the lanes' colour (kBackdropColor) and the frame
+// paints the background colour only where no lane is (the host window has no background of its
+// own). Before, the window's background covered the display and each lane filled its row again.
+TEST_F(NullRenderer, TheBackgroundsAreFilledAtMostOncePerPixel) {
+  EXPECT_EQ(kBackdropColor, kLaneBackgroundColor);
+  const OpenedTrace o = bucket_trace();
+  const OpenedTrace ghost = small_trace();
+  for (const OpenedTrace* g : {static_cast<const OpenedTrace*>(nullptr), &ghost}) {
+    Viewer v(o, g);
+    frames(v, 2, ImVec2(-100, -100));
+    const double display = 1000.0 * 600.0;
+    const double background = area_of(kBackgroundColor);
+    EXPECT_EQ(area_of(kLaneBackgroundColor), 0.0);
+    EXPECT_LE(background, display);
+    // The gutter and the summary column alone are (170 + 300) x 600 pixels of background.
+    EXPECT_GE(background, (kGutterPx + kSummaryPx) * 600.0);
+  }
+}
+
 }  // namespace
 }  // namespace zerosim::view

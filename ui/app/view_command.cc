@@ -21,6 +21,7 @@
 #include "args.h"
 #include "cmd_view_inputs.h"
 #include "commands.h"
+#include "draw/palette.h"
 #include "draw/viewer.h"
 #include "draw/what_if_panel.h"
 #include "render/headless_renderer.h"
@@ -359,7 +360,8 @@ int window(Scene& scene, const ViewOptions& o, std::ostream& out, std::ostream& 
     int fw = 0, fh = 0;
     glfwGetFramebufferSize(w, &fw, &fh);
     glViewport(0, 0, fw, fh);
-    glClearColor(0, 0, 0, 1);
+    glClearColor(view::channel(view::kBackdropColor, 16), view::channel(view::kBackdropColor, 8),
+                 view::channel(view::kBackdropColor, 0), 1);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     glfwSwapBuffers(w);
