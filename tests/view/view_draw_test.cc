@@ -378,6 +378,39 @@ TEST_F(NullRenderer, AClickOnAGroupHeaderOrEExpandsAndFoldsIt) {
   EXPECT_FALSE(v.model()->expanded(1));
 }
 
+// A new run of the same ranks (a what-if re-simulation, a re-opened trace) in a new viewer keeps
+// what the user expanded: the group that now holds the expanded group's first rank, even when the
+// new run folds the ranks differently.
+TEST_F(NullRenderer, AViewersStateCarriesItsExpandedGroupsToANewRun) {
+  const OpenedTrace o = folded_trace();  // rank 0 alone, ranks 1-2 folded
+  Viewer v(o, nullptr);
+  frames(v, 1, ImVec2(-100, -100));
+  ASSERT_TRUE(v.model()->set_expanded(1, true));
+  const std::optional<ViewerState> state = v.state();
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->expanded_ranks, std::vector<std::uint32_t>{1});
+  OpenedTrace next = folded_trace();
+  next.trace->spans[0].dur_ns = 10'000;  // now every rank runs alike: one group of three
+  Viewer fresh(next, nullptr);
+  ASSERT_EQ(fresh.model()->groups().size(), 1u);
+  EXPECT_FALSE(fresh.model()->expanded(0));
+  Viewer kept(next, nullptr);
+  kept.restore(*state, 1000);
+  EXPECT_TRUE(kept.model()->expanded(0));
+  frames(kept, 1, ImVec2(-100, -100));
+  std::size_t member_headers = 0;
+  for (const Row& r : kept.rows()) {
+    member_headers += r.kind == Row::Kind::Header && r.member != kAllMembers ? 1 : 0;
+  }
+  EXPECT_EQ(member_headers, 3u);
+  // A rank the new run does not trace expands nothing.
+  ViewerState gone = *state;
+  gone.expanded_ranks = {7};
+  Viewer other(next, nullptr);
+  other.restore(gone, 1000);
+  EXPECT_FALSE(other.model()->expanded(0));
+}
+
 // A window drawn over the timeline (the what-if panel) takes the mouse: the wheel over it does not
 // zoom the timeline, the wheel beside it does.
 TEST_F(NullRenderer, AWindowOverTheLanesTakesTheWheel) {

@@ -262,10 +262,10 @@ class WhatIfScene : public Scene {
   }
   view::WhatIfPanel& panel() { return panel_; }
   view::Viewer& viewer() override { return *viewer_; }
-  // The viewer of the session's current run, the previous run as its ghost, the view kept.
+  // The viewer of the session's current run, the previous run as its ghost, the view, the
+  // expanded groups and the scroll kept.
   void rebuild() {
-    const std::optional<view::TimeView> keep =
-        viewer_ ? std::optional<view::TimeView>(viewer_->view()) : std::nullopt;
+    const std::optional<view::ViewerState> keep = viewer_ ? viewer_->state() : std::nullopt;
     viewer_.reset();
     main_.path = path_ + " (what-if: current)";
     main_.trace = session_->trace();
@@ -274,10 +274,7 @@ class WhatIfScene : public Scene {
     if (session_->ghost() != nullptr) ghost_.trace = *session_->ghost();
     viewer_ = std::make_unique<view::Viewer>(main_, ghost_.trace ? &ghost_ : nullptr);
     if (rank_) viewer_->show_only_rank(*rank_);  // --rank holds across re-simulations
-    if (keep) {
-      viewer_->reset_view(width_);
-      viewer_->view().fit(keep->start_ns(), keep->end_ns());
-    }
+    if (keep) viewer_->restore(*keep, width_);
   }
   void set_width(float w) { width_ = w; }
   void set_rank(std::optional<std::uint32_t> rank) { rank_ = rank; }

@@ -119,6 +119,31 @@ bool Viewer::show_only_rank(std::uint32_t rank) {
   return true;
 }
 
+std::optional<ViewerState> Viewer::state() const {
+  if (!model_) return std::nullopt;
+  ViewerState s;
+  s.start_ns = view_.start_ns();
+  s.end_ns = view_.end_ns();
+  for (std::uint32_t g = 0; g < model_->groups().size(); ++g) {
+    if (model_->expanded(g)) {
+      s.expanded_ranks.push_back(model_->trace().ranks[model_->groups()[g].members.front()].rank);
+    }
+  }
+  s.scroll_y = scroll_y_;
+  return s;
+}
+
+void Viewer::restore(const ViewerState& state, float display_width) {
+  if (!model_) return;
+  reset_view(display_width);
+  view_.fit(state.start_ns, state.end_ns);
+  for (const std::uint32_t rank : state.expanded_ranks) {
+    const int g = model_->group_of_rank(rank);
+    if (g >= 0) model_->set_expanded(static_cast<std::uint32_t>(g), true);
+  }
+  scroll_y_ = state.scroll_y;  // draw_timeline clamps it to the new rows
+}
+
 float Viewer::lanes_right(float display_width) {
   return std::max(kGutterPx + 50, display_width - kSummaryPx);
 }
