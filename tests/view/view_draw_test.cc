@@ -312,7 +312,10 @@ TEST_F(NullRenderer, TheStage3ParamRowShowsGathersAndReleases) {
       0u)
       << v.tooltip();
   frames(v, 2, at(v, 90'000, 3));
-  EXPECT_EQ(v.tooltip(), "release 64.0 MiB of gathered parameters at 90 us\n0 B still gathered");
+  // The release names what it frees: the parameters of the all-gather that filled those bytes.
+  EXPECT_EQ(v.tooltip(),
+            "release 64.0 MiB of gathered parameters at 90 us\n  flush 0: AR(33554432)\n0 B "
+            "still gathered");
   frames(v, 2, at(v, 75'000, 3));
   EXPECT_TRUE(v.tooltip().empty()) << v.tooltip();
 }

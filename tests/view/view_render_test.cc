@@ -291,6 +291,32 @@ TEST_F(ViewRender, Stage3GathersAndReleasesAreMarkedInTheirRow) {
   EXPECT_EQ(in_row, shot.png.count(kGatherColor));
 }
 
+// On a real stage 3 run (GPT-2 XL at 8 ranks), releases name the parameters they free: most are
+// matched to the all-gather that fetched them, each such gather started before the release, and
+// the first layer's attention weights are released by name.
+TEST_F(ViewRender, Stage3ReleasesNameTheParametersOfARealRun) {
+  ASSERT_FALSE(zero3_->empty());
+  const Geometry g(*zero3_, kW);
+  const Row* row = first_row(g, Row::Kind::Params);
+  ASSERT_NE(row, nullptr);
+  const RankGroup& group = g.model().groups()[row->group];
+  const Trace& t = g.model().trace();
+  std::size_t releases = 0, named = 0;
+  bool c_attn = false;
+  for (const ParamEvent& e : group.params) {
+    if (e.kind != ParamEvent::Kind::Release) continue;
+    ++releases;
+    named += e.released.empty() ? 0 : 1;
+    for (const std::uint32_t s : e.released) {
+      EXPECT_LE(t.spans[s].start_ns, e.t) << t.spans[s].name;
+      c_attn = c_attn || t.spans[s].name == "fetch fwd transformer.h.0.attn.c_attn: 2 params";
+    }
+  }
+  ASSERT_GT(releases, 100u);
+  EXPECT_GT(named * 4, releases * 3) << named << " of " << releases << " releases named";
+  EXPECT_TRUE(c_attn);
+}
+
 TEST_F(ViewRender, ScreenshotsAreDeterministic) {
   const Shot a = shoot(*zero3_, "det_a", "--zoom 8 --at-time 100000000");
   const Shot b = shoot(*zero3_, "det_b", "--zoom 8 --at-time 100000000 --frames 5");
