@@ -254,6 +254,10 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   in.training.activation_checkpointing = rt.activation_checkpointing;
   in.training.flash_attention = attention == "flash";
   if (d.has_errors()) return Result<Inputs>(d);
+  // Only for a run that goes ahead: a refused one says its one line.
+  if (trainer)
+    for (const auto& n : trainer->not_modelled)
+      d.warning(trainer->path, "", n + " changes memory or time and is not modelled");
   return Result<Inputs>(std::move(in), d);
 }
 

@@ -57,6 +57,16 @@ std::string origin(const TrainerConfig& t, const TrainerValue<T>& v) {
   return v.where + (v.pointer.empty() || v.pointer[0] != '/' ? " " + v.key : " " + v.pointer);
 }
 
+/// origin() for a note: the trainer config's folder is left out (the first note names the file).
+template <class T>
+std::string noted(const TrainerConfig& t, const TrainerValue<T>& v) {
+  std::string o = origin(t, v);
+  const auto slash = t.path.find_last_of('/');
+  if (slash != std::string::npos && o.compare(0, t.path.size(), t.path) == 0)
+    o = t.path.substr(slash + 1) + o.substr(t.path.size());
+  return o;
+}
+
 /// How a ds_config writes one key: absent, "auto", or a value.
 struct DsKey {
   bool present = false;
@@ -114,10 +124,9 @@ bool flag_against_file(const TrainerConfig* t, const std::optional<TrainerValue<
 template <class T>
 bool file_against_ds(const TrainerConfig& t, const TrainerValue<T>& tv, const std::string& ds_path,
                      const std::string& pointer, const std::string& ds_shown, Diagnostics& d) {
-  const std::string what = tv.from_default ? "TrainingArguments' default " : "";
+  const std::string what = tv.from_default ? "TrainingArguments' default " + tv.key + " = " : "";
   d.error(tv.from_default ? t.path : tv.where, tv.from_default ? "" : tv.pointer,
-          what + tv.key + " = " + show(tv.value) + " mismatches " + ds_path + " " + pointer +
-              " = " + ds_shown +
+          what + show(tv.value) + " mismatches " + ds_path + " " + pointer + " = " + ds_shown +
               "; the Trainer refuses DeepSpeed config values that mismatch TrainingArguments "
               "(transformers integrations/deepspeed.py:128)",
           "set it to \"auto\" in the ds_config or change one of them");
@@ -159,8 +168,6 @@ std::optional<TrainerConfig> load_trainer_flag(const ParsedArgs& a, Diagnostics&
   if (!t.ok()) return std::nullopt;
   TrainerConfig c = std::move(t.value());
   trainer_defaults(c);
-  for (const auto& n : c.not_modelled)
-    d.warning(c.path, "", n + " changes memory or time and is not modelled");
   return c;
 }
 
@@ -191,12 +198,12 @@ bool resolve_training(const ParsedArgs& a, const TrainerConfig* t, const GpuSpec
     out.ds_config = *a.get("--ds-config");
     if (t && t->deepspeed)
       out.notes.push_back("--ds-config " + *out.ds_config + " replaces " +
-                          origin(*t, *t->deepspeed) + " " + quote(t->deepspeed->value));
+                          noted(*t, *t->deepspeed) + " " + quote(t->deepspeed->value));
   } else if (t && t->deepspeed) {
     const std::string p = resolve_ds_path(*t, d);
     if (p.empty()) return false;
     out.ds_config = p;
-    out.notes.push_back("ds_config " + p + " from " + origin(*t, *t->deepspeed));
+    out.notes.push_back("ds_config " + p + " from " + noted(*t, *t->deepspeed));
   }
   nlohmann::json ds;
   std::string ds_text;
@@ -217,7 +224,7 @@ bool resolve_training(const ParsedArgs& a, const TrainerConfig* t, const GpuSpec
     v.pointer = t->bf16_auto->pointer;
     v.from_default = t->bf16_auto->from_default;
     tprec = v;
-    out.notes.push_back("axolotl bf16: auto (" + origin(*t, *t->bf16_auto) + ") is " +
+    out.notes.push_back("axolotl bf16: auto (" + noted(*t, *t->bf16_auto) + ") is " +
                         dtype_word(v.value) + " on " + gpu.name +
                         (gpu.bf16_tflops > 0 ? " (it has bf16)" : " (it has no bf16)"));
   }
@@ -233,7 +240,7 @@ bool resolve_training(const ParsedArgs& a, const TrainerConfig* t, const GpuSpec
     std::string from = flag;
     if (!v && tv) {
       v = tv->value;
-      from = origin(*t, *tv);
+      from = noted(*t, *tv);
       if (k.present && !k.is_auto) {
         // An explicit ds_config value: the Trainer checks the argument against it.
         bool same = false;
@@ -297,7 +304,7 @@ bool resolve_training(const ParsedArgs& a, const TrainerConfig* t, const GpuSpec
       return false;
     }
     p = tprec->value;
-    from = origin(*t, *tprec);
+    from = noted(*t, *tprec);
   }
   if (!p && any_auto) {
     p = DType::Float32;  // fp16 = bf16 = False (training_args.py): both "auto" become false
@@ -318,7 +325,7 @@ bool resolve_training(const ParsedArgs& a, const TrainerConfig* t, const GpuSpec
   if (!seq && t && t->seq_len) {
     out.seq_len = t->seq_len->value;
     out.notes.push_back("sequence length " + std::to_string(t->seq_len->value) + " tokens from " +
-                        origin(*t, *t->seq_len));
+                        noted(*t, *t->seq_len));
   }
   out.activation_checkpointing = a.has("--activation-checkpointing");
   if (t && t->gradient_checkpointing) {
@@ -332,7 +339,7 @@ bool resolve_training(const ParsedArgs& a, const TrainerConfig* t, const GpuSpec
     if (!out.activation_checkpointing) {
       out.activation_checkpointing = g.value;
       out.notes.push_back(std::string("gradient checkpointing ") + (g.value ? "on" : "off") +
-                          " from " + origin(*t, g));
+                          " from " + noted(*t, g));
     }
   }
   return !failed();
@@ -374,12 +381,12 @@ bool apply_trainer_lora(const ParsedArgs& a, const TrainerConfig& t, ModelDesc& 
   }
   LoraSpec spec;
   std::string source = t.lora->from_default ? t.path : t.lora->where;
-  std::string said = "LoRA from " + origin(t, *t.lora);
+  std::string said = "LoRA from " + noted(t, *t.lora);
   if (f.rank) {
     spec.rank = *f.rank;
   } else if (t.lora_rank) {
     spec.rank = t.lora_rank->value;
-    said += ", rank " + std::to_string(spec.rank) + " from " + origin(t, *t.lora_rank);
+    said += ", rank " + std::to_string(spec.rank) + " from " + noted(t, *t.lora_rank);
   }
   if (f.targets) {
     spec.targets = *f.targets;
@@ -389,7 +396,7 @@ bool apply_trainer_lora(const ParsedArgs& a, const TrainerConfig& t, ModelDesc& 
     if (!t.lora_targets->from_default) source = t.lora_targets->where;
     std::string list;
     for (const auto& m : spec.targets) list += (list.empty() ? "" : ",") + m;
-    said += ", targets " + list + " from " + origin(t, *t.lora_targets);
+    said += ", targets " + list + " from " + noted(t, *t.lora_targets);
   }
   if (f.alpha)
     spec.alpha = *f.alpha;
@@ -405,7 +412,7 @@ bool apply_trainer_lora(const ParsedArgs& a, const TrainerConfig& t, ModelDesc& 
     spec.quantization = t.quantization->value;
     said += std::string(", ") +
             (spec.quantization == BaseQuantization::Nf4 ? "4-bit (NF4)" : "8-bit (int8)") +
-            " base from " + origin(t, *t.quantization);
+            " base from " + noted(t, *t.quantization);
   }
   auto adapted = apply_lora(model, spec, lp, source);
   d.append(adapted.diagnostics());

@@ -32,7 +32,8 @@ struct ResolvedTraining {
   std::vector<std::string> notes;  ///< where each value came from, one line each
 };
 
-/// Loads --trainer-config when given (nullopt without it; errors into `d`).
+/// Loads --trainer-config when given, with the trainer's defaults applied (nullopt without it;
+/// errors into `d`). Its not_modelled lines are the caller's to report as warnings.
 std::optional<TrainerConfig> load_trainer_flag(const ParsedArgs& a, Diagnostics& d);
 
 /// The model when no model flag is given and the trainer config names one: a directory or file

@@ -4,6 +4,7 @@
 // warnings (TrainerConfig::not_modelled), never a silent default.
 #include "zerosim/trainer_config.h"
 
+#include <cctype>
 #include <map>
 #include <string>
 #include <utility>
@@ -231,7 +232,7 @@ void axolotl(const Keys& k, TrainerConfig& c) {
       // "Require cfg.load_in_4bit to be True for qlora").
       if (*a == "qlora" && !in4.value_or(false))
         k.d.error(e->where, e->pointer,
-                  "adapter: qlora needs load_in_4bit: true (axolotl refuses it otherwise)");
+                  "qlora needs load_in_4bit: true (axolotl refuses it otherwise)");
     }
   }
   k.uint("lora_r", 1, kMaxLoraRank, c.lora_rank);
@@ -244,8 +245,8 @@ void axolotl(const Keys& k, TrainerConfig& c) {
     if (auto t = module_list(*e, k.d)) c.lora_targets = Keys::at(*e, *t);
   }
   if (c.lora && !c.lora_rank)
-    k.d.error(k.find("adapter")->where, "lora_r",
-              "adapter: " + k.find("adapter")->text + " needs lora_r (the adapters' rank)");
+    k.d.error(k.find("adapter")->where, "adapter",
+              k.find("adapter")->text + " needs lora_r (the adapters' rank)");
   for (const char* key : {"sample_packing", "fp8", "unfrozen_parameters"})
     if (k.is_true(key)) c.not_modelled.push_back(std::string(key) + ": true");
   if (const Entry* e = k.find("lora_modules_to_save"))
