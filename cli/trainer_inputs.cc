@@ -50,7 +50,7 @@ std::string origin(const TrainerConfig& t, const TrainerValue<T>& v) {
         v.key == "max_grad_norm" ||
         (t.format != TrainerFormat::Axolotl &&
          (v.key == "per_device_train_batch_size" || v.key == "gradient_accumulation_steps" ||
-          v.key == "max_grad_norm" || v.key == "bf16" || v.key == "gradient_checkpointing"));
+          v.key == "max_grad_norm" || v.key == "bf16/fp16" || v.key == "gradient_checkpointing"));
     return (hf ? std::string("TrainingArguments") : trainer_format_name(t.format)) + " default " +
            v.key + " (the file does not set it)";
   }
@@ -147,7 +147,8 @@ std::string resolve_ds_path(const TrainerConfig& t, Diagnostics& d) {
       const auto slash = dir.find_last_of('/');
       if (slash == std::string::npos) break;
       dir = dir.substr(0, slash);
-      const std::string c = (dir.empty() ? std::string("/") : dir + "/") + p;
+      std::string c = dir.empty() ? std::string("/") : dir + "/";
+      c += p;
       if (exists(c)) return c;
       if (dir.empty()) break;
     }

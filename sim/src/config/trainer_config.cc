@@ -353,7 +353,7 @@ void trainer_defaults(TrainerConfig& c) {
       fill(c.micro_batch, std::uint64_t{8}, "per_device_train_batch_size");
       fill(c.grad_accum, std::uint64_t{1}, "gradient_accumulation_steps");
       fill(c.max_grad_norm, 1.0, "max_grad_norm");
-      fill(c.precision, DType::Float32, "bf16");
+      fill(c.precision, DType::Float32, "bf16/fp16");
       fill(c.gradient_checkpointing, false, "gradient_checkpointing");
       break;
     case TrainerFormat::Axolotl:
