@@ -330,5 +330,40 @@ TEST(TrainerCli, SimulateAndScheduleTakeIt) {
   EXPECT_NE(sc.out.find("2 steps x 2 micro-steps"), std::string::npos) << sc.out.substr(0, 300);
 }
 
+// axolotl's bf16: auto is bf16 where the GPU has it (config/__init__.py resolve_dtype), else fp16.
+TEST(TrainerCli, AxolotlBf16AutoFollowsTheGpu) {
+  const std::string cfg = fixture("axolotl/examples/mistral/mixtral/mixtral.yml");
+  CliRun h100 = run_cli("plan --trainer-config " + cfg + " --gpus 8");
+  EXPECT_NE(h100.out.find("\nbf16, micro-batch 1"), std::string::npos) << h100.out.substr(0, 300);
+  CliRun v100 = run_cli("plan --trainer-config " + cfg + " --gpus 8 --gpu V100-32GB");
+  EXPECT_NE(v100.out.find("\nfp16, micro-batch 1"), std::string::npos) << v100.out.substr(0, 300);
+  EXPECT_NE(v100.out.find("axolotl bf16: auto (mixtral.yml:66:7 bf16) is fp16 on V100-32GB"),
+            std::string::npos);
+}
+
+// TrainingArguments' defaults count too: fp16.enabled: true in the ds_config against a trainer
+// config that sets neither bf16 nor fp16 is the Trainer's mismatch error.
+TEST(TrainerCli, ADefaultAgainstAnExplicitDsConfigValueIsRefused) {
+  const std::string dir = ::testing::TempDir() + "trainer_cli_default_mismatch";
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  {
+    std::ofstream(dir + "/ds.json") << R"({"train_micro_batch_size_per_gpu": "auto",
+      "fp16": {"enabled": true}, "zero_optimization": {"stage": 1}})";
+    std::ofstream(dir + "/t.yaml") << "model_name_or_path: gpt2\ndeepspeed: ds.json\n";
+  }
+  clitest::expect_one_line_error("plan --trainer-config " + dir + "/t.yaml",
+                                 dir +
+                                     "/t.yaml: TrainingArguments' default bf16/fp16 = fp32 "
+                                     "mismatches " +
+                                     dir + "/ds.json /fp16/enabled = true");
+  // Written in the file, the same value plans.
+  {
+    std::ofstream(dir + "/t.yaml") << "model_name_or_path: gpt2\nfp16: true\ndeepspeed: ds.json\n";
+  }
+  CliRun ok = run_cli("plan --trainer-config " + dir + "/t.yaml");
+  EXPECT_TRUE(ok.exit_code == 0 || ok.exit_code == 2) << ok.err;
+  EXPECT_NE(ok.out.find("\nfp16, micro-batch 8"), std::string::npos) << ok.out.substr(0, 300);
+}
+
 }  // namespace
 }  // namespace zerosim
