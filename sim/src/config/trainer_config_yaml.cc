@@ -6,6 +6,7 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wdangling-pointer"
 #endif
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <set>
@@ -64,6 +65,12 @@ bool read_yaml_entries(const std::string& text, const std::string& path, std::ve
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's parser guards its own recursion (depthguard.h); its message is "bad file".
+    d.error(at(path, e.mark), "",
+            "unsupported YAML construct: lists or mappings nested deeper than the YAML parser's "
+            "recursion limit");
+    return false;
   } catch (const YAML::Exception& e) {
     d.error(at(path, e.mark), "", "invalid YAML: " + e.msg);
     return false;
