@@ -5,7 +5,8 @@
 # Safe to run repeatedly; waits up to 10 minutes for another apt/dpkg to release its lock.
 set -euo pipefail
 
-packages=(cmake g++ make nlohmann-json3-dev)
+# libyaml-cpp-dev: the trainer configs (--trainer-config: LLaMA-Factory and axolotl YAML).
+packages=(cmake g++ make nlohmann-json3-dev libyaml-cpp-dev)
 # The viewer (ui/, optional: CMake skips it when these are missing). Dear ImGui 1.86 with its GLFW
 # and OpenGL3 backends compiled in, stb (imgui.pc requires it; stb_image_write writes the PNGs),
 # GLFW for the window, Mesa's EGL/GL for headless screenshots (EGL surfaceless + llvmpipe), and
