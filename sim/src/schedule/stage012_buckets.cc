@@ -170,6 +170,17 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
     gp.t3.push_back(pass.gip_buf[0]);
     if (second_set) gp.t3.push_back(pass.gip_buf[1]);
     pass.grad_pass = c.e.grad_pass(std::move(gp));
+  } else if (!c.offload && c.stage == 2) {
+    // Without contiguous gradients (X6) each flush keeps the touching grads whole (DeepSpeed's
+    // reduce_ipg_grads clears only the other partitions' p.grad, stage_1_and_2.py:1742-1749 at
+    // edaa722): the flush's kept buffer holds them from its start, and averaged_gradients views
+    // them there (the epilogue's get_flat_partition over the kept p.grad, :936-953, :2106-2190).
+    GradPass gp;
+    gp.flush_plans = pass.flush_plan;
+    gp.t3.push_back(pass.retained_buf[0]);
+    if (second_set) gp.t3.push_back(pass.retained_buf[1]);
+    gp.per_flush = true;
+    pass.grad_pass = c.e.grad_pass(std::move(gp));
   }
 }
 
@@ -377,7 +388,9 @@ void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, s
 
 void drop_deferred(Ctx& c, Stream st) {
   for (std::uint32_t p : c.deferred_grad_frees) c.free_grad(p, st);
-  for (std::uint32_t b : c.deferred_retained) c.e.alloc(b, st);
+  // The kept buffer adopts the touching grads the frees just released (Op::src of an Alloc): the
+  // ledger sees DeepSpeed's bytes, the data stays where DeepSpeed keeps it, at no cost.
+  for (const auto& [b, plan] : c.deferred_retained) c.e.adopt(b, plan, st);
   c.deferred_grad_frees.clear();
   c.deferred_retained.clear();
 }
@@ -424,7 +437,7 @@ void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool 
     // Non-owned grads are dropped, owned ones kept whole; with overlap the drop waits for the next
     // flush.
     for (std::uint32_t p : fl.params) c.deferred_grad_frees.push_back(p);
-    c.deferred_retained.push_back(pass.retained_buf[set][f]);
+    c.deferred_retained.emplace_back(pass.retained_buf[set][f], pass.flush_plan[f]);
     (set == 0 ? c.step_frees : c.epilogue_frees).push_back(pass.retained_buf[set][f]);
     if (!c.overlap) drop_deferred(c, st);
   }
