@@ -118,14 +118,25 @@ void emit_epilogue(Ctx& c, IpgPass& pass, std::uint32_t set, bool boundary, std:
     }
     if (c.stage == 1 &&
         !c.contiguous) {  // p.grad = None: only the rank's own grads stay referenced
-      for (std::uint32_t p : pass.params) c.free_grad(p);
       if (c.kept_stage1_buf == kNone) {
         Buffer b = make_buffer("kept autograd grads (stage 1)", "T1", BufferCategory::Grad,
                                MemoryPool::Device, c.lp, 0, false);
         b.slot = pass.all_slot;
         c.kept_stage1_buf = c.e.buffer(std::move(b));
+        // X6: the touching grads of the whole pass, packed in insertion order (one plan of every
+        // flush's entries), are what averaged_gradients views (get_flat_partition over the kept
+        // p.grad in the epilogue, stage_1_and_2.py:936-953, :2106-2190 at edaa722).
+        FlushPlan all;
+        for (const auto& entries : pass.entries)
+          all.entries.insert(all.entries.end(), entries.begin(), entries.end());
+        c.kept_stage1_plan = c.e.flush_plan(std::move(all));
+        GradPass gp;
+        gp.flush_plans = pass.flush_plan;
+        gp.t3.assign(1, std::vector<std::uint32_t>(pass.flush_plan.size(), c.kept_stage1_buf));
+        pass.grad_pass = c.e.grad_pass(std::move(gp));
       }
-      c.e.alloc(c.kept_stage1_buf);
+      for (std::uint32_t p : pass.params) c.free_grad(p);
+      c.e.adopt(c.kept_stage1_buf, c.kept_stage1_plan);  // what the frees released, at no cost
       c.step_frees.push_back(c.kept_stage1_buf);
     }
     if (boundary) {

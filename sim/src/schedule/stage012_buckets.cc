@@ -120,8 +120,9 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
       b.persistent = persistent;
       return c.e.buffer(std::move(b));
     };
-    if (c.offload) {
+    if (c.offload || (c.contiguous && c.reduce_scatter && c.multi_rank))  // B4 D2H, copy-back
       pass.owned_slot[f] = c.slots.owned_slice(fname + ": owned slice", pass.flushes[f].params);
+    if (c.offload) {
       if (accumulates_on_cpu(c)) {
         // One CPU accumulator per param, of its whole numel, on the ranks whose partition it
         // touches (accumulated_grads_in_cpu[param_id]: stage_1_and_2.py:1524-1527 at edaa722).
@@ -170,6 +171,17 @@ void prepare_pass(Ctx& c, IpgPass& pass, const std::string& name) {
     gp.t3.push_back(pass.gip_buf[0]);
     if (second_set) gp.t3.push_back(pass.gip_buf[1]);
     pass.grad_pass = c.e.grad_pass(std::move(gp));
+  } else if (!c.offload && c.stage == 2) {
+    // Without contiguous gradients (X6) each flush keeps the touching grads whole (DeepSpeed's
+    // reduce_ipg_grads clears only the other partitions' p.grad, stage_1_and_2.py:1742-1749 at
+    // edaa722): the flush's kept buffer holds them from its start, and averaged_gradients views
+    // them there (the epilogue's get_flat_partition over the kept p.grad, :936-953, :2106-2190).
+    GradPass gp;
+    gp.flush_plans = pass.flush_plan;
+    gp.t3.push_back(pass.retained_buf[0]);
+    if (second_set) gp.t3.push_back(pass.retained_buf[1]);
+    gp.per_flush = true;
+    pass.grad_pass = c.e.grad_pass(std::move(gp));
   }
 }
 
@@ -194,13 +206,27 @@ std::uint32_t flush_collective(Ctx& c, CollectiveKind k, Elements numel, Stream 
                          .label = collective_label(tag, k, numel, numel, root)});
 }
 
+// Where a flattened reduction's result goes back (X4): DeepSpeed copies the temporary back after
+// the collective (§4.4): every rank the whole tensor (the cast back to LP without reduce_scatter,
+// gradient_reduction_w_predivide, stage_1_and_2.py:1285-1286 at edaa722; each gradient of a
+// non-contiguous bucket, allreduce_and_copy :1904-1906), or only the slices the local rank owns
+// (allreduce_and_copy_with_multiple_ranks :1305-1311): `slot` OwnedSlice of the flush, `src` and
+// `dst` its owned slices in the temporary and where the flush reduces them. Absent (`copied`
+// false): the collective writes the slices itself and the copy is not costed (a multi-chunk
+// reduction or one reduced to its owner: the rank-dependent part of a chunk has no slot yet).
+struct CopyBack {
+  bool copied = false;
+  std::uint32_t slot = kNone;    ///< kNone: every rank copies `total`
+  std::uint32_t plan = kNone;    ///< the flush plan whose owned slices go back (slot != kNone)
+  std::uint32_t in_tmp = kNone;  ///< the same entries at their offsets in the temporary
+};
+
 // One reduction of `total` elements gathered from `pieces` slices (`src`: a region or a list):
 // flattened into a temporary (cast to CD) unless it is one slice already in CD. The reduced
-// result goes back where the slices are (the collective's dst): DeepSpeed copies the temporary
-// back into the bucket after the collective (§4.4), a copy whose cost is not modelled (X4); it
-// copies back only the rank's owned slices, the others are discarded unread.
+// result goes back where the slices are: a costed copy (`back`), or the collective's dst.
 void reduce_chunk(Ctx& c, CollectiveKind k, Elements total, std::size_t pieces, Stream st,
-                  const std::string& tag, std::uint32_t seq, Region src, std::uint32_t root) {
+                  const std::string& tag, std::uint32_t seq, Region src, std::uint32_t root,
+                  const CopyBack& back = {}) {
   const bool flatten = pieces > 1 || c.cd != c.lp;
   std::uint32_t tmp = kNone;
   if (flatten) {
@@ -213,8 +239,22 @@ void reduce_chunk(Ctx& c, CollectiveKind k, Elements total, std::size_t pieces, 
               .dst = region(tmp),
               .label = tag + ": flatten"});
   }
+  const bool copy_back = flatten && back.copied;
   flush_collective(c, k, total, st, tag, seq, flatten ? region(tmp) : src, root,
-                   flatten ? src : Region{});
+                   flatten && !copy_back ? src : Region{});
+  if (copy_back) {
+    CopySpec cp{.stream = st, .dtype = c.cd, .label = tag + ": copy back"};
+    if (back.slot == kNone) {
+      cp.elements = total;
+      cp.src = region(tmp);
+      cp.dst = src;
+    } else {
+      cp.slot = back.slot;
+      cp.src = c.e.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = back.in_tmp});
+      cp.dst = c.e.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = back.plan});
+    }
+    c.e.copy(std::move(cp));
+  }
   if (flatten) c.e.free(tmp, st);
 }
 
@@ -278,14 +318,29 @@ void reduce_contiguous(Ctx& c, IpgPass& pass, std::uint32_t f, Stream st, const 
     return;
   }
   if (!c.reduce_scatter) {  // in place, post-scaled; a CD copy only when CD != LP
-    reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, 1, st, tag, seq, region(src), kNone);
+    reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, 1, st, tag, seq, region(src), kNone,
+                 {.copied = true});
     return;
   }
-  for (const PlannedReduction& red : owner_reductions(c, pass, f)) {
+  const auto& reductions = owner_reductions(c, pass, f);
+  for (const PlannedReduction& red : reductions) {
     const bool to_owner = red.root != kNone;
     if (to_owner && c.overlap) c.e.sync(tag + ": synchronize before reduce");
+    CopyBack back;
+    if (!to_owner && reductions.size() == 1 && pass.owned_slot[f] != kNone) {
+      // The flush's one all-reduce: each rank copies back the slices it owns (X4), from the
+      // temporary at their bucket offset less the chunk's.
+      FlushPlan in_tmp;
+      const std::uint32_t tmp = c.e.temp("reduction temp", red.total, c.cd);
+      for (const FlushEntry& en : pass.entries[f])
+        in_tmp.entries.push_back({en.tensor, tmp, en.offset - red.offset});
+      back = {.copied = true,
+              .slot = pass.owned_slot[f],
+              .plan = pass.flush_plan[f],
+              .in_tmp = c.e.flush_plan(std::move(in_tmp))};
+    }
     reduce_chunk(c, to_owner ? CollectiveKind::Reduce : CollectiveKind::AllReduce, red.total,
-                 red.pieces, st, tag, seq, red.src, red.root);
+                 red.pieces, st, tag, seq, red.src, red.root, back);
   }
 }
 
@@ -302,7 +357,7 @@ void reduce_fallback(Ctx& c, const PlannedFlush& fl, Stream st, const std::strin
   reduce_chunk(c, CollectiveKind::AllReduce, fl.elements, fl.params.size(), st, tag, seq,
                fl.params.size() == 1 ? region(c.grad_buf[fl.params.front()])
                                      : list_region(c.e.list(std::move(grads))),
-               kNone);
+               kNone, {.copied = true});
 }
 
 // With gradient accumulation, each touching gradient goes through DeepSpeed's
@@ -377,7 +432,9 @@ void offload_post_flush(Ctx& c, IpgPass& pass, std::uint32_t f, bool boundary, s
 
 void drop_deferred(Ctx& c, Stream st) {
   for (std::uint32_t p : c.deferred_grad_frees) c.free_grad(p, st);
-  for (std::uint32_t b : c.deferred_retained) c.e.alloc(b, st);
+  // The kept buffer adopts the touching grads the frees just released (Op::src of an Alloc): the
+  // ledger sees DeepSpeed's bytes, the data stays where DeepSpeed keeps it, at no cost.
+  for (const auto& [b, plan] : c.deferred_retained) c.e.adopt(b, plan, st);
   c.deferred_grad_frees.clear();
   c.deferred_retained.clear();
 }
@@ -424,7 +481,7 @@ void emit_flush(Ctx& c, IpgPass& pass, std::uint32_t f, std::uint32_t set, bool 
     // Non-owned grads are dropped, owned ones kept whole; with overlap the drop waits for the next
     // flush.
     for (std::uint32_t p : fl.params) c.deferred_grad_frees.push_back(p);
-    c.deferred_retained.push_back(pass.retained_buf[set][f]);
+    c.deferred_retained.emplace_back(pass.retained_buf[set][f], pass.flush_plan[f]);
     (set == 0 ? c.step_frees : c.epilogue_frees).push_back(pass.retained_buf[set][f]);
     if (!c.overlap) drop_deferred(c, st);
   }

@@ -195,8 +195,9 @@ struct Ctx {
   bool ready_for_gradients = false;  ///< S12 flag: IPG set up by the first hook of a backward
   std::vector<bool> grad_live;       ///< per param: T1 allocated
   std::vector<std::uint32_t>
-      deferred_grad_frees;                       ///< non-contiguous + overlap: freed at next flush
-  std::vector<std::uint32_t> deferred_retained;  ///< retained allocations that follow those frees
+      deferred_grad_frees;  ///< non-contiguous + overlap: freed at next flush
+  /// Retained allocations that follow those frees: (kept buffer, the flush plan it adopts).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> deferred_retained;
   std::vector<std::uint32_t> step_frees;  ///< buffers dropped with the last group's averaged list
   std::vector<std::uint32_t>
       epilogue_frees;                 ///< second grads_in_partition pieces (stage 2, GAS > 1)
@@ -207,6 +208,7 @@ struct Ctx {
   std::uint32_t padding_buf = kNone;  ///< T4 zeros appended to averaged_gradients (lazily)
   std::uint32_t kept_stage1_buf =
       kNone;  ///< stage 1, non-contiguous: grads kept after the epilogue
+  std::uint32_t kept_stage1_plan = kNone;  ///< its flush plan: every flush's entries, in order
 
   /// An offload copy (HostToDevice on the H2D stream, DeviceToHost on D2H) issued non_blocking
   /// after the work enqueued so far on the stream that produced the data (Reduce with overlap_comm,
