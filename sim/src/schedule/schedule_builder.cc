@@ -34,6 +34,7 @@ Diagnostics check_input(const ScheduleInput& in) {
             "expected a model, a partition plan and a DeepSpeed config, got a missing input");
     return d;
   }
+  for (const Diagnostic& r : in.ds->refusals) d.add(r);  // stage 3 NVMe offload
   const ModelDesc& m = *in.model;
   const PartitionPlan& plan = *in.plan;
   // Activations grow with sequence x micro-batch, and nothing else bounds their product: past

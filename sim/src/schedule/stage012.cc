@@ -43,11 +43,25 @@ void emit_zero_init(Ctx& c) {
     flatten_module_params(c, fg, c.b1.back(), true, "bit16_groups_flat[" + gs + "]");
   }
   c.e.free(module);
+  // With pinned offload the host holds transients at init (DeepSpeed edaa722
+  // runtime/zero/stage_1_and_2.py:492-507): `.to(device="cpu", dtype=fp32)` makes an unpinned fp32
+  // copy that pin_memory then copies into pinned memory (both live for a moment), and the LP
+  // `temp_buffer_bit16` that pin_memory copies into B5 stays referenced until the next group
+  // rebinds the name, the last one until __init__ returns (v0.14.4 has no temp_buffer_bit16:
+  // stage_1_and_2.py:393-400 there).
+  const bool pinned_offload = c.offload && host == MemoryPool::Pinned;
+  std::uint32_t unpinned_lp = kNone;
   for (std::size_t g = 0; g < c.plan.groups.size(); ++g) {
     const Elements s = c.plan.groups[g].partition;
     const std::string gs = std::to_string(g);
     const std::uint32_t clone = c.e.temp("init clone of the rank's LP slice", s, c.lp);
     c.e.alloc(clone);
+    std::uint32_t unpinned = kNone;
+    if (pinned_offload) {
+      unpinned = c.e.buffer(make_buffer("fp32 master before pin_memory [" + gs + "]", "T5",
+                                        BufferCategory::Temp, MemoryPool::Host, c.mw, s, false));
+      c.e.alloc(unpinned);
+    }
     c.b2.push_back(c.e.buffer(make_buffer("single_partition_of_fp32_groups[" + gs + "]", "B2",
                                           BufferCategory::Param32,
                                           c.offload ? host : MemoryPool::Device, c.mw, s, true)));
@@ -58,6 +72,15 @@ void emit_zero_init(Ctx& c) {
               .dst = region(c.b2.back()),
               .label = "master partition from the LP slice"});
     c.e.free(clone);
+    if (unpinned != kNone) c.e.free(unpinned);
+    if (pinned_offload && !c.v0144) {
+      const std::uint32_t lp =
+          c.e.buffer(make_buffer("temp_buffer_bit16 [" + gs + "]", "T5", BufferCategory::Temp,
+                                 MemoryPool::Host, c.lp, s, false));
+      c.e.alloc(lp);
+      if (unpinned_lp != kNone) c.e.free(unpinned_lp);
+      unpinned_lp = lp;
+    }
     if (!c.offload) continue;
     c.b4.push_back(c.e.buffer(make_buffer("fp32 grad partition [" + gs + "]", "B4",
                                           BufferCategory::Grad, host, c.mw, s, true)));
@@ -78,6 +101,7 @@ void emit_zero_init(Ctx& c) {
                                   host, c.lp, largest, true));
     c.e.alloc(c.b7);
   }
+  if (unpinned_lp != kNone) c.e.free(unpinned_lp);  // __init__ returns
 }
 
 void alloc_ipg(Ctx& c) {
@@ -355,16 +379,17 @@ void fill_meta(Ctx& c, Schedule& s) {
   meta.master = c.mw;
   meta.grad_accum_dtype = c.ga;
   meta.comm = c.cd;
-  meta.notes = c.ds.notes;
+  meta.notes.clear();
+  // Settings that change the answer and are not modelled (DsConfig::warnings) first: simulate
+  // prints the "warning: " notes on its first screen.
+  for (const std::string& w : c.ds.warnings) meta.notes.push_back("warning: " + w);
+  meta.notes.insert(meta.notes.end(), c.ds.notes.begin(), c.ds.notes.end());
   meta.notes.push_back(
       "DeepSpeed behaviour of " +
       std::string(c.v0144 ? "release v0.14.4" : "commit edaa7221267243c7be7fb49c5d5f5c4fb97b4641"));
   if (c.path == OptimizerPath::Bf16Optimizer)
     meta.notes.push_back(
         "bf16 + stage 1 + grad_accum_dtype fp32 runs BF16_Optimizer, not the ZeRO optimizer");
-  if (c.ds.zero.offload_optimizer.device == OffloadDevice::Nvme)
-    meta.notes.push_back(
-        "offload_optimizer nvme: modelled as CPU offload (NVMe swapping not modelled)");
   if (!c.managed)
     meta.notes.push_back(
         "managed_gradient_accumulation=false: no backward is a boundary; stage 0/1 reduce in "
