@@ -112,13 +112,10 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
   const std::uint32_t id = slots_.add_pass(std::move(lists));
   const std::size_t nf = pass.flushes.size();
   pass.copy_slot.assign(nf, kNone);
-  pass.owned_slot.assign(nf, kNone);
   pass.first_slot.assign(nf, kNone);
   for (auto& v : pass.gip_buf) v.assign(nf, kNone);
   for (auto& v : pass.retained_buf) v.assign(nf, kNone);
-  pass.b8_buf.assign(cfg_.m.params.size(), kNone);
-  pass.b8_slot.assign(cfg_.m.params.size(), kNone);
-  pass.b8_live.assign(cfg_.m.params.size(), false);
+  if (cfg_.offload) pass.offload = offload_.add_pass(nf);
   const bool second_set = cfg_.stage == 2 && cfg_.gas > 1;
   const auto grad_buffer = [&](std::string bname, std::string spec, std::uint32_t slot) {
     Buffer b;
@@ -135,7 +132,7 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
     pass.copy_slot[f] =
         slots_.touching(fname + ": full numel of the rank's params", pass.flushes[f].params);
     if (cfg_.offload) {
-      offload_.attach(pass, f, fname);
+      offload_.attach(pass.offload, f, pass.flushes[f].params, fname);
     } else if (cfg_.contiguous) {
       pass.first_slot[f] =
           slots_.first_touch(fname + ": grads_in_partition if first touched here", id, f);
@@ -332,7 +329,7 @@ void IpgBuckets::flush(IpgPass& pass, std::uint32_t f, std::uint32_t set, bool b
   }
   // POST_FLUSH (§4.5).
   if (cfg_.offload) {
-    offload_.post_flush(pass, f, boundary, micro, st);
+    offload_.post_flush(pass.offload, f, pass.entries[f], pass.flush_plan[f], boundary, micro, st);
   } else if (cfg_.contiguous) {
     if (!fl.params.empty()) {
       e_.alloc(pass.gip_buf[set][f], st);  // lazily, at the rank's first in-partition copy

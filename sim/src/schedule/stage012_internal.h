@@ -101,27 +101,23 @@ struct PlannedReduction {
 };
 
 /// One backward's (or boundary pass's) bucket history. The last flush is the epilogue's (possibly
-/// empty); the others happen mid-pass. Slots and buffers are attached by the builder.
+/// empty); the others happen mid-pass. Slots and buffers are attached by IpgBuckets::prepare.
 struct IpgPass {
   std::vector<PlannedInsert> inserts;
   std::vector<PlannedFlush> flushes;
   std::vector<std::uint32_t> params;  ///< every inserted param, insertion order
   std::vector<std::uint32_t>
       copy_slot;  ///< per flush: Touching (post-flush copies, offload copies)
-  std::vector<std::uint32_t> owned_slot;  ///< per flush: OwnedSlice (offload D2H into B4)
   std::vector<std::uint32_t> first_slot;  ///< per flush: FirstTouch (grads_in_partition allocation)
   std::array<std::vector<std::uint32_t>, 2> gip_buf;       ///< [set][flush]: T3 #1 / #2 pieces
   std::array<std::vector<std::uint32_t>, 2> retained_buf;  ///< [set][flush]: kept autograd grads
-  /// Per param (offload, GAS > 1): its CPU accumulator accumulated_grads_in_cpu[param_id] (B8)
-  /// and its Touching({p}) slot (the param's numel on the ranks it touches, else 0).
-  std::vector<std::uint32_t> b8_buf, b8_slot;
   /// Per flush: where each of its gradients is reduced (its FlushPlan's entries).
   std::vector<std::vector<FlushEntry>> entries;
   /// Per flush: its Schedule::flush_plans entry (where each gradient is reduced from).
   std::vector<std::uint32_t> flush_plan;
   /// Its Schedule::grad_passes entry (contiguous gradients without offload: grads_in_partition).
   std::uint32_t grad_pass = kNone;
-  std::vector<bool> b8_live;       ///< per param: B8 allocated (once, then persistent)
+  std::uint32_t offload = kNone;   ///< its CpuOffload record (kNone: no optimizer offload)
   std::uint32_t all_slot = kNone;  ///< Touching(params)
   /// Per flush: its owner-slice reductions, computed once (O(ranks touched)) and reused by every
   /// micro-step and step that repeats the pass.

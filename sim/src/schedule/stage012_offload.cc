@@ -59,15 +59,27 @@ bool CpuOffload::accumulates_on_cpu() const {
   return cfg_.gas > 1 && (cfg_.v0144 || cfg_.stage == 2);
 }
 
-void CpuOffload::attach(IpgPass& pass, std::uint32_t f, const std::string& fname) {
-  pass.owned_slot[f] = slots_.owned_slice(fname + ": owned slice", pass.flushes[f].params);
+std::uint32_t CpuOffload::add_pass(std::size_t flushes) {
+  PassRecord r;
+  r.owned_slot.assign(flushes, kNone);
+  r.b8_buf.assign(cfg_.m.params.size(), kNone);
+  r.b8_slot.assign(cfg_.m.params.size(), kNone);
+  r.b8_live.assign(cfg_.m.params.size(), false);
+  passes_.push_back(std::move(r));
+  return static_cast<std::uint32_t>(passes_.size() - 1);
+}
+
+void CpuOffload::attach(std::uint32_t id, std::uint32_t f, const std::vector<std::uint32_t>& params,
+                        const std::string& fname) {
+  PassRecord& r = passes_[id];
+  r.owned_slot[f] = slots_.owned_slice(fname + ": owned slice", params);
   if (!accumulates_on_cpu()) return;
   // One CPU accumulator per param, of its whole numel, on the ranks whose partition it touches
   // (accumulated_grads_in_cpu[param_id]: stage_1_and_2.py:1524-1527 at edaa722).
-  for (std::uint32_t p : pass.flushes[f].params) {
-    pass.b8_slot[p] = slots_.touching(cfg_.pname(p) + ": full numel if it touches the rank", {p});
-    pass.b8_buf[p] = e_.buffer(offload_buffer("accumulated_grads_in_cpu (" + cfg_.pname(p) + ")",
-                                              "B8", cfg_.host_pool, cfg_.lp, 0, pass.b8_slot[p]));
+  for (std::uint32_t p : params) {
+    r.b8_slot[p] = slots_.touching(cfg_.pname(p) + ": full numel if it touches the rank", {p});
+    r.b8_buf[p] = e_.buffer(offload_buffer("accumulated_grads_in_cpu (" + cfg_.pname(p) + ")", "B8",
+                                           cfg_.host_pool, cfg_.lp, 0, r.b8_slot[p]));
   }
 }
 
@@ -85,8 +97,10 @@ void CpuOffload::attach(IpgPass& pass, std::uint32_t f, const std::string& fname
 // add). "Second micro-step" is DeepSpeed's micro_step_id > 0 (below), which is not the micro-step
 // index at stage 1 at edaa722: there no flush accumulates (accumulates_on_cpu), and the boundary's
 // reduction of the autograd-accumulated grads is all B4 needs.
-void CpuOffload::post_flush(IpgPass& pass, std::uint32_t f, bool boundary, std::uint32_t micro,
-                            Stream st) {
+void CpuOffload::post_flush(std::uint32_t id, std::uint32_t f,
+                            const std::vector<FlushEntry>& entries, std::uint32_t flush_plan,
+                            bool boundary, std::uint32_t micro, Stream st) {
+  PassRecord& r = passes_[id];
   // DeepSpeed's micro_step_id at this flush: v0.14.4 counts backward() calls since the step
   // (:2036, reset at :1820); edaa722 counts backwards whose first hook found the IPG buffers
   // released (setup_buckets :2494-2495; _release_ipg_buffers :835; reset in step() :2283), and
@@ -95,12 +109,12 @@ void CpuOffload::post_flush(IpgPass& pass, std::uint32_t f, bool boundary, std::
   const bool accumulate = cfg_.v0144 ? cfg_.gas > 1 : ds_micro > 0 || !boundary;
   if (accumulate && accumulates_on_cpu()) {
     const bool to_cpu = !boundary || !cfg_.v0144;
-    for (const FlushEntry& en : pass.entries[f]) {
-      const std::uint32_t p = en.tensor, slot = pass.b8_slot[p];
+    for (const FlushEntry& en : entries) {
+      const std::uint32_t p = en.tensor, slot = r.b8_slot[p];
       const Region grad = region(en.buffer, en.offset);  // the reduced gradient, where reduced
-      if (!pass.b8_live[p]) {
-        e_.alloc(pass.b8_buf[p], st, kNone, true);
-        pass.b8_live[p] = true;
+      if (!r.b8_live[p]) {
+        e_.alloc(r.b8_buf[p], st, kNone, true);
+        r.b8_live[p] = true;
       }
       if (ds_micro > 0) {
         const std::uint32_t h2d =
@@ -108,7 +122,7 @@ void CpuOffload::post_flush(IpgPass& pass, std::uint32_t f, bool boundary, std::
                      .stream = Stream::H2D,
                      .dtype = cfg_.lp,
                      .slot = slot,
-                     .src = region(pass.b8_buf[p]),
+                     .src = region(r.b8_buf[p]),
                      .dst = region(b6_),
                      .after = cfg_.produced_on(),
                      .label = "accumulated grad of " + cfg_.pname(p) + " to GPU (B8 -> B6)"});
@@ -127,7 +141,7 @@ void CpuOffload::post_flush(IpgPass& pass, std::uint32_t f, bool boundary, std::
                  .dtype = cfg_.lp,
                  .slot = slot,
                  .src = grad,
-                 .dst = region(pass.b8_buf[p]),
+                 .dst = region(r.b8_buf[p]),
                  .after = cfg_.produced_on(),
                  .label = "grad of " + cfg_.pname(p) + " to CPU accumulator (B8)"});
     }
@@ -136,11 +150,10 @@ void CpuOffload::post_flush(IpgPass& pass, std::uint32_t f, bool boundary, std::
     e_.copy({.kind = OpKind::DeviceToHost,
              .stream = Stream::D2H,
              .dtype = cfg_.mw,
-             .slot = pass.owned_slot[f],  // each owned slice into its group's B4, cast to MW
-             .src = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = pass.flush_plan[f]}),
-             .dst = e_.derived({.kind = DerivedKind::OwnedPartition,
-                                .flush_plan = pass.flush_plan[f],
-                                .buffers = b4_}),
+             .slot = r.owned_slot[f],  // each owned slice into its group's B4, cast to MW
+             .src = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = flush_plan}),
+             .dst = e_.derived(
+                 {.kind = DerivedKind::OwnedPartition, .flush_plan = flush_plan, .buffers = b4_}),
              .after = cfg_.produced_on(),
              .label = "owned gradient slices to fp32 CPU partition (B4)"});
 }

@@ -143,10 +143,17 @@ class CpuOffload {
   void create_group(std::size_t g, Elements s);
   /// B6 and B7, of the largest grouped param.
   void create_staging();
-  /// Attaches flush `f`'s owned-slice slot and its params' B8 accumulators to `pass`.
-  void attach(IpgPass& pass, std::uint32_t f, const std::string& fname);
-  /// The post-flush offload copies of flush `f` (copy_grads_in_partition, :1650).
-  void post_flush(IpgPass& pass, std::uint32_t f, bool boundary, std::uint32_t micro, Stream st);
+  /// A record for one IPG pass of `flushes` flushes (its owned-slice slots, its B8
+  /// accumulators); returns its id.
+  std::uint32_t add_pass(std::size_t flushes);
+  /// Flush `f` of pass `id` reduces `params`: its owned-slice slot and, when flushes accumulate on
+  /// the CPU, the params' B8 accumulators.
+  void attach(std::uint32_t id, std::uint32_t f, const std::vector<std::uint32_t>& params,
+              const std::string& fname);
+  /// The post-flush offload copies of flush `f` of pass `id` (copy_grads_in_partition, :1650):
+  /// `entries` are where its gradients were reduced, `flush_plan` its Schedule::flush_plans entry.
+  void post_flush(std::uint32_t id, std::uint32_t f, const std::vector<FlushEntry>& entries,
+                  std::uint32_t flush_plan, bool boundary, std::uint32_t micro, Stream st);
   /// Group g's fp32 gradient partition (B4), what the host update reads.
   Region grad_partition(std::size_t g) const { return region(b4_[g]); }
   /// After the host update of group g: master -> LP staging (B5) -> the rank's LP slice of `flat`.
@@ -156,11 +163,22 @@ class CpuOffload {
   /// Whether any flush goes through async_accumulate_grad_in_cpu_via_gpu.
   bool accumulates_on_cpu() const;
 
+  /// What one IPG pass has attached here.
+  struct PassRecord {
+    std::vector<std::uint32_t> owned_slot;  ///< per flush: OwnedSlice (the D2H into B4)
+    /// Per param (GAS > 1): its CPU accumulator accumulated_grads_in_cpu[param_id] (B8), its
+    /// Touching({p}) slot (the param's numel on the ranks it touches, else 0), whether allocated
+    /// (once, then persistent).
+    std::vector<std::uint32_t> b8_buf, b8_slot;
+    std::vector<bool> b8_live;
+  };
+
   const Config& cfg_;
   Emitter& e_;
   SlotTable& slots_;
   std::vector<std::uint32_t> b4_, b5_;
   std::uint32_t b6_ = kNone, b7_ = kNone;
+  std::vector<PassRecord> passes_;
 };
 
 /// What DeepSpeedZeroOptimizer keeps between the reductions and step(): the grads_in_partition
