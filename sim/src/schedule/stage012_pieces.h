@@ -13,6 +13,13 @@
 //   EngineAllReduce    DeepSpeedEngine.allreduce_gradients (stage 0)     stage012_engine.cc
 //   Fp16Optimizer, Bf16Optimizer, TorchOptimizer: the optimizers the engine reduces for
 //                                                                        stage012_engine_opt.cc
+//
+// Who calls whom: build_stage012 makes the Config, the SlotTable and the EngineModule, then either
+// a ZeroOptimizer (stage 1/2), which owns ZeroPartitions, CpuOffload, AveragedGradients,
+// IpgBuckets (inserts, flushes, epilogue: CpuOffload's copies, AveragedGradients' buffers) and
+// ZeroStep (reads ZeroPartitions, CpuOffload's B4, AveragedGradients' pass); or the engine program
+// over one EngineOptimizer, which reduces through EngineAllReduce. Ops are appended only through
+// the Emitter (emitter.h), each built in one spec expression and never patched.
 #pragma once
 
 #include <cstdint>
