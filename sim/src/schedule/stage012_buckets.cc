@@ -2,7 +2,9 @@
 // flush, and emitting each flush as DeepSpeed issues it — the owner-slice all-reduce (or one reduce
 // per owner), the in-place all-reduce without reduce_scatter, the per-dtype all-reduce without
 // contiguous gradients — followed by the post-flush copies into grads_in_partition (or, with CPU
-// optimizer offload, the copies to and from host memory).
+// optimizer offload, CpuOffload's copies to and from host memory). The planning functions come
+// first; IpgBuckets (stage012_pieces.h: DeepSpeedZeroOptimizer's IPGBucket and reduce_ipg_grads)
+// emits the plan.
 #include <map>
 #include <string>
 #include <utility>
