@@ -492,6 +492,7 @@ exec::Status CudaDevice::work(Stream stream, const exec::WorkCall& c) {
     case OpKind::WriteBack:
     case OpKind::HostToDevice:
     case OpKind::DeviceToHost:
+    case OpKind::Alloc:  // an adopting Alloc's contents (exec::WorkCall)
       r = copy(c.src, c.dst, c.scale, c.accumulate, st);
       break;
     case OpKind::GradReady:

@@ -50,6 +50,9 @@ struct Walk {
   std::vector<bool> live;
   std::vector<Ranges> written;
   std::uint32_t weights_alloc = model_weights_alloc(s);
+  /// The buffers the run of Free ops right before this op released, with what they held: an
+  /// adopting Alloc (Op::src) reads them.
+  std::map<std::uint32_t, Ranges> freed_run;
 
   Walk(const Schedule& sc, const DataCheckOptions& opt, std::uint32_t r)
       : s(sc), o(opt), rank(r), live(sc.buffers.size(), false), written(sc.buffers.size()) {
@@ -129,17 +132,40 @@ struct Walk {
     }
   }
 
+  // An adopting Alloc's src: each piece inside what a Free right before released, written there.
+  Status adopt(std::uint32_t op, const Operand& x) const {
+    for (const OperandPiece& p : x) {
+      if (p.buffer == kNone) continue;
+      auto it = freed_run.find(p.buffer);
+      if (it == freed_run.end())
+        return gap(op, "src (adopted) reads " + buffer_name(p.buffer) +
+                           ", which no free right before this alloc released");
+      const Elements g = it->second.first_gap(p.offset, p.offset + p.length);
+      if (g < p.offset + p.length)
+        return gap(op, "src (adopted) reads element " + std::to_string(g) + " of " +
+                           buffer_name(p.buffer) + ", which no earlier op wrote since its Alloc");
+    }
+    return {};
+  }
+
   Status run(std::uint32_t i, const Op& op) {
+    if (op.kind != OpKind::Free && !(op.kind == OpKind::Alloc && !op.src.empty()))
+      freed_run.clear();
     switch (op.kind) {
       case OpKind::Alloc: {
+        if (!op.src.empty()) {
+          if (Status e = adopt(i, get(op, op.src, true))) return e;
+          freed_run.clear();
+        }
         live[op.buffer] = true;
         written[op.buffer].clear();
-        if (i == weights_alloc || op.zero_fill)  // initial weights / torch.zeros
+        if (i == weights_alloc || op.zero_fill || !op.src.empty())  // weights / zeros / adopted
           written[op.buffer].add(0, s.buffer_numel(op.buffer, s.role_of(rank)));
         return {};
       }
       case OpKind::Free:
         live[op.buffer] = false;
+        freed_run[op.buffer] = std::move(written[op.buffer]);
         written[op.buffer].clear();
         return {};
       case OpKind::Copy:

@@ -131,6 +131,15 @@ Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocato
     out.add(located(std::move(d), v, op));
     return Result<RankRun>(std::move(out));
   };
+  // An adopting Alloc (Op::src) reads what the run of Frees right before it released: the
+  // tracking allocator sees those Frees in issue order (the ledger's bytes), the device releases
+  // them only once the Alloc has taken their contents.
+  std::vector<bool> defer_release(g.op_count, false);
+  for (std::uint32_t i = g.op_count; i-- > 0;)
+    if (s.ops[i].kind == OpKind::Free && i + 1 < g.op_count)
+      defer_release[i] = (s.ops[i + 1].kind == OpKind::Alloc && !s.ops[i + 1].src.empty()) ||
+                         (s.ops[i + 1].kind == OpKind::Free && defer_release[i + 1]);
+  std::vector<std::uint32_t> deferred;
   for (std::uint32_t i = 0; i < g.op_count; ++i) {
     const Op& op = s.ops[i];
     for (std::uint32_t dep : g.deps_of(i))
@@ -145,11 +154,30 @@ Result<RankRun> execute_rank(const RankView& v, Device& device, TrackingAllocato
         const bool init_weights = i == weights_alloc;
         if (!st)
           st = device.allocate(op.buffer, bytes, b.pool, b.category, op.zero_fill, init_weights);
+        if (!st && v.operands && !op.src.empty()) {  // the adopted contents (no span, no cost)
+          WorkCall w;
+          w.op = i;
+          w.kind = OpKind::Alloc;
+          w.elements = s.buffer_numel(op.buffer, v.role);
+          w.dtype = b.dtype;
+          w.buffer = op.buffer;
+          w.step = op.step;
+          w.micro_step = op.micro_step;
+          w.src = operand(s, op, op.src, v.rank, true);
+          w.dst = {{op.buffer, 0, w.elements, b.dtype}};
+          st = device.work(op.stream, w);
+        }
+        for (std::uint32_t d : deferred)
+          if (!st) st = device.release(d);
+        deferred.clear();
         break;
       }
       case OpKind::Free:
         st = allocator.release(op.buffer);
-        if (!st) st = device.release(op.buffer);
+        if (!st && defer_release[i])
+          deferred.push_back(op.buffer);
+        else if (!st)
+          st = device.release(op.buffer);
         break;
       case OpKind::Sync:
         st = device.synchronize();

@@ -46,7 +46,8 @@ class CountingDevice final : public Device {
     if (Status f = fault(call.op)) return f;
     if (data_)
       if (Status e = data_->work(call)) return e;
-    if (call.kind == OpKind::GradReady) return {};  // not a span (as count-only, which skips it)
+    // Not spans (as count-only, which skips them): a GradReady, an adopting Alloc's contents.
+    if (call.kind == OpKind::GradReady || call.kind == OpKind::Alloc) return {};
     if (spans_) spans_out.push_back({call.op, t0, world_.now_ns()});
     return {};
   }

@@ -334,6 +334,7 @@ Status DataPath::work(const WorkCall& c) {
     case OpKind::WriteBack:
     case OpKind::HostToDevice:
     case OpKind::DeviceToHost:
+    case OpKind::Alloc:  // an adopting Alloc's contents (WorkCall)
       // An op whose extent is 0 for this rank's role moves nothing here (scenarios/README.md
       // "Operands"): e.g. the step's flatten of an averaged_gradients that is one tensor, which
       // DeepSpeed's flatten returns as a view.

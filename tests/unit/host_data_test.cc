@@ -243,10 +243,11 @@ TEST(DataModeRefuses, MoreMemoryThanTheCap) {
             std::string::npos);
 }
 
-// A configuration whose schedule does not carry every operand yet (contiguous_gradients false:
-// the kept grads, X6) is refused with the first gap, and run_host returns it without running a
-// rank; the shipped scenario runs in data mode at every stage (X1, X3 and the local norm and
-// overflow checks carried).
+// A configuration whose schedule does not carry every operand yet (fp32 training: rank 0's
+// averaged_gradients is one tensor, read uncast by the update after grads_in_partition's Free) is
+// refused with the first gap, and run_host returns it without running a rank; the shipped
+// scenario runs in data mode at every stage (X1, X3, X6 and the local norm and overflow checks
+// carried), also without contiguous gradients (X6).
 Scenario tiny_zero2_at(int stage) {
   auto sc = load_scenario_file(std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/tiny_zero2_4gpu.json");
   EXPECT_TRUE(sc.ok());
@@ -265,13 +266,14 @@ Result<HostRun> run_scenario(const Scenario& scn) {
   return run_host(sched.value(), g.value(), data_options(0));
 }
 
-TEST(DataModeRefuses, ANonContiguousGradientsSchedule) {
+TEST(DataModeRefuses, AnUncastSingleAveragedGradient) {
   for (int stage : {1, 2}) {
     Scenario scn = tiny_zero2_at(stage);
-    scn.ds.zero.contiguous_gradients = false;
+    scn.ds.fp16 = false;
+    scn.ds.bf16 = false;
     auto run = run_scenario(scn);
-    ASSERT_FALSE(run.ok()) << "stage " << stage << " without contiguous_gradients now carries "
-                           << "every operand: add it to the reference comparison";
+    ASSERT_FALSE(run.ok()) << "stage " << stage << " in fp32 now carries every operand: add it to "
+                           << "the reference comparison";
     const Diagnostic& d = run.diagnostics().items().front();
     EXPECT_EQ(d.source, "data mode");
     EXPECT_NE(d.message.find(", op "), std::string::npos) << d.message;
@@ -283,6 +285,13 @@ TEST(DataMode, TheShippedScenarioRunsAtEveryStage) {
   for (int stage : {0, 1, 2, 3}) {
     auto run = run_scenario(tiny_zero2_at(stage));
     EXPECT_TRUE(run.ok()) << "stage " << stage << ": " << run.diagnostics().to_string();
+  }
+  for (int stage : {1, 2}) {  // the kept autograd grads (X6)
+    Scenario scn = tiny_zero2_at(stage);
+    scn.ds.zero.contiguous_gradients = false;
+    auto run = run_scenario(scn);
+    EXPECT_TRUE(run.ok()) << "stage " << stage
+                          << " without contiguous gradients: " << run.diagnostics().to_string();
   }
 }
 

@@ -45,7 +45,8 @@ Variant V(std::string name, std::string zero, std::string precision, int stage,
           {}};
 }
 
-Variant with_gap(Variant v, std::string gap) {
+// Unused while every variant is carried; kept for the next configuration with a gap.
+[[maybe_unused]] Variant with_gap(Variant v, std::string gap) {
   v.data_gap = std::move(gap);
   return v;
 }
@@ -172,9 +173,13 @@ INSTANTIATE_TEST_SUITE_P(
         V("stage2_small_buckets", R"("reduce_bucket_size": 5000, "allgather_bucket_size": 5000)",
           kFp16, 2),
         V("stage2_overlap_comm", R"("overlap_comm": true)", kFp16, 2),
-        with_gap(V("stage2_no_contiguous_gradients", R"("contiguous_gradients": false)", kFp16, 2),
-                 "X6: the non-contiguous path's kept grads (no grads_in_partition, so "
-                 "averaged_gradients and the norm/overflow check read nothing)"),
+        V("stage2_no_contiguous_gradients", R"("contiguous_gradients": false)", kFp16, 2),
+        V("stage2_no_contiguous_gradients_overlap",
+          R"("contiguous_gradients": false, "overlap_comm": true, "reduce_bucket_size": 5000)",
+          kFp16, 2),
+        V("stage2_no_contiguous_gradients_grad_accum", R"("contiguous_gradients": false)", kFp16, 2,
+          2),
+        V("stage1_no_contiguous_gradients", R"("contiguous_gradients": false)", kFp16, 1),
         V("stage2_no_reduce_scatter", R"("reduce_scatter": false)", kFp16, 2),
         V("stage2_no_multi_rank_allreduce", R"("use_multi_rank_bucket_allreduce": false)", kFp16,
           2),

@@ -138,9 +138,16 @@ struct FlushPlan {
 /// partition (its FirstTouch slot; the others are 0 elements for it) and holds, packed in
 /// reduction order, every touching gradient of the pass, whole (§4.5). Set 1 is the second T3
 /// of later stage 2 micro-steps (GAS > 1), added into set 0 by the epilogue.
+///
+/// With `per_flush` each flush's touching gradients sit instead in that flush's own piece, packed
+/// from its offset 0 (the non-contiguous path at stage 2: the kept autograd grads of a flush,
+/// DeepSpeed's p.grad of the params touching the rank, one buffer per flush sized by its Touching
+/// slot). Stage 1 without contiguous gradients names one buffer for every flush (its kept grads of
+/// the whole pass), which is the packed layout.
 struct GradPass {
   std::vector<std::uint32_t> flush_plans;      ///< per flush: Schedule::flush_plans index
   std::vector<std::vector<std::uint32_t>> t3;  ///< per set, per flush: its T3 piece buffer
+  bool per_flush = false;                      ///< each flush's gradients in its own piece
   friend bool operator==(const GradPass&, const GradPass&) = default;
 };
 
@@ -214,7 +221,11 @@ struct Op {
   /// HostToDevice, DeviceToHost, CopyToBucket: the src element stream lands in dst, cast to dst's
   /// dtype. GradReady: the param as the layer sees it, its gradient buffer. GradNorm /
   /// GradOverflow: the gradients read, the one scratch element written. Collective: input and
-  /// output (dst empty: in place).
+  /// output (dst empty: in place). Alloc (src only, optional: an adopting Alloc): the buffer
+  /// starts holding src (a flush's touching gradients, `slot` the buffer's), read from the
+  /// buffers the run of Free ops right before it released: storage DeepSpeed keeps (p.grad of
+  /// the params touching the rank) that the schedule re-homes into one rank-sized buffer, at no
+  /// cost; the ledger sees the Frees, then the Alloc.
   Region src, dst;
   /// Copy-like ops, GradReady and sum-reducing collectives: the destination receives src x scale
   /// (a collective: its output is the reduction x scale; GradReady: the gradient of the loss x

@@ -98,12 +98,45 @@ std::uint32_t partition_buffer(const Schedule& s, const GradPass& gp, std::uint3
   return kNone;
 }
 
+// Where each gradient of a pass sits for `rank` in set `set` (buffer, offset), kNone for the
+// tensors that do not touch its partition: packed into the first touching flush's piece, or with
+// per_flush from the start of its own flush's piece.
+std::vector<std::pair<std::uint32_t, Elements>> pass_positions(const Schedule& s,
+                                                               const GradPass& gp,
+                                                               std::uint32_t set,
+                                                               std::uint32_t rank) {
+  std::vector<std::pair<std::uint32_t, Elements>> at(s.tensors.size(), {kNone, kNoOffset});
+  const std::uint32_t packed = partition_buffer(s, gp, set, rank);
+  Elements cursor = 0;
+  for (std::size_t f = 0; f < gp.flush_plans.size(); ++f) {
+    if (gp.flush_plans[f] >= s.flush_plans.size()) continue;
+    if (gp.per_flush) cursor = 0;
+    std::uint32_t buf = packed;
+    if (gp.per_flush) buf = set < gp.t3.size() && f < gp.t3[set].size() ? gp.t3[set][f] : kNone;
+    for (const FlushEntry& e : s.flush_plans[gp.flush_plans[f]].entries)
+      if (touches_partition(s, e.tensor, rank)) {
+        at[e.tensor] = {buf, cursor};
+        cursor += s.tensors[e.tensor].numel;
+      }
+  }
+  return at;
+}
+
 void resolve_derived(const Schedule& s, const DerivedOperand& d, std::uint32_t rank,
                      std::vector<OperandSpan>& out) {
   switch (d.kind) {
     case DerivedKind::PartitionGrads: {
       if (d.pass >= s.grad_passes.size()) return;
       const GradPass& gp = s.grad_passes[d.pass];
+      if (gp.per_flush) {  // each flush's piece from its start
+        for (std::size_t f = 0; f < gp.flush_plans.size(); ++f) {
+          const Elements t = touching_total(s, gp.flush_plans[f], rank);
+          if ((d.flush == kNone || f == d.flush) && t > 0 && d.set < gp.t3.size() &&
+              f < gp.t3[d.set].size())
+            out.push_back({gp.t3[d.set][f], 0, t});
+        }
+        return;
+      }
       const std::uint32_t buf = partition_buffer(s, gp, d.set, rank);
       Elements offset = 0, length = 0;
       for (std::size_t f = 0; f < gp.flush_plans.size(); ++f) {
@@ -121,22 +154,12 @@ void resolve_derived(const Schedule& s, const DerivedOperand& d, std::uint32_t r
         out.push_back({d.flat, 0, part});
         return;
       }
-      const GradPass& gp = s.grad_passes[d.pass];
-      const std::uint32_t buf = partition_buffer(s, gp, 0, rank);
-      std::vector<Elements> at(s.tensors.size(), kNoOffset);  // packed position in T3
-      Elements cursor = 0;
-      for (std::uint32_t plan : gp.flush_plans)
-        if (plan < s.flush_plans.size())
-          for (const FlushEntry& e : s.flush_plans[plan].entries)
-            if (touches_partition(s, e.tensor, rank)) {
-              at[e.tensor] = cursor;
-              cursor += s.tensors[e.tensor].numel;
-            }
+      const auto at = pass_positions(s, s.grad_passes[d.pass], 0, rank);  // set 0, per tensor
       Elements filled = 0;
       for (std::uint32_t t : s.layout.groups[d.group].flat_order) {
-        if (t >= s.tensors.size() || at[t] == kNoOffset) continue;
+        if (t >= s.tensors.size() || at[t].second == kNoOffset) continue;
         const auto [lo, hi] = owned_slice(s, t, rank);
-        if (hi > lo) out.push_back({buf, at[t] + lo, hi - lo});
+        if (hi > lo) out.push_back({at[t].first, at[t].second + lo, hi - lo});
         filled += hi - lo;
       }
       if (filled < part) out.push_back({kNone, 0, part - filled});  // the padding zeros (T4)

@@ -98,6 +98,7 @@ class Lowering {
   /// Per grad pass and role: each flush's touching total for the role's representative.
   const std::vector<Elements>& pass_touching(std::uint32_t pass, std::uint32_t role);
   void track_lifetime(const Op& op, std::uint32_t i);
+  void check_adopt(const Op& op, std::uint32_t i);
   void check_lifetimes_at_end();
 
   const Schedule& s_;
@@ -106,6 +107,7 @@ class Lowering {
   Diagnostics d_;
   ScheduleGraph g_;
   std::vector<std::uint32_t> live_since_;  // per buffer: op of its live Alloc, or kNone
+  std::vector<std::uint32_t> freed_run_;   // buffers the Free ops right before this op released
   bool comms_ok_ = true;                   // communicator problems are reported once, at /comms
   bool layout_ok_ = true;  // layout-derived operands are checked only against a sound layout
   // (flush plan, slot) pairs already checked: the micro-steps repeating a flush cost nothing more.
@@ -644,7 +646,8 @@ void Lowering::check_derived_region(const Op& op, const std::string& ptr, const 
     const Elements extent = s_.op_elements(op, role);
     if (extent == 0) continue;
     std::vector<OperandSpan> pieces;
-    if (d.kind == DerivedKind::PartitionGrads) {  // from the per-role cache: O(1) per op
+    if (d.kind == DerivedKind::PartitionGrads &&
+        !s_.grad_passes[d.pass].per_flush) {  // from the per-role cache: O(1) per op
       const GradPass& gp = s_.grad_passes[d.pass];
       const auto& touch = pass_touching(d.pass, role);
       std::size_t first = 0;
@@ -857,6 +860,36 @@ void Lowering::check_data_fields(const Op& op, std::uint32_t i) {
           "expected zero_fill only on an alloc op, got it on a " + kind + " op");
 }
 
+// An adopting Alloc (schedule.h Op::src): its src is a flush's gradients, all released by the
+// run of Free ops right before it, and its extent is the buffer's (the slot it is sized by).
+void Lowering::check_adopt(const Op& op, std::uint32_t i) {
+  const Region& r = op.src;
+  if (r.flush_grads == kNone || r.buffer != kNone || r.list != kNone || r.derived != kNone) {
+    error(op_ptr(i, "/src"),
+          "expected a flush's gradients (flush_grads) as an alloc's src, got "
+          "another region");
+    return;
+  }
+  const Buffer& b = s_.buffers[op.buffer];
+  if (op.slot != b.slot || (b.slot == kNone && op.elements != b.numel)) {
+    error(op_ptr(i, "/slot"), "expected an adopting alloc sized as its buffer " + quote(b.name) +
+                                  " (slot " + (b.slot == kNone ? "none" : str(b.slot)) +
+                                  "), got slot " + (op.slot == kNone ? "none" : str(op.slot)));
+    return;
+  }
+  if (r.flush_grads >= s_.flush_plans.size()) return;  // check_region names it
+  for (const FlushEntry& e : s_.flush_plans[r.flush_grads].entries)
+    if (std::find(freed_run_.begin(), freed_run_.end(), e.buffer) == freed_run_.end()) {
+      error(op_ptr(i, "/src"),
+            "expected every gradient an alloc adopts to be released by the free ops right "
+            "before it, got " +
+                (e.buffer < s_.buffers.size() ? quote(s_.buffers[e.buffer].name)
+                                              : "buffer " + str(e.buffer)) +
+                " not among them");
+      return;
+    }
+}
+
 // Alloc/Free pairing in program order: no double Alloc, no Free of a dead buffer.
 void Lowering::track_lifetime(const Op& op, std::uint32_t i) {
   std::uint32_t& since = live_since_[op.buffer];
@@ -960,6 +993,11 @@ Result<ScheduleGraph> Lowering::run() {
       g_.memory_ops.push_back(i);
       if (!op_errors) track_lifetime(op, i);
     }
+    if (op.kind == OpKind::Alloc && !op.src.empty()) check_adopt(op, i);
+    if (op.kind == OpKind::Free)
+      freed_run_.push_back(op.buffer);
+    else
+      freed_run_.clear();
     if (op.kind == OpKind::Collective) {
       g_.collectives.push_back(i);
       const std::uint32_t comm = communicator_of(op);

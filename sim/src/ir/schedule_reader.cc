@@ -499,7 +499,8 @@ void ScheduleReader::read(JsonReader& root) {
                   if (auto v = b.as_uint(0, kU32Max - 1))
                     gp.t3[k].push_back(static_cast<std::uint32_t>(*v));
           }
-        gr.reject_unknown({"flush_plans", "t3"});
+        if (auto v = gr.get_bool("per_flush")) gp.per_flush = *v;
+        gr.reject_unknown({"flush_plans", "t3", "per_flush"});
       }
     }
   if (auto derived = root.child("derived"))

@@ -152,6 +152,7 @@ ojson grad_pass_json(const GradPass& g) {
   ojson j;
   j["flush_plans"] = g.flush_plans;
   j["t3"] = g.t3;
+  if (g.per_flush) j["per_flush"] = true;  // absent: packed (every schedule before it)
   return j;
 }
 

@@ -145,6 +145,17 @@ std::uint32_t Emitter::alloc(std::uint32_t buf, Stream st, std::uint32_t flush, 
   return append(std::move(o));
 }
 
+std::uint32_t Emitter::adopt(std::uint32_t buf, std::uint32_t flush_plan, Stream st) {
+  Op o;
+  o.kind = OpKind::Alloc;
+  o.stream = st;
+  o.buffer = buf;
+  o.slot = s_.buffers[buf].slot;
+  if (o.slot == kNone) o.elements = s_.buffers[buf].numel;
+  o.src.flush_grads = flush_plan;
+  return append(std::move(o));
+}
+
 std::uint32_t Emitter::free(std::uint32_t buf, Stream st, std::uint32_t flush) {
   Op o;
   o.kind = OpKind::Free;

@@ -143,6 +143,9 @@ class Emitter {
   /// `zero_fill`: the buffer starts as zeros (torch.zeros), Op::zero_fill.
   std::uint32_t alloc(std::uint32_t buf, Stream st = Stream::Compute, std::uint32_t flush = kNone,
                       bool zero_fill = false);
+  /// An adopting Alloc (Op::src): `buf` starts holding flush plan `flush_plan`'s touching
+  /// gradients, released by the Free ops emitted right before; sized as the buffer (its slot).
+  std::uint32_t adopt(std::uint32_t buf, std::uint32_t flush_plan, Stream st = Stream::Compute);
   std::uint32_t free(std::uint32_t buf, Stream st = Stream::Compute, std::uint32_t flush = kNone);
   std::uint32_t marker(std::string label, Stream st = Stream::Compute,
                        std::vector<std::uint32_t> deps = {});

@@ -5,6 +5,7 @@
 // sets averaged_gradients[i] = None (:2372); an overflowing step drops them without an update.
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "schedule/stage012_pieces.h"
 
@@ -33,7 +34,7 @@ void AveragedGradients::release() {
   step_frees_.clear();
 }
 
-void AveragedGradients::epilogue(const IpgPass& pass, std::uint32_t set, bool boundary) {
+void AveragedGradients::epilogue(IpgPass& pass, std::uint32_t set, bool boundary) {
   // The whole grads_in_partition of a set (contiguous: the only kind the pass has).
   const auto gip = [&](std::uint32_t k) {
     return pass.grad_pass == kNone
@@ -52,11 +53,23 @@ void AveragedGradients::epilogue(const IpgPass& pass, std::uint32_t set, bool bo
     epilogue_frees_.clear();
   }
   if (cfg_.stage == 1 && !cfg_.contiguous) {  // p.grad = None: only the rank's own grads stay
-    for (std::uint32_t p : pass.params) module_.free_grad(p);
-    if (kept_stage1_buf_ == kNone)
+    if (kept_stage1_buf_ == kNone) {
       kept_stage1_buf_ =
           e_.buffer(kept_buffer("kept autograd grads (stage 1)", "T1", cfg_.lp, pass.all_slot));
-    e_.alloc(kept_stage1_buf_);
+      // X6: the touching grads of the whole pass, packed in insertion order (one plan of every
+      // flush's entries), are what averaged_gradients views (get_flat_partition over the kept
+      // p.grad in the epilogue, stage_1_and_2.py:936-953, :2106-2190 at edaa722).
+      FlushPlan all;
+      for (const auto& entries : pass.entries)
+        all.entries.insert(all.entries.end(), entries.begin(), entries.end());
+      kept_stage1_plan_ = e_.flush_plan(std::move(all));
+      GradPass gp;
+      gp.flush_plans = pass.flush_plan;
+      gp.t3.assign(1, std::vector<std::uint32_t>(pass.flush_plan.size(), kept_stage1_buf_));
+      pass.grad_pass = e_.grad_pass(std::move(gp));
+    }
+    for (std::uint32_t p : pass.params) module_.free_grad(p);
+    e_.adopt(kept_stage1_buf_, kept_stage1_plan_);  // what the frees released, at no cost
     step_frees_.push_back(kept_stage1_buf_);
   }
   if (boundary) {

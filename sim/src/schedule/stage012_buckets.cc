@@ -170,6 +170,17 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
     gp.t3.push_back(pass.gip_buf[0]);
     if (second_set) gp.t3.push_back(pass.gip_buf[1]);
     pass.grad_pass = e_.grad_pass(std::move(gp));
+  } else if (!cfg_.offload && cfg_.stage == 2) {
+    // Without contiguous gradients (X6) each flush keeps the touching grads whole (DeepSpeed's
+    // reduce_ipg_grads clears only the other partitions' p.grad, stage_1_and_2.py:1742-1749 at
+    // edaa722): the flush's kept buffer holds them from its start, and averaged_gradients views
+    // them there (the epilogue's get_flat_partition over the kept p.grad, :936-953, :2106-2190).
+    GradPass gp;
+    gp.flush_plans = pass.flush_plan;
+    gp.t3.push_back(pass.retained_buf[0]);
+    if (second_set) gp.t3.push_back(pass.retained_buf[1]);
+    gp.per_flush = true;
+    pass.grad_pass = e_.grad_pass(std::move(gp));
   }
 }
 
@@ -307,7 +318,9 @@ void IpgBuckets::reduce_fallback(const PlannedFlush& fl, Stream st, const std::s
 
 void IpgBuckets::drop_deferred(Stream st) {
   for (std::uint32_t p : deferred_grad_frees_) module_.free_grad(p, st);
-  for (std::uint32_t b : deferred_retained_) e_.alloc(b, st);
+  // The kept buffer adopts the touching grads the frees just released (Op::src of an Alloc): the
+  // ledger sees DeepSpeed's bytes, the data stays where DeepSpeed keeps it, at no cost.
+  for (const auto& [b, plan] : deferred_retained_) e_.adopt(b, plan, st);
   deferred_grad_frees_.clear();
   deferred_retained_.clear();
 }
@@ -354,7 +367,7 @@ void IpgBuckets::flush(IpgPass& pass, std::uint32_t f, std::uint32_t set, bool b
     // Non-owned grads are dropped, owned ones kept whole; with overlap the drop waits for the next
     // flush.
     for (std::uint32_t p : fl.params) deferred_grad_frees_.push_back(p);
-    deferred_retained_.push_back(pass.retained_buf[set][f]);
+    deferred_retained_.emplace_back(pass.retained_buf[set][f], pass.flush_plan[f]);
     averaged_.hold(pass.retained_buf[set][f], set);
     if (!cfg_.overlap) drop_deferred(st);
   }

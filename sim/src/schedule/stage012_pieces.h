@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "schedule/stage012_internal.h"
@@ -198,8 +199,9 @@ class AveragedGradients {
       : cfg_(cfg), e_(e), slots_(slots), module_(module) {}
   /// Keeps `buffer` until step() (set 0) or until the epilogue adds set 1 into set 0.
   void hold(std::uint32_t buffer, std::uint32_t set);
-  /// The non-offload part of independent_gradient_partition_epilogue (:919) for `pass`.
-  void epilogue(const IpgPass& pass, std::uint32_t set, bool boundary);
+  /// The non-offload part of independent_gradient_partition_epilogue (:919) for `pass` (stage 1
+  /// without contiguous gradients: attaches the pass's kept-grads grad pass, once).
+  void epilogue(IpgPass& pass, std::uint32_t set, bool boundary);
   /// Drops everything held for step() (the averaged lists released).
   void release();
   /// The grad pass whose boundary epilogue built averaged_gradients (kNone: not carried).
@@ -214,8 +216,9 @@ class AveragedGradients {
   std::vector<std::uint32_t> epilogue_frees_;  ///< second grads_in_partition pieces (stage 2)
   std::uint32_t averaged_pass_ = kNone;
   std::uint32_t padding_buf_ = kNone;  ///< T4 zeros appended to averaged_gradients (lazily)
-  std::uint32_t kept_stage1_buf_ =
-      kNone;  ///< stage 1, non-contiguous: grads kept after the epilogue
+  /// Stage 1 without contiguous gradients: the grads kept after the epilogue, and their flush
+  /// plan (every flush's entries, in order).
+  std::uint32_t kept_stage1_buf_ = kNone, kept_stage1_plan_ = kNone;
 };
 
 /// DeepSpeedZeroOptimizer's independent-partition gradient buckets (IPGBucket,
@@ -272,7 +275,8 @@ class IpgBuckets {
   bool ready_for_gradients_ = false;  ///< S12 flag: IPG set up by the first hook of a backward
   std::uint32_t flush_seq_ = 0;       ///< next flush number (Op::bucket)
   std::vector<std::uint32_t> deferred_grad_frees_;  ///< non-contiguous + overlap: at next flush
-  std::vector<std::uint32_t> deferred_retained_;    ///< retained allocations after those frees
+  /// Retained allocations that follow those frees: (kept buffer, the flush plan it adopts).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> deferred_retained_;
 };
 
 /// ALL_GATHER_DP_GROUPS (runtime/utils.py:1016 all_gather_dp_groups): one

@@ -86,7 +86,8 @@ void ZeroStep::update_on_gpu(std::uint32_t g, bool last) {
   const std::uint32_t t6 = t6_[g];
   e_.alloc(t6);
   // averaged_gradients[g], and the same with the flat copy once made (a single tensor is not
-  // copied: FlatCopy is 0). Not carried without grads_in_partition (non-contiguous: X6).
+  // copied: FlatCopy is 0): views of grads_in_partition, or without contiguous gradients of the
+  // kept autograd grads (X6).
   const std::uint32_t pass = averaged_.pass();
   const bool carried = pass != kNone;
   const Region averaged =
@@ -140,8 +141,8 @@ void ZeroStep::update_on_host(std::uint32_t g) {
 // (stage_1_and_2.py: has_overflow_partitioned_grads_serial over averaged_gradients, or the
 // offload path's local_overflow from the fp32 partitions; get_grad_norm_direct's local sum of
 // squares): `kind` GradNorm into norms[g], GradOverflow or-ed over the groups into the flag.
-// Without grads_in_partition (non-contiguous gradients: X6) the averaged gradients are not carried
-// and no statistic is emitted.
+// averaged_gradients views grads_in_partition, or the kept autograd grads without contiguous
+// gradients (X6); a schedule that carries neither emits no statistic.
 void ZeroStep::local_grad_stats(OpKind kind) {
   const bool norm = kind == OpKind::GradNorm;
   bool first = true;

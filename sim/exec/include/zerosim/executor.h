@@ -72,7 +72,9 @@ struct CollectiveCall {
 
 /// A data op that is not a collective (Copy, CopyToBucket, WriteBack, H2D, D2H, OptimizerStep), a
 /// compute op (Forward, Backward, Recompute) or a GradReady (where the stand-in backward writes a
-/// gradient), with this rank's element count.
+/// gradient), with this rank's element count. In data mode an adopting Alloc (Op::src) comes as
+/// kind Alloc right after its allocate: copy src into dst (the whole buffer), src's buffers still
+/// live on the device (their release follows); not a span, no cost in the prediction.
 struct WorkCall {
   std::uint32_t op = 0;
   OpKind kind = OpKind::Copy;
