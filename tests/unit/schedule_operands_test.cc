@@ -146,7 +146,9 @@ TEST(ScheduleOperands, Stage12PostFlushCopiesReadTheTouchingGradsOfEveryRank) {
       }
     }
     EXPECT_GT(copies, 2u);
-    EXPECT_LE(s.flush_plans.size(), 4u);  // one per planned flush, shared by both steps
+    // One per planned flush and one for its copy-back from the reduction temporary (X4), shared
+    // by both steps.
+    EXPECT_LE(s.flush_plans.size(), 8u);
   }
 }
 
@@ -191,10 +193,11 @@ TEST(ScheduleOperands, G2GradsInPartitionAndAveragedGradients) {
                                 testlib::zero_config(2, 8, true), 4);
   ASSERT_TRUE(b.schedule.ok());
   const Schedule& s = b.s();
-  std::vector<const Op*> post, flatten_avg, flush_ar;
+  std::vector<const Op*> post, flatten_avg, flush_ar, copy_back;
   for (const Op& op : s.ops) {
     if (op.kind == OpKind::Copy && op.src.flush_grads != kNone) post.push_back(&op);
     if (op.label == "flatten averaged_gradients") flatten_avg.push_back(&op);
+    if (op.label.ends_with(": copy back")) copy_back.push_back(&op);
     if (op.kind == OpKind::Collective && op.collective == CollectiveKind::AllReduce &&
         op.dtype == DType::Float16)
       flush_ar.push_back(&op);
@@ -230,15 +233,27 @@ TEST(ScheduleOperands, G2GradsInPartitionAndAveragedGradients) {
   // A single tensor is not flattened (FlatCopy 0 on rank 0), two are (S = 4 on rank 1).
   EXPECT_EQ(s.op_elements(fl, s.role_of(0)), 0u);
   EXPECT_EQ(s.op_elements(fl, s.role_of(1)), 4u);
-  // Flush #1 (2 owner slices) is flattened: AR(7) of the temp, averaged by 1/W, written back into
-  // buf0[0:7]; flush #2 likewise into buf1[0:8].
+  // Flush #1 (2 owner slices) is flattened: AR(7) of the temp in place, averaged by 1/W, then
+  // each rank copies its owned slices back into buf0 (X4: allreduce_and_copy_with_multiple_ranks):
+  // rank 2 p2[0:4], rank 3 p2[4:7], ranks 0 and 1 nothing; flush #2 likewise into buf1.
   EXPECT_EQ(flush_ar[0]->numel, 7u);
   EXPECT_EQ(flush_ar[0]->scale, 0.25);
   EXPECT_EQ(s.buffers[flush_ar[0]->src.buffer].spec_id, "T5");
-  EXPECT_EQ(s.buffers[flush_ar[0]->dst.buffer].name, "ipg[0]");
-  EXPECT_EQ(resolve(s, *flush_ar[0], flush_ar[0]->dst, 3, false),
-            (OperandSpan{flush_ar[0]->dst.buffer, 0, 7}));
-  EXPECT_EQ(s.buffers[flush_ar[1]->dst.buffer].name, "ipg[1]");
+  EXPECT_TRUE(flush_ar[0]->dst.empty());
+  ASSERT_EQ(copy_back.size(), 2u);
+  const Op& cb = *copy_back[0];
+  const std::uint32_t tmp = flush_ar[0]->src.buffer, buf0 = post[0]->src.flush_grads;
+  ASSERT_LT(buf0, s.flush_plans.size());
+  const std::uint32_t ipg0 = s.flush_plans[buf0].entries.front().buffer;
+  EXPECT_EQ(s.buffers[ipg0].name, "ipg[0]");
+  EXPECT_EQ(cb.stream, flush_ar[0]->stream);  // the reduction stream (overlap_comm)
+  EXPECT_EQ(resolve_pieces(s, cb, cb.src, 3, true), (std::vector<OperandSpan>{{tmp, 4, 3}}));
+  EXPECT_EQ(resolve_pieces(s, cb, cb.dst, 3, false), (std::vector<OperandSpan>{{ipg0, 4, 3}}));
+  EXPECT_EQ(resolve_pieces(s, cb, cb.dst, 2, false), (std::vector<OperandSpan>{{ipg0, 0, 4}}));
+  EXPECT_TRUE(resolve_pieces(s, cb, cb.dst, 0, false).empty());
+  EXPECT_EQ(s.op_elements(cb, s.role_of(3)), 3u);
+  EXPECT_EQ(s.op_elements(cb, s.role_of(0)), 0u);
+  EXPECT_TRUE(flush_ar[1]->dst.empty());
 }
 
 // G3, use_multi_rank_bucket_allreduce=false: flush #2 reduces owner 1's slices p1 (3) and p0's

@@ -114,10 +114,11 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
   const std::uint32_t id = slots_.add_pass(std::move(lists));
   const std::size_t nf = pass.flushes.size();
   pass.copy_slot.assign(nf, kNone);
+  pass.owned_slot.assign(nf, kNone);
   pass.first_slot.assign(nf, kNone);
   for (auto& v : pass.gip_buf) v.assign(nf, kNone);
   for (auto& v : pass.retained_buf) v.assign(nf, kNone);
-  if (cfg_.offload) pass.offload = offload_.add_pass(nf);
+  if (cfg_.offload) pass.offload = offload_.add_pass();
   const bool second_set = cfg_.stage == 2 && cfg_.gas > 1;
   const auto grad_buffer = [&](std::string bname, std::string spec, std::uint32_t slot) {
     Buffer b;
@@ -133,8 +134,11 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
     const std::string fname = name + " flush " + std::to_string(f);
     pass.copy_slot[f] =
         slots_.touching(fname + ": full numel of the rank's params", pass.flushes[f].params);
+    if (cfg_.offload || (cfg_.contiguous && cfg_.reduce_scatter && cfg_.multi_rank))
+      pass.owned_slot[f] =  // the B4 D2H, the copy-back
+          slots_.owned_slice(fname + ": owned slice", pass.flushes[f].params);
     if (cfg_.offload) {
-      offload_.attach(pass.offload, f, pass.flushes[f].params, fname);
+      offload_.attach(pass.offload, pass.flushes[f].params);
     } else if (cfg_.contiguous) {
       pass.first_slot[f] =
           slots_.first_touch(fname + ": grads_in_partition if first touched here", id, f);
@@ -205,12 +209,10 @@ std::uint32_t IpgBuckets::flush_collective(CollectiveKind k, Elements numel, Str
 
 // One reduction of `total` elements gathered from `pieces` slices (`src`: a region or a list):
 // flattened into a temporary (cast to CD) unless it is one slice already in CD. The reduced
-// result goes back where the slices are (the collective's dst): DeepSpeed copies the temporary
-// back into the bucket after the collective (§4.4), a copy whose cost is not modelled (X4); it
-// copies back only the rank's owned slices, the others are discarded unread.
+// result goes back where the slices are: a costed copy (`back`), or the collective's dst.
 void IpgBuckets::reduce_chunk(CollectiveKind k, Elements total, std::size_t pieces, Stream st,
                               const std::string& tag, std::uint32_t seq, Region src,
-                              std::uint32_t root) {
+                              std::uint32_t root, const CopyBack& back) {
   const bool flatten = pieces > 1 || cfg_.cd != cfg_.lp;
   std::uint32_t tmp = kNone;
   if (flatten) {
@@ -223,8 +225,24 @@ void IpgBuckets::reduce_chunk(CollectiveKind k, Elements total, std::size_t piec
              .dst = region(tmp),
              .label = tag + ": flatten"});
   }
+  const bool copy_back = flatten && back.copied;
   flush_collective(k, total, st, tag, seq, flatten ? region(tmp) : src, root,
-                   flatten ? src : Region{});
+                   flatten && !copy_back ? src : Region{});
+  if (copy_back && back.slot == kNone) {  // every rank the whole result
+    e_.copy({.stream = st,
+             .dtype = cfg_.cd,
+             .elements = total,
+             .src = region(tmp),
+             .dst = src,
+             .label = tag + ": copy back"});
+  } else if (copy_back) {  // the rank's owned slices only
+    e_.copy({.stream = st,
+             .dtype = cfg_.cd,
+             .slot = back.slot,
+             .src = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = back.in_tmp}),
+             .dst = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = back.plan}),
+             .label = tag + ": copy back"});
+  }
   if (flatten) e_.free(tmp, st);
 }
 
@@ -289,14 +307,29 @@ void IpgBuckets::reduce_contiguous(IpgPass& pass, std::uint32_t f, Stream st,
     return;
   }
   if (!cfg_.reduce_scatter) {  // in place, post-scaled; a CD copy only when CD != LP
-    reduce_chunk(CollectiveKind::AllReduce, fl.elements, 1, st, tag, seq, region(src), kNone);
+    reduce_chunk(CollectiveKind::AllReduce, fl.elements, 1, st, tag, seq, region(src), kNone,
+                 {.copied = true});
     return;
   }
-  for (const PlannedReduction& red : owner_reductions(pass, f)) {
+  const auto& reductions = owner_reductions(pass, f);
+  for (const PlannedReduction& red : reductions) {
     const bool to_owner = red.root != kNone;
     if (to_owner && cfg_.overlap) e_.sync(tag + ": synchronize before reduce");
+    CopyBack back;
+    if (!to_owner && reductions.size() == 1 && pass.owned_slot[f] != kNone) {
+      // The flush's one all-reduce: each rank copies back the slices it owns (X4), from the
+      // temporary at their bucket offset less the chunk's.
+      FlushPlan in_tmp;
+      const std::uint32_t tmp = e_.temp("reduction temp", red.total, cfg_.cd);
+      for (const FlushEntry& en : pass.entries[f])
+        in_tmp.entries.push_back({en.tensor, tmp, en.offset - red.offset});
+      back = {.copied = true,
+              .slot = pass.owned_slot[f],
+              .plan = pass.flush_plan[f],
+              .in_tmp = e_.flush_plan(std::move(in_tmp))};
+    }
     reduce_chunk(to_owner ? CollectiveKind::Reduce : CollectiveKind::AllReduce, red.total,
-                 red.pieces, st, tag, seq, red.src, red.root);
+                 red.pieces, st, tag, seq, red.src, red.root, back);
   }
 }
 
@@ -313,7 +346,7 @@ void IpgBuckets::reduce_fallback(const PlannedFlush& fl, Stream st, const std::s
   reduce_chunk(CollectiveKind::AllReduce, fl.elements, fl.params.size(), st, tag, seq,
                fl.params.size() == 1 ? region(module_.grad(fl.params.front()))
                                      : list_region(e_.list(std::move(grads))),
-               kNone);
+               kNone, {.copied = true});
 }
 
 void IpgBuckets::drop_deferred(Stream st) {
@@ -344,7 +377,8 @@ void IpgBuckets::flush(IpgPass& pass, std::uint32_t f, std::uint32_t set, bool b
   }
   // POST_FLUSH (§4.5).
   if (cfg_.offload) {
-    offload_.post_flush(pass.offload, f, pass.entries[f], pass.flush_plan[f], boundary, micro, st);
+    offload_.post_flush(pass.offload, pass.owned_slot[f], pass.entries[f], pass.flush_plan[f],
+                        boundary, micro, st);
   } else if (cfg_.contiguous) {
     if (!fl.params.empty()) {
       e_.alloc(pass.gip_buf[set][f], st);  // lazily, at the rank's first in-partition copy

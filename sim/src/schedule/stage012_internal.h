@@ -100,6 +100,22 @@ struct PlannedReduction {
   Region src{};  ///< the slices in the bucket: one range (all-reduce) or a list (one owner's)
 };
 
+/// Where a flattened reduction's result goes back (X4): DeepSpeed copies the temporary back after
+/// the collective (§4.4): every rank the whole tensor (the cast back to LP without reduce_scatter,
+/// gradient_reduction_w_predivide, stage_1_and_2.py:1285-1286 at edaa722; each gradient of a
+/// non-contiguous bucket, allreduce_and_copy :1904-1906), or only the slices the local rank owns
+/// (allreduce_and_copy_with_multiple_ranks :1305-1311): `slot` OwnedSlice of the flush, `plan`
+/// and `in_tmp` its owned slices where the flush reduces them and in the temporary. Absent
+/// (`copied` false): the collective writes the slices itself and the copy is not costed (a
+/// multi-chunk reduction or one reduced to its owner: the rank-dependent part of a chunk has no
+/// slot yet).
+struct CopyBack {
+  bool copied = false;
+  std::uint32_t slot = kNone;    ///< kNone: every rank copies `total`
+  std::uint32_t plan = kNone;    ///< the flush plan whose owned slices go back (slot != kNone)
+  std::uint32_t in_tmp = kNone;  ///< the same entries at their offsets in the temporary
+};
+
 /// One backward's (or boundary pass's) bucket history. The last flush is the epilogue's (possibly
 /// empty); the others happen mid-pass. Slots and buffers are attached by IpgBuckets::prepare.
 struct IpgPass {
@@ -108,6 +124,8 @@ struct IpgPass {
   std::vector<std::uint32_t> params;  ///< every inserted param, insertion order
   std::vector<std::uint32_t>
       copy_slot;  ///< per flush: Touching (post-flush copies, offload copies)
+  /// Per flush: OwnedSlice (offload's D2H into B4, the copy-back after a flattened reduction).
+  std::vector<std::uint32_t> owned_slot;
   std::vector<std::uint32_t> first_slot;  ///< per flush: FirstTouch (grads_in_partition allocation)
   std::array<std::vector<std::uint32_t>, 2> gip_buf;       ///< [set][flush]: T3 #1 / #2 pieces
   std::array<std::vector<std::uint32_t>, 2> retained_buf;  ///< [set][flush]: kept autograd grads

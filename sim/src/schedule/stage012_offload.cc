@@ -59,9 +59,8 @@ bool CpuOffload::accumulates_on_cpu() const {
   return cfg_.gas > 1 && (cfg_.v0144 || cfg_.stage == 2);
 }
 
-std::uint32_t CpuOffload::add_pass(std::size_t flushes) {
+std::uint32_t CpuOffload::add_pass() {
   PassRecord r;
-  r.owned_slot.assign(flushes, kNone);
   r.b8_buf.assign(cfg_.m.params.size(), kNone);
   r.b8_slot.assign(cfg_.m.params.size(), kNone);
   r.b8_live.assign(cfg_.m.params.size(), false);
@@ -69,11 +68,9 @@ std::uint32_t CpuOffload::add_pass(std::size_t flushes) {
   return static_cast<std::uint32_t>(passes_.size() - 1);
 }
 
-void CpuOffload::attach(std::uint32_t id, std::uint32_t f, const std::vector<std::uint32_t>& params,
-                        const std::string& fname) {
-  PassRecord& r = passes_[id];
-  r.owned_slot[f] = slots_.owned_slice(fname + ": owned slice", params);
+void CpuOffload::attach(std::uint32_t id, const std::vector<std::uint32_t>& params) {
   if (!accumulates_on_cpu()) return;
+  PassRecord& r = passes_[id];
   // One CPU accumulator per param, of its whole numel, on the ranks whose partition it touches
   // (accumulated_grads_in_cpu[param_id]: stage_1_and_2.py:1524-1527 at edaa722).
   for (std::uint32_t p : params) {
@@ -97,7 +94,7 @@ void CpuOffload::attach(std::uint32_t id, std::uint32_t f, const std::vector<std
 // add). "Second micro-step" is DeepSpeed's micro_step_id > 0 (below), which is not the micro-step
 // index at stage 1 at edaa722: there no flush accumulates (accumulates_on_cpu), and the boundary's
 // reduction of the autograd-accumulated grads is all B4 needs.
-void CpuOffload::post_flush(std::uint32_t id, std::uint32_t f,
+void CpuOffload::post_flush(std::uint32_t id, std::uint32_t owned_slot,
                             const std::vector<FlushEntry>& entries, std::uint32_t flush_plan,
                             bool boundary, std::uint32_t micro, Stream st) {
   PassRecord& r = passes_[id];
@@ -150,7 +147,7 @@ void CpuOffload::post_flush(std::uint32_t id, std::uint32_t f,
     e_.copy({.kind = OpKind::DeviceToHost,
              .stream = Stream::D2H,
              .dtype = cfg_.mw,
-             .slot = r.owned_slot[f],  // each owned slice into its group's B4, cast to MW
+             .slot = owned_slot,  // each owned slice into its group's B4, cast to MW
              .src = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = flush_plan}),
              .dst = e_.derived(
                  {.kind = DerivedKind::OwnedPartition, .flush_plan = flush_plan, .buffers = b4_}),

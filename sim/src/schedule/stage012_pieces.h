@@ -151,17 +151,17 @@ class CpuOffload {
   void create_group(std::size_t g, Elements s);
   /// B6 and B7, of the largest grouped param.
   void create_staging();
-  /// A record for one IPG pass of `flushes` flushes (its owned-slice slots, its B8
-  /// accumulators); returns its id.
-  std::uint32_t add_pass(std::size_t flushes);
-  /// Flush `f` of pass `id` reduces `params`: its owned-slice slot and, when flushes accumulate on
-  /// the CPU, the params' B8 accumulators.
-  void attach(std::uint32_t id, std::uint32_t f, const std::vector<std::uint32_t>& params,
-              const std::string& fname);
-  /// The post-flush offload copies of flush `f` of pass `id` (copy_grads_in_partition, :1650):
-  /// `entries` are where its gradients were reduced, `flush_plan` its Schedule::flush_plans entry.
-  void post_flush(std::uint32_t id, std::uint32_t f, const std::vector<FlushEntry>& entries,
-                  std::uint32_t flush_plan, bool boundary, std::uint32_t micro, Stream st);
+  /// A record for one IPG pass (its B8 accumulators); returns its id.
+  std::uint32_t add_pass();
+  /// Flush `f` of pass `id` reduces `params`: when flushes accumulate on the CPU, the params' B8
+  /// accumulators.
+  void attach(std::uint32_t id, const std::vector<std::uint32_t>& params);
+  /// The post-flush offload copies of a flush of pass `id` (copy_grads_in_partition, :1650):
+  /// `owned_slot` its OwnedSlice slot, `entries` where its gradients were reduced, `flush_plan`
+  /// its Schedule::flush_plans entry.
+  void post_flush(std::uint32_t id, std::uint32_t owned_slot,
+                  const std::vector<FlushEntry>& entries, std::uint32_t flush_plan, bool boundary,
+                  std::uint32_t micro, Stream st);
   /// Group g's fp32 gradient partition (B4), what the host update reads.
   Region grad_partition(std::size_t g) const { return region(b4_[g]); }
   /// After the host update of group g: master -> LP staging (B5) -> the rank's LP slice of `flat`.
@@ -173,7 +173,6 @@ class CpuOffload {
 
   /// What one IPG pass has attached here.
   struct PassRecord {
-    std::vector<std::uint32_t> owned_slot;  ///< per flush: OwnedSlice (the D2H into B4)
     /// Per param (GAS > 1): its CPU accumulator accumulated_grads_in_cpu[param_id] (B8), its
     /// Touching({p}) slot (the param's numel on the ranks it touches, else 0), whether allocated
     /// (once, then persistent).
@@ -257,7 +256,8 @@ class IpgBuckets {
                                  const std::string& tag, std::uint32_t seq, Region src,
                                  std::uint32_t root = kNone, Region dst = {});
   void reduce_chunk(CollectiveKind k, Elements total, std::size_t pieces, Stream st,
-                    const std::string& tag, std::uint32_t seq, Region src, std::uint32_t root);
+                    const std::string& tag, std::uint32_t seq, Region src, std::uint32_t root,
+                    const CopyBack& back = {});
   const std::vector<PlannedReduction>& owner_reductions(IpgPass& pass, std::uint32_t f);
   void reduce_contiguous(IpgPass& pass, std::uint32_t f, Stream st, const std::string& tag,
                          std::uint32_t seq);
