@@ -1,14 +1,15 @@
 // The host backend in data mode (host_data.h): one step of GPT-2 small (the zoo's gpt2-small, its
 // 148 tensors, 124,439,808 parameters) on 4 rank threads with real buffers, ring collectives on
 // real data and AdamW. Target (issue #8): under 5 s on the build machine for the ZeRO stage 2
-// schedule. The builders' stage 0-2 schedules do not carry every operand yet (data mode refuses
-// them: the ZeRO cases report the refusal as their error), so the figure today is the complete
-// plain data-parallel schedule of the same tensors (data_reference.h: broadcasts, flatten,
-// all-reduce, cast, AdamW, write-back), about 2.7 GB of buffers per rank. The schedule is built
-// outside the timed loop. user_s/sys_s are the process's CPU seconds (process_cpu.h): on the build
-// machine (a 2-core VM) sys_s is mostly first-touch page faults, about 0.7-0.9 s per GB of the
-// 11 GB the four ranks' buffers hold, and sets a floor no loop change moves.
-//   build/bench/host_data_bench --benchmark_filter=PlainDp
+// schedule (BM_HostDataZeroGpt2Small/2; /0 is stage 0, which holds the whole fp32 master and Adam
+// states on every rank). BM_HostDataPlainDpGpt2Small runs the plain data-parallel schedule of the
+// same tensors (data_reference.h: broadcasts, flatten, all-reduce, cast, AdamW, write-back), about
+// 2.7 GB of buffers per rank. Schedules are built outside the timed loop. user_s/sys_s are the
+// process's CPU seconds (process_cpu.h): on the build machine (a 2-core VM, shared) wall time
+// follows the other load, CPU seconds much less; sys_s is mostly first-touch page faults (about
+// 0.6-0.9 s per GB faulted in), which the buffers' page recycling (host_storage.h) keeps near
+// what the schedule holds at its peak.
+//   build/bench/host_data_bench
 #include <benchmark/benchmark.h>
 
 #include "data_reference.h"

@@ -87,7 +87,8 @@ void run(benchmark::State& state, bool trace) {
     benchmark::DoNotOptimize(r->summary.total_ns);
   }
   std::size_t role_bytes = 0;
-  for (const RankRole& r : c->schedule.roles) role_bytes += r.slots.capacity() * sizeof(Elements);
+  for (const RankRole& r : c->schedule.roles)
+    role_bytes += r.slots.nonzero().capacity() * sizeof(SlotValues::Entry);
   state.counters["ops"] = static_cast<double>(c->schedule.ops.size());
   state.counters["roles"] = static_cast<double>(c->schedule.roles.size());
   state.counters["result_bytes"] = static_cast<double>(footprint);

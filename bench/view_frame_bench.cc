@@ -4,6 +4,9 @@
 // --no-data`, made once in setup). This is the part of a frame the viewer controls; the software
 // rasteriser (llvmpipe) adds its fill time on top (README "Viewer" reports both). Target: under
 // 16 ms, so 60 fps is the rasteriser's question.
+// BM_ViewerRenderedFrameGpt2Xl64Ranks draws the same frame through EGL surfaceless on Mesa (no
+// read-back): user_s is the process's CPU per frame, every llvmpipe thread counted (process_cpu.h);
+// target under 16.7 ms (60 fps).
 //
 // Run (Release build, bench and viewer on): build/bench/view_frame_bench
 #include <benchmark/benchmark.h>
@@ -13,18 +16,26 @@
 #include <string>
 
 #include "draw/viewer.h"
+#include "process_cpu.h"
+#include "render/headless_renderer.h"
 
 namespace {
 
-void BM_ViewerFrameGpt2Xl64Ranks(benchmark::State& state) {
-  const std::string trace = "/tmp/zerosim_view_frame_bench_xl64.json";
+// GPT-2 XL, ZeRO-2, 64 ranks measured on the host backend, written to `trace`; false if not.
+bool make_xl64_trace(benchmark::State& state, const std::string& trace) {
   const std::string cmd = std::string(ZEROSIM_CLI_PATH) +
                           " validate --model gpt2-xl --gpus 64 --stage 2 --no-data --output " +
                           trace + " >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     state.SkipWithError("zerosim validate failed");
-    return;
+    return false;
   }
+  return true;
+}
+
+void BM_ViewerFrameGpt2Xl64Ranks(benchmark::State& state) {
+  const std::string trace = "/tmp/zerosim_view_frame_bench_xl64.json";
+  if (!make_xl64_trace(state, trace)) return;
   const zerosim::view::OpenedTrace opened = zerosim::view::open_trace(trace);
   zerosim::view::Viewer viewer(opened, nullptr);
   ImGui::CreateContext();
@@ -49,6 +60,32 @@ void BM_ViewerFrameGpt2Xl64Ranks(benchmark::State& state) {
   std::remove(trace.c_str());
 }
 BENCHMARK(BM_ViewerFrameGpt2Xl64Ranks)->Args({1600, 900})->Unit(benchmark::kMillisecond);
+
+void BM_ViewerRenderedFrameGpt2Xl64Ranks(benchmark::State& state) {
+  const std::string trace = "/tmp/zerosim_view_rendered_bench_xl64.json";
+  if (!make_xl64_trace(state, trace)) return;
+  const zerosim::view::OpenedTrace opened = zerosim::view::open_trace(trace);
+  std::remove(trace.c_str());
+  zerosim::view::Viewer viewer(opened, nullptr);
+  std::string error;
+  auto renderer = zerosim::view::HeadlessRenderer::create(static_cast<int>(state.range(0)),
+                                                          static_cast<int>(state.range(1)), error);
+  if (!renderer) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  double frame_ms = 0;
+  const auto draw = [&] { viewer.frame(false); };
+  renderer->draw_frames(draw, 3, frame_ms);  // llvmpipe compiles its shaders on the first frame
+  const auto cpu0 = zerosim::bench::ProcessCpu::now();
+  for (auto _ : state) renderer->draw_frames(draw, 1, frame_ms);
+  zerosim::bench::report_process_cpu(state, cpu0);
+}
+BENCHMARK(BM_ViewerRenderedFrameGpt2Xl64Ranks)
+    ->Args({1600, 900})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
 
 }  // namespace
 

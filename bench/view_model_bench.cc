@@ -42,8 +42,9 @@ Trace lane_of_spans(std::int64_t n, bool interleaved) {
   return t;
 }
 
-void BM_CullMillionSpans(benchmark::State& state) {
-  const Trace t = lane_of_spans(1'000'000, false);
+// visible_items() over one lane of lane_of_spans(1e6, interleaved) at zoom state.range(0).
+void cull_lane(benchmark::State& state, bool interleaved) {
+  const Trace t = lane_of_spans(1'000'000, interleaved);
   const zerosim::view::TimelineModel m(t);
   zerosim::view::TimeView v(1400, 0, 100'000'000);
   v.zoom_at(700, static_cast<double>(state.range(0)));
@@ -54,20 +55,11 @@ void BM_CullMillionSpans(benchmark::State& state) {
   }
   state.counters["items"] = static_cast<double>(items.size());
 }
+
+void BM_CullMillionSpans(benchmark::State& state) { cull_lane(state, false); }
 BENCHMARK(BM_CullMillionSpans)->Arg(1)->Arg(1000)->Arg(1000000)->Unit(benchmark::kMicrosecond);
 
-void BM_CullInterleaved(benchmark::State& state) {
-  const Trace t = lane_of_spans(1'000'000, true);
-  const zerosim::view::TimelineModel m(t);
-  zerosim::view::TimeView v(1400, 0, 100'000'000);
-  v.zoom_at(700, static_cast<double>(state.range(0)));
-  std::vector<zerosim::view::DrawItem> items;
-  for (auto _ : state) {
-    zerosim::view::visible_items(t, m.groups()[0].lanes[0], v, 3.0, items);
-    benchmark::DoNotOptimize(items.data());
-  }
-  state.counters["items"] = static_cast<double>(items.size());
-}
+void BM_CullInterleaved(benchmark::State& state) { cull_lane(state, true); }
 BENCHMARK(BM_CullInterleaved)->Arg(1)->Arg(100)->Arg(10000)->Unit(benchmark::kMicrosecond);
 
 void BM_FoldRanks(benchmark::State& state) {

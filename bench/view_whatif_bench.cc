@@ -17,16 +17,18 @@
 
 namespace {
 
-void BM_WhatIfResimulateGpt2Xl8Ranks(benchmark::State& state) {
+// Alternates the scenario's knobs and `change` of them, re-simulating every iteration.
+template <typename Change>
+void alternate(benchmark::State& state, Change change) {
   auto w = zerosim::view::WhatIf::open(std::string(ZEROSIM_SOURCE_DIR) +
                                        "/scenarios/gpt2-xl_zero2_8xa100.json");
   if (!w.ok()) {
     state.SkipWithError(w.diagnostics().to_string().c_str());
     return;
   }
-  zerosim::view::Knobs a = w.value()->knobs();
+  const zerosim::view::Knobs a = w.value()->knobs();
   zerosim::view::Knobs b = a;
-  b.reduce_bucket_size = 200000000;
+  change(b);
   bool flip = false;
   for (auto _ : state) {
     flip = !flip;
@@ -38,27 +40,14 @@ void BM_WhatIfResimulateGpt2Xl8Ranks(benchmark::State& state) {
   }
   state.counters["spans"] = static_cast<double>(w.value()->trace().spans.size());
 }
+
+void BM_WhatIfResimulateGpt2Xl8Ranks(benchmark::State& state) {
+  alternate(state, [](zerosim::view::Knobs& k) { k.reduce_bucket_size = 200000000; });
+}
 BENCHMARK(BM_WhatIfResimulateGpt2Xl8Ranks)->Unit(benchmark::kMillisecond);
 
 void BM_WhatIfStage2To3Gpt2Xl8Ranks(benchmark::State& state) {
-  auto w = zerosim::view::WhatIf::open(std::string(ZEROSIM_SOURCE_DIR) +
-                                       "/scenarios/gpt2-xl_zero2_8xa100.json");
-  if (!w.ok()) {
-    state.SkipWithError(w.diagnostics().to_string().c_str());
-    return;
-  }
-  zerosim::view::Knobs a = w.value()->knobs();
-  zerosim::view::Knobs b = a;
-  b.stage = 3;
-  bool flip = false;
-  for (auto _ : state) {
-    flip = !flip;
-    const zerosim::Diagnostics d = w.value()->apply(flip ? b : a);
-    if (d.has_errors()) {
-      state.SkipWithError(d.to_string().c_str());
-      return;
-    }
-  }
+  alternate(state, [](zerosim::view::Knobs& k) { k.stage = 3; });
 }
 BENCHMARK(BM_WhatIfStage2To3Gpt2Xl8Ranks)->Unit(benchmark::kMillisecond);
 

@@ -1,12 +1,15 @@
 // `zerosim check`: compares a predicted with a measured run (trace_compare.h). Either side may be
-// a zerosim trace or a collective log (JSON lines); with a log on either side only the collective
-// sequences are compared. Exit codes: 0 agree within tolerance, 1 invalid input (unreadable file,
+// a zerosim trace or a collective log (JSON lines), and the measured side a recording directory
+// (tools/zerosim_record); with a log or a recording on either side only the collective sequences
+// are compared. Exit codes: 0 agree within tolerance, 1 invalid input (unreadable file,
 // traces of different schedules), 2 drift beyond tolerance.
 #include <algorithm>
+#include <filesystem>
 
 #include "args.h"
 #include "commands.h"
 #include "zerosim/input_file.h"
+#include "zerosim/recording.h"
 #include "zerosim/trace.h"
 #include "zerosim/trace_compare.h"
 
@@ -19,8 +22,9 @@ std::vector<FlagSpec> check_flags() {
        "the prediction: a zerosim trace (simulate --trace) or a collective "
        "log (schedule --collectives-out)"},
       {"--measured", "FILE",
-       "the measurement: a zerosim trace (validate --output) or a collective "
-       "log (validate --collectives-out, or one recorded from DeepSpeed)"},
+       "the measurement: a zerosim trace (validate --output), a collective "
+       "log (validate --collectives-out), or a recording directory "
+       "(python -m zerosim_record -o DIR)"},
       {"--memory-tolerance", "X", "relative peak-memory difference allowed; default 0 (bytes)"},
       {"--bytes-tolerance", "Y", "relative traffic (nccl-tests S) difference allowed; default 0"},
       {"--time-tolerance", "Z", "relative time difference allowed; default: time not judged"},
@@ -36,15 +40,28 @@ constexpr const char* kSummary =
 struct Side {
   std::string path;
   bool is_trace = false;
+  bool is_recording = false;  ///< a directory written by tools/zerosim_record
+  std::uint32_t recorded_world = 0;
+  std::uint64_t other_collectives = 0;
   Trace trace;
   std::vector<LoggedCollective> log;
 };
 
 // A zerosim trace names its format ("zerosim-trace"), which no collective log line contains;
 // anything else is read as a collective log.
-Result<Side> load(const std::string& path) {
+Result<Side> load(const std::string& path, bool measured) {
   Side side;
   side.path = path;
+  std::error_code ec;
+  if (measured && std::filesystem::is_directory(path, ec)) {
+    auto rec = read_recording(path);
+    if (!rec.ok()) return rec.diagnostics();
+    side.is_recording = true;
+    side.recorded_world = rec->world;
+    side.other_collectives = rec->other_collectives;
+    side.log = std::move(rec.value().log);
+    return side;
+  }
   Diagnostics d;
   std::string text;
   if (!read_input_file(path, text, d)) return d;
@@ -63,6 +80,7 @@ Result<Side> load(const std::string& path) {
 
 std::uint32_t world_of(const Side& s) {
   if (s.is_trace) return s.trace.meta.world;
+  if (s.is_recording) return s.recorded_world;
   std::uint32_t w = 0;
   for (const LoggedCollective& c : s.log)
     if (c.rank != kAllRanks) w = std::max(w, c.rank + 1);
@@ -105,8 +123,8 @@ int run_check(const std::vector<std::string>& argv, std::ostream& out, std::ostr
   auto fmt = parse_choice("--format", args->get("--format").value_or("table"), {"table", "json"});
   d.append(fmt.diagnostics());
   if (report(d, err)) return kExitInvalidInput;
-  auto p = load(*args->get("--predicted"));
-  auto m = load(*args->get("--measured"));
+  auto p = load(*args->get("--predicted"), false);
+  auto m = load(*args->get("--measured"), true);
   bool bad = report(p.diagnostics(), err);
   bad = report(m.diagnostics(), err) || bad;
   if (bad) return kExitInvalidInput;
@@ -123,10 +141,26 @@ int run_check(const std::vector<std::string>& argv, std::ostream& out, std::ostr
           << mw - 1 << ": not the same schedule\n";
       return kExitInvalidInput;
     }
-    const auto pl = p->is_trace ? collectives_of(p->trace) : p->log;
+    if (m->is_recording && pw != mw) {
+      err << m->path << ": expected a recording of " << pw << " ranks (the prediction's world "
+          << "size), got " << mw << ": not the same job\n";
+      return kExitInvalidInput;
+    }
+    auto pl = p->is_trace ? collectives_of(p->trace) : p->log;
     const auto ml = m->is_trace ? collectives_of(m->trace) : m->log;
+    if (m->is_recording) pl = as_recorded_phases(std::move(pl));
     c.sequence = compare_sequences(pl, ml, std::max(pw, mw));
+    c.sequence_only = true;
     c.notes.push_back("a collective log carries no memory or time: only the sequences compared");
+    if (m->is_recording) {
+      c.notes.push_back(
+          "a recording's phases are init, forward, backward and step: the prediction's "
+          "boundary_reduce and epilogue compared as backward, post_step as step");
+      if (m->other_collectives > 0)
+        c.notes.push_back(std::to_string(m->other_collectives) +
+                          " recorded calls zerosim does not model (barrier, all_gather of lists, "
+                          "...; other_collectives.rankR.jsonl) are not compared");
+    }
   }
   if (fmt.value() == "json")
     write_comparison_json(c, out);

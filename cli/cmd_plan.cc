@@ -35,6 +35,9 @@ std::vector<FlagSpec> plan_flags() {
   f.push_back({"--zero-init", "",
                "stage 3 rows: the model is built under deepspeed.zero.Init (HF Trainer does this); "
                "without it every GPU first holds the whole 16-bit model"});
+  f.push_back({"--cpu-memory-per-node", "SIZE",
+               "host RAM of one node, e.g. 512GiB: a row fits only when its host/node fits too "
+               "(the fits column says which side fails); default: the host is not checked"});
   f.push_back({"--verbose", "", "itemised memory breakdown and ds_config keys not modelled"});
   return f;
 }
@@ -56,9 +59,17 @@ int infeasible_exit(const PlanResult& plan, std::ostream& err) {
   for (const auto& row : plan.rows) {
     if (!row.matches_ds_config || row.fits) continue;
     err << "zerosim plan: infeasible: the ds_config's row (stage " << row.stage << ", offload "
-        << offload_name(row.offload) << ") does not fit on " << where << " ("
-        << format_gib(row.memory.total() - std::min(row.memory.total(), c.gpu.memory_bytes))
-        << " over per GPU)\n";
+        << offload_name(row.offload) << ") does not fit on " << where << " (";
+    if (!row.gpu_fits)
+      err << "GPU: "
+          << format_gib(row.memory.total() - std::min(row.memory.total(), c.gpu.memory_bytes))
+          << " over per GPU" << (row.host_fits ? "" : "; ");
+    if (!row.host_fits) {
+      const Bytes host = host_per_node(row.memory.host_bytes, c);
+      const Bytes cap = plan.request.cpu_memory_per_node.value_or(0);
+      err << "host: " << format_gib(host - std::min(host, cap)) << " over per node";
+    }
+    err << ")\n";
     return kExitInfeasible;
   }
   for (const auto& row : plan.rows)
@@ -132,6 +143,15 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   }
   if (args->has("--mode") || !from_scenario)
     req.mode = mode.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
+  if (auto cpu = args->get("--cpu-memory-per-node")) {
+    // 1 PiB: beyond any node, and catches a size given in bytes with a unit.
+    auto m = parse_size_flag("--cpu-memory-per-node", *cpu, 1048576);
+    if (!m.ok()) {
+      report(m.diagnostics(), err);
+      return kExitInvalidInput;
+    }
+    req.cpu_memory_per_node = m.value();
+  }
   req.sweep_max_gpus = max_gpus;
   req.full_sweep = args->has("--sweep");
   if (args->has("--zero-init")) {

@@ -8,6 +8,7 @@
 
 #include "cluster_flags.h"
 #include "lora_flags.h"
+#include "trainer_inputs.h"
 #include "zerosim/model_loader.h"
 
 namespace zerosim::cli {
@@ -19,11 +20,15 @@ std::vector<FlagSpec> model_cluster_flags() {
       {"--params", "N", "raw parameter count, e.g. 13e9, 7B or 1.3b (synthetic GPT-style model)"},
       {"--param-list", "FILE",
        "param list JSON {\"params\": [[name, [shape]]...], \"grad_order\": [...]}"},
+      {"--grad-order", "FILE",
+       "a recorded gradient order ({\"grad_order\": [...]} or zerosim_record's params.rankR.json) "
+       "instead of the derived one"},
       {"--gpus", "N", "total GPUs (data-parallel ranks); default 8"},
       {"--nodes", "N", "nodes (with --gpus-per-node)"},
       {"--gpus-per-node", "N", "GPUs per node; default 8"},
       {"--gpu", "NAME", "GPU type from the catalog; default H100-SXM-80GB"},
       {"--ds-config", "FILE", "DeepSpeed ds_config.json"},
+      trainer_config_flag(),
       {"--micro-batch", "N", "micro-batch per GPU; default 1 (or the ds_config's)"},
       {"--grad-accum", "N", "gradient accumulation steps; default 1 (or the ds_config's)"},
       {"--seq-len", "N", "sequence length in tokens; default min(4096, model context)"},
@@ -71,10 +76,18 @@ Result<std::string> parse_precision(const std::string& text) {
   return parse_choice("--precision", text, {"fp16", "bf16", "fp32"});
 }
 
-Result<ModelDesc> load_model(const ParsedArgs& a, bool& used_default) {
+Result<ModelDesc> load_model(const ParsedArgs& a, const TrainerConfig* trainer,
+                             std::vector<std::string>& notes, bool& used_default) {
   std::vector<std::string> given;
   for (const char* f : {"--model", "--hf-config", "--params", "--param-list"})
     if (a.has(f)) given.push_back(f);
+  if (trainer && trainer->model) {
+    if (given.empty()) return *trainer_model(*trainer);
+    // A model flag plans another model with the same training setup (the file's may be a local
+    // path or a checkpoint the zoo does not hold).
+    notes.push_back(given[0] + " " + *a.get(given[0]) + " replaces " + trainer->model->where + " " +
+                    trainer->model->key + " " + quote(trainer->model->value));
+  }
   if (given.size() > 1)
     return fail<ModelDesc>("zerosim", "",
                            "give one of --model, --hf-config, --params, --param-list (got " +
@@ -158,7 +171,10 @@ void check_conflict(const ParsedArgs& a, const std::string& flag, std::uint64_t 
 Result<Inputs> load_inputs(const ParsedArgs& a) {
   Inputs in;
   Diagnostics d;
-  auto model = load_model(a, in.used_default_model);
+  const auto trainer = load_trainer_flag(a, d);
+  if (d.has_errors()) return Result<Inputs>(d);
+  std::vector<std::string> notes;
+  auto model = load_model(a, trainer ? &*trainer : nullptr, notes, in.used_default_model);
   if (!model.ok()) d.append(model.diagnostics());
   auto gpu = find_gpu(a.get("--gpu").value_or(kDefaultGpu), "--gpu");
   if (!gpu.ok()) d.append(gpu.diagnostics());
@@ -196,15 +212,15 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   in.links_basis = apply_cluster_link_flags(a, in.cluster, d);
   if (d.has_errors()) return Result<Inputs>(d);
 
-  AutoValues autos;
+  ResolvedTraining rt;
+  if (!resolve_training(a, trainer ? &*trainer : nullptr, in.cluster.gpu, micro, gas, precision,
+                        clip, seq, rt, d))
+    return Result<Inputs>(d);
+  AutoValues autos = rt.autos;
   autos.world_size = in.cluster.world_size();
-  autos.micro_batch = micro;
-  autos.grad_accum_steps = gas;
-  autos.precision = precision;
-  autos.gradient_clipping = clip;
   if (in.model.arch) autos.hidden_size = in.model.arch->hidden;
-  if (a.has("--ds-config")) {
-    const std::string file = *a.get("--ds-config");
+  if (rt.ds_config) {
+    const std::string file = *rt.ds_config;
     auto ds = load_ds_config_file(file, autos);
     d.append(ds.diagnostics());
     if (!ds.ok()) return Result<Inputs>(d);
@@ -215,20 +231,41 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
     check_conflict(a, "--grad-accum", in.ds.grad_accum_steps, "/gradient_accumulation_steps", file,
                    d);
   } else {
-    in.ds = default_ds_config(0, precision.value_or(DType::BFloat16));
-    if (clip) in.ds.gradient_clipping = *clip;  // as a ds_config's "gradient_clipping" would say
-    in.ds.micro_batch = micro.value_or(1);
-    in.ds.grad_accum_steps = gas.value_or(1);
+    in.ds = default_ds_config(0, autos.precision.value_or(DType::BFloat16));
+    if (autos.gradient_clipping)  // as a ds_config's "gradient_clipping" would say
+      in.ds.gradient_clipping = *autos.gradient_clipping;
+    in.ds.micro_batch = autos.micro_batch.value_or(1);
+    in.ds.grad_accum_steps = autos.grad_accum_steps.value_or(1);
     in.ds.train_batch_size = in.ds.micro_batch * in.ds.grad_accum_steps * in.cluster.world_size();
   }
   // After the ds_config: packed 4-bit storage is counted in its LP dtype.
-  if (!apply_lora_flags(a, in.model, in.ds.lp_dtype(), d)) return Result<Inputs>(d);
+  if (trainer) {
+    if (!apply_trainer_lora(a, *trainer, in.model, in.ds.lp_dtype(), rt.notes, d))
+      return Result<Inputs>(d);
+  } else if (!apply_lora_flags(a, in.model, in.ds.lp_dtype(), d)) {
+    return Result<Inputs>(d);
+  }
+  // After LoRA: a recording of a LoRA job names the adapters' params too.
+  if (a.has("--grad-order")) {
+    d.append(apply_recorded_grad_order(in.model, *a.get("--grad-order")));
+    if (d.has_errors()) return Result<Inputs>(d);
+  }
+  // Where each value came from, first: the report shows them with the ds_config's notes.
+  if (trainer)
+    notes.insert(notes.begin(), "trainer config " + trainer->path + " (" +
+                                    trainer_format_name(trainer->format) + ")");
+  notes.insert(notes.end(), rt.notes.begin(), rt.notes.end());
+  in.ds.notes.insert(in.ds.notes.begin(), notes.begin(), notes.end());
   in.training.micro_batch = in.ds.micro_batch;
   std::uint64_t ctx = in.model.arch && in.model.arch->max_seq ? in.model.arch->max_seq : 4096;
-  in.training.seq_len = seq.value_or(std::min<std::uint64_t>(4096, ctx));
-  in.training.activation_checkpointing = a.has("--activation-checkpointing");
+  in.training.seq_len = rt.seq_len.value_or(std::min<std::uint64_t>(4096, ctx));
+  in.training.activation_checkpointing = rt.activation_checkpointing;
   in.training.flash_attention = attention == "flash";
   if (d.has_errors()) return Result<Inputs>(d);
+  // Only for a run that goes ahead: a refused one says its one line.
+  if (trainer)
+    for (const auto& n : trainer->not_modelled)
+      d.warning(trainer->path, "", n + " changes memory or time and is not modelled");
   return Result<Inputs>(std::move(in), d);
 }
 

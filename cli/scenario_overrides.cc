@@ -264,6 +264,10 @@ const std::vector<std::string>& scenario_override_flags() {
 
 Result<Scenario> load_scenario_with_overrides(const ParsedArgs& a) {
   const std::string path = *a.get("--scenario");
+  if (a.has("--trainer-config"))
+    return fail<Scenario>("--trainer-config", "",
+                          "give --trainer-config or --scenario, not both (a scenario holds its own "
+                          "model and training settings)");
   bool any = false;
   for (const auto& f : scenario_override_flags()) any = any || a.has(f);
   // The file as written first: its own errors are reported against it, and without flags this is

@@ -8,7 +8,7 @@
 #                                              ui/whatif, which uses the core's public headers)
 # Usage: cmake -DDIR=<sim> [-DUI_DIR=<ui>] -P check_layer_includes.cmake
 set(base_headers units.h diagnostic.h ir_types.h memory_types.h version.h input_file.h saturating.h)
-set(trace_headers ${base_headers} trace.h trace_compare.h)
+set(trace_headers ${base_headers} trace.h trace_compare.h recording.h)
 function(check_layer layer allowed)
   set(bad "")
   foreach(f IN LISTS ARGN)

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "numerics.h"
+#include "vector_clones.h"
 
 namespace zerosim::exec {
 
@@ -194,8 +195,68 @@ void weights_run(unsigned char* d, Elements n, const SyntheticGrads& w_in) {
   for (Elements i = 0; i < n; ++i) st<T>(d, i, 0.25f * w(i));
 }
 
+// sum_squares' loop: x as stored, widened to double, squared and added in element order.
+template <F T>
+double squares_run(const unsigned char* p, Elements n, double sq) {
+  for (Elements i = 0; i < n; ++i) {
+    const double x = ld<T>(p, i);
+    sq += x * x;
+  }
+  return sq;
+}
+
+// any_nonfinite's loop: an all-ones exponent is inf or NaN; or-ed over every element (no early
+// exit, so it vectorises; the answer is the same).
+template <class U>
+bool nonfinite_run(const unsigned char* p, Elements n, U exponent) {
+  bool bad = false;
+  for (Elements i = 0; i < n; ++i) {
+    U u;
+    std::memcpy(&u, p + sizeof(U) * i, sizeof(U));
+    bad |= (u & exponent) == exponent;
+  }
+  return bad;
+}
+
 }  // namespace
 
+ZEROSIM_VECTOR_CLONES
+double sum_squares(DType t, const unsigned char* p, Elements n, double sq) {
+  F f{};
+  if (as_f(t, f)) {
+    switch (f) {
+      case F::Half:
+        return squares_run<F::Half>(p, n, sq);
+      case F::Brain:
+        return squares_run<F::Brain>(p, n, sq);
+      case F::Single:
+        return squares_run<F::Single>(p, n, sq);
+    }
+  }
+  for (Elements i = 0; i < n; ++i) {
+    const double x = load(t, p, i);
+    sq += x * x;
+  }
+  return sq;
+}
+
+ZEROSIM_VECTOR_CLONES
+bool any_nonfinite(DType t, const unsigned char* p, Elements n) {
+  switch (t) {
+    case DType::Float16:
+      return nonfinite_run<std::uint16_t>(p, n, 0x7C00u);
+    case DType::BFloat16:
+      return nonfinite_run<std::uint16_t>(p, n, 0x7F80u);
+    case DType::Float32:
+      return nonfinite_run<std::uint32_t>(p, n, 0x7F800000u);
+    default:
+      for (Elements i = 0; i < n; ++i)
+        if (!std::isfinite(load(t, p, i))) return true;
+      return false;
+  }
+}
+
+ZEROSIM_VECTOR_CLONES
 void convert(unsigned char* d, DType dt, const unsigned char* s, DType st, Elements n, double scale,
              bool accumulate) {
   if (s && !accumulate && scale == 1.0 && dt == st) {
@@ -233,6 +294,7 @@ void convert(unsigned char* d, DType dt, const unsigned char* s, DType st, Eleme
   }
 }
 
+ZEROSIM_VECTOR_CLONES
 void write_grads(DType t, unsigned char* d, Elements n, bool accumulate, const StandInGrads& grads,
                  Elements first, float ls, float op_scale, bool inf_at_first) {
   if (n == 0) return;
@@ -258,6 +320,7 @@ void write_grads(DType t, unsigned char* d, Elements n, bool accumulate, const S
   }
 }
 
+ZEROSIM_VECTOR_CLONES
 void write_initial_weights(DType t, unsigned char* d, Elements n, const SyntheticGrads& w) {
   F f{};
   if (as_f(t, f)) {

@@ -27,6 +27,12 @@ void store(DType t, unsigned char* p, Elements i, double v);
 void convert(unsigned char* d, DType dt, const unsigned char* s, DType st, Elements n, double scale,
              bool accumulate);
 
+/// sq + the sum of x^2 over the n elements of a region of `t`, each widened to double, added in
+/// element order (the same bits as summing load(t, p, i)^2 one by one).
+double sum_squares(DType t, const unsigned char* p, Elements n, double sq);
+/// Whether any of the n elements of a region of `t` is inf or NaN (!std::isfinite(load(t, p, i))).
+bool any_nonfinite(DType t, const unsigned char* p, Elements n);
+
 /// The stand-in backward's gradients of one (rank, step, micro-step, param) before the loss scale:
 /// synthetic_grad with DataOptions' quantum and grad_scale applied.
 class StandInGrads {

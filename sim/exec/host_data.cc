@@ -58,7 +58,7 @@ DataPath::DataPath(const Schedule& s, const DataOptions& o, std::uint32_t rank, 
       rank_(rank),
       rings_(rings),
       store_(s.buffers.size()),
-      cache_(std::size_t{256} << 20),
+      cache_(std::size_t{1} << 30),  // a stage 1/2 IPG bucket (5e8 fp16 elements) fits
       live_(s.buffers.size(), false),
       scaler_(s.meta.lp == DType::Float16 ? o.initial_loss_scale : 1.0),
       loss_scaled_(s.meta.lp == DType::Float16),
@@ -81,7 +81,10 @@ Status DataPath::allocate(std::uint32_t b, Bytes bytes, bool zero_fill, bool ini
   // run), so a buffer is left uninitialised unless it is zero-filled: no pass over its pages.
   Storage& st = store_[b];
   cache_.give(std::move(st.data));  // a buffer allocated twice without a Free: the old block goes
-  st.data = cache_.take(bytes, zero_fill);
+  // Activations are never written (forward/backward are stand-ins): a fresh mapping, which no
+  // page backs, so that the cache's pages go to buffers that are.
+  st.data = s_.buffers[b].category == BufferCategory::Activation ? Block::make(bytes, zero_fill)
+                                                                 : cache_.take(bytes, zero_fill);
   if (!st.data)
     return data_error("out of host memory: buffer #" + std::to_string(b) + " needs " +
                       std::to_string(bytes) + " bytes");
@@ -104,7 +107,10 @@ std::vector<std::vector<unsigned char>> DataPath::take_buffers() {
 
 Status DataPath::release(std::uint32_t b) {
   if (b < store_.size()) {
-    cache_.give(std::move(store_[b].data));
+    if (s_.buffers[b].category == BufferCategory::Activation)
+      store_[b].data = Block();  // nothing backs it (allocate): kept, it would only crowd the cache
+    else
+      cache_.give(std::move(store_[b].data));
     store_[b].bytes = 0;
     live_[b] = false;
   }
@@ -303,23 +309,14 @@ Status DataPath::grad_stat(const WorkCall& c) {
     // The sum of squares of the gradients as stored, in double (DeepSpeed's g.double().norm(2)
     // squared); the scratch's dtype rounds it.
     double sq = c.accumulate ? load(d.dtype, out, 0) : 0.0;
-    for (const OperandPiece& p : c.src) {
-      if (p.buffer == kNone) continue;  // zeros
-      const unsigned char* g = at(p);
-      for (Elements i = 0; i < p.length; ++i) {
-        const double x = load(p.dtype, g, i);
-        sq += x * x;
-      }
-    }
+    for (const OperandPiece& p : c.src)
+      if (p.buffer != kNone) sq = sum_squares(p.dtype, at(p), p.length, sq);  // kNone: zeros
     store(d.dtype, out, 0, sq);
     return {};
   }
   bool bad = c.accumulate && load(d.dtype, out, 0) != 0;
-  for (const OperandPiece& p : c.src) {
-    if (bad || p.buffer == kNone) continue;
-    const unsigned char* g = at(p);
-    for (Elements i = 0; i < p.length && !bad; ++i) bad = !std::isfinite(load(p.dtype, g, i));
-  }
+  for (const OperandPiece& p : c.src)
+    if (!bad && p.buffer != kNone) bad = any_nonfinite(p.dtype, at(p), p.length);
   store(d.dtype, out, 0, bad ? 1.0 : 0.0);
   // A set flag decides this step's loss-scale update, whether or not an all-reduce follows (stage
   // 0 checks locally: its gradients were all-reduced before).

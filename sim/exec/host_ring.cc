@@ -8,6 +8,7 @@
 #include <string>
 
 #include "numerics.h"
+#include "vector_clones.h"
 
 namespace zerosim::exec {
 namespace {
@@ -28,17 +29,19 @@ T max_nan(T a, T b) {  // NaN propagates, as torch.max does
   return a < b ? b : a;
 }
 
-// 16-bit floats: widen, combine in float32, round back (per element, per step).
+// 16-bit floats: widen, combine in float32, round back (per element, per step). Sum and max are
+// separate loops: the sum's vectorises (the op test inside the loop kept it scalar).
 template <float (*Widen)(std::uint16_t), std::uint16_t (*Narrow)(float)>
 void combine16(std::uint16_t* d, const std::uint16_t* s, Elements n, ReduceOp op) {
-  for (Elements i = 0; i < n; ++i) {
-    const float a = Widen(d[i]), b = Widen(s[i]);
-    d[i] = Narrow(op == ReduceOp::Max ? max_nan(a, b) : a + b);
-  }
+  if (op == ReduceOp::Max)
+    for (Elements i = 0; i < n; ++i) d[i] = Narrow(max_nan(Widen(d[i]), Widen(s[i])));
+  else
+    for (Elements i = 0; i < n; ++i) d[i] = Narrow(Widen(d[i]) + Widen(s[i]));
 }
 
 }  // namespace
 
+ZEROSIM_VECTOR_CLONES
 void reduce_into(void* dst, const void* src, Elements n, DType dtype, ReduceOp op) {
   const bool mx = op == ReduceOp::Max;
   switch (dtype) {

@@ -56,13 +56,54 @@ Block Block::make(std::size_t bytes, bool zero) {
   return b;
 }
 
+Block Block::split_tail(std::size_t keep) {
+  Block tail;
+  if (!mapped_ || keep == 0 || keep >= capacity_ || keep % kGranule != 0) return tail;
+  tail.data_ = data_ + keep;
+  tail.capacity_ = capacity_ - keep;
+  tail.mapped_ = true;
+  capacity_ = keep;
+  return tail;
+}
+
+bool Block::move_pages_to(unsigned char* to) {
+  if (!mapped_) return false;
+  void* p = ::mremap(data_, capacity_, capacity_, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+  if (p == MAP_FAILED) return false;
+  data_ = nullptr;  // the pages live at `to` now; the old range is unmapped
+  capacity_ = 0;
+  mapped_ = false;
+  return true;
+}
+
 Block BlockCache::take(std::size_t bytes, bool zero) {
-  auto it = free_.find(Block::granule(bytes));
-  if (it == free_.end()) return Block::make(bytes, zero);
-  Block b = std::move(it->second);
-  free_.erase(it);
-  held_ -= b.capacity();
-  if (zero) std::memset(b.data(), 0, bytes);
+  const std::size_t cap = Block::granule(bytes);
+  auto it = free_.lower_bound(cap);
+  if (it != free_.end() && (it->first == cap || (cap >= kMapFrom && it->second.mapped()))) {
+    Block b = std::move(it->second);
+    free_.erase(it);
+    held_ -= b.capacity();
+    if (b.capacity() > cap) give(b.split_tail(cap));  // the rest stays cached
+    if (zero) std::memset(b.data(), 0, bytes);
+    return b;
+  }
+  Block b = Block::make(bytes, zero);
+  if (!b || !b.mapped()) return b;
+  // Every cached mapping is smaller: the largest that fit move into the fresh one's head, so
+  // their pages (already faulted in) serve it and only the rest faults.
+  std::size_t filled = 0;
+  while (filled < cap && !free_.empty()) {
+    auto fit = free_.upper_bound(cap - filled);
+    if (fit == free_.begin()) break;
+    --fit;
+    if (!fit->second.mapped()) break;  // malloc'd blocks (under kMapFrom) stay where they are
+    const std::size_t n = fit->first;
+    if (!fit->second.move_pages_to(b.data() + filled)) break;
+    free_.erase(fit);
+    held_ -= n;
+    if (zero) std::memset(b.data() + filled, 0, n);
+    filled += n;
+  }
   return b;
 }
 

@@ -9,7 +9,7 @@
 #   exit N
 #   <the expected stderr, line by line, up to the blank line>
 # {dir} stands for this folder and {tmp} for a scratch folder that holds the generated inputs
-# below (a directory, a FIFO, NUL bytes, binary garbage, deep nesting): what git cannot hold or
+# below (a directory, a FIFO, NUL bytes, binary garbage, deep nesting in JSON and YAML): what git cannot hold or
 # would rather not.
 set -uo pipefail
 zerosim="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
@@ -25,6 +25,7 @@ printf '{"train_micro_batch_size_per_gpu": 1, "zero_o\0ptimization": {}}\n' >"$t
 printf '\x89PNG\r\n\x1a\n\rIHDR\x1b[2J\x1b[31m\xff\xfe\xc2\x9b' >"$tmp/garbage.bin"
 deep() { head -c "$1" /dev/zero | tr '\0' '['; head -c "$1" /dev/zero | tr '\0' ']'; }
 { printf '{"train_micro_batch_size_per_gpu": 1, "x": '; deep 300; printf '}\n'; } >"$tmp/ds_deep.json"
+{ printf 'model_name_or_path: gpt2\nx: '; deep 5000; printf '\n'; } >"$tmp/trainer_deep.yaml"
 {
   printf '{"format": "zerosim-scenario", "version": 1, "name": "deep", "model": {"zoo": "gpt2-small"},\n'
   printf ' "deepspeed": {"train_micro_batch_size_per_gpu": 1, "x": '

@@ -3,7 +3,8 @@
 # `cmake` on PATH that records how it is called (and links the real zerosim where the build would
 # put it), then check that the demo configured without the test suite and benchmarks, built the
 # zerosim target alone, and printed the plan. install_deps.sh --cli runs for real: it only checks
-# that the four packages the CLI needs are present (they are wherever this test was built).
+# that the five packages the CLI needs (yaml-cpp for --trainer-config among them) are present
+# (they are wherever this test was built).
 # Usage: demo_builds_cli_only.sh ZEROSIM_BINARY REPO_ROOT
 set -euo pipefail
 zs=$(realpath "$1")
@@ -30,8 +31,8 @@ grep -q -- "-DZEROSIM_BUILD_BENCH=OFF" "$work/cmake.log" || fail "configured wit
 [ "$(grep -c -- "--build" "$work/cmake.log")" = 1 ] || fail "expected one build command"
 grep -- "--build" "$work/cmake.log" | grep -q -- "--target zerosim$" || fail "built more than the zerosim target"
 grep -q "^zerosim plan: gpt2-small" "$work/out.txt" || fail "the demo did not print the plan"
-grep -q "install_deps: all 4 packages present" "$work/out.txt" ||
-  fail "install_deps.sh --cli did not check exactly the CLI's four packages"
+grep -q "install_deps: all 5 packages present" "$work/out.txt" ||
+  fail "install_deps.sh --cli did not check exactly the CLI's five packages"
 
 # The full build (scripts/run_tests.sh) turns the test suite and benchmarks back on in the same
 # folder, so a demo build followed by the tests never silently drops the tests.

@@ -1,7 +1,8 @@
 // Data mode's fast paths against their definitions: the branch-free fp16 conversions (numerics.h)
 // equal the case-by-case ones on every half and on a dense sample of floats (all 2^32 were checked
 // once, offline); the typed convert/write_grads loops equal the element-by-element load/store
-// formula; BlockCache reuses blocks by size, zero-fills on request and frees beyond its limit.
+// formula; BlockCache reuses blocks of any size (whole, a head, pages moved into a larger one),
+// zero-fills on request and frees beyond its limit.
 #include "data_kernels.h"
 
 #include <gtest/gtest.h>
@@ -132,6 +133,30 @@ TEST(DataKernels, GradientWritesEqualTheElementwiseFormula) {
     }
 }
 
+// The local norm's and overflow check's loops: the same sum, in the same order, as adding
+// load()^2 one by one; inf or NaN anywhere (first, middle, last element) in every dtype.
+TEST(DataKernels, SquaredNormAndNonFiniteEqualTheElementwiseFormula) {
+  const Elements n = 1029;
+  for (DType t : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64, DType::Int64,
+                  DType::UInt8}) {
+    std::vector<unsigned char> d(8 * n);
+    const SyntheticGrads w(5, 0, 0, 0, 1);
+    for (Elements i = 0; i < n; ++i) store(t, d.data(), i, 100.0 * w(i));
+    double want = 0.25;
+    for (Elements i = 0; i < n; ++i) want += load(t, d.data(), i) * load(t, d.data(), i);
+    EXPECT_EQ(sum_squares(t, d.data(), n, 0.25), want) << dtype_name(t);
+    EXPECT_FALSE(any_nonfinite(t, d.data(), n)) << dtype_name(t);
+    if (t == DType::Int64 || t == DType::UInt8) continue;  // always finite
+    for (Elements at : {Elements{0}, n / 2, n - 1})
+      for (double bad : {INFINITY, -INFINITY, NAN}) {
+        std::vector<unsigned char> e = d;
+        store(t, e.data(), at, bad);
+        EXPECT_TRUE(any_nonfinite(t, e.data(), n)) << dtype_name(t) << " at " << at;
+        EXPECT_FALSE(any_nonfinite(t, e.data(), at)) << dtype_name(t) << " before " << at;
+      }
+  }
+}
+
 TEST(BlockCache, ReusesBySizeZeroFillsOnRequestAndKeepsToItsLimit) {
   BlockCache cache(std::size_t{8} << 20);
   Block a = cache.take(std::size_t{3} << 20, true);
@@ -150,9 +175,26 @@ TEST(BlockCache, ReusesBySizeZeroFillsOnRequestAndKeepsToItsLimit) {
   EXPECT_EQ(cache.held(), 0u);
   cache.give(std::move(c));
   EXPECT_EQ(cache.held(), std::size_t{3} << 20);
+  // A larger request gets the cached pages moved into its head (contents as left), the rest fresh
+  // (zeros); zero-filled when asked.
+  Block d = cache.take(std::size_t{6} << 20, false);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(cache.held(), 0u);
+  std::memset(d.data(), 9, std::size_t{1} << 20);
+  EXPECT_EQ(d.data()[(std::size_t{3} << 20) + 12345], 0);
+  cache.give(std::move(d));
+  Block z = cache.take(std::size_t{7} << 20, true);
+  EXPECT_EQ(z.data()[12345], 0);
+  EXPECT_EQ(z.data()[(std::size_t{7} << 20) - 1], 0);
+  EXPECT_EQ(cache.held(), 0u);
+  cache.give(std::move(z));
+  // A smaller request is the head of a larger cached block; its tail stays cached.
+  Block e = cache.take(std::size_t{2} << 20, false);
+  EXPECT_EQ(cache.held(), std::size_t{5} << 20);
+  e = Block();
   // Beyond the limit a released block is freed, not kept.
-  cache.give(cache.take(std::size_t{6} << 20, false));
-  EXPECT_EQ(cache.held(), std::size_t{3} << 20);
+  cache.give(Block::make(std::size_t{4} << 20, false));
+  EXPECT_EQ(cache.held(), std::size_t{5} << 20);
   // A request no machine can map fails as a null block, not an exception.
   EXPECT_FALSE(Block::make(std::size_t{1} << 62, false));
 }

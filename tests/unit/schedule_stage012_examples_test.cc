@@ -165,7 +165,39 @@ TEST(ScheduleStage012Examples, OverflowStepsAreChecked) {
   DsConfig fp32 = zero_config(2, 8, false);
   fp32.fp16 = false;
   EXPECT_NE(errors(fp32, {0}).find("got float32 in stage 2"), std::string::npos);
-  EXPECT_NE(errors(zero_config(0, 8, false), {0}).find("got stage 0"), std::string::npos);
+  // Stage 0: FP16_Optimizer checks fp16 grads; in bf16 it does not, and fp32's bare optimizer has
+  // no check at all.
+  EXPECT_EQ(errors(zero_config(0, 8, false), {0}), "");
+  DsConfig stage0_bf16 = zero_config(0, 8, false);
+  stage0_bf16.fp16 = false;
+  stage0_bf16.bf16 = true;
+  EXPECT_NE(errors(stage0_bf16, {0}).find("got bfloat16 in stage 0"), std::string::npos);
+  DsConfig stage0_fp32 = zero_config(0, 8, false);
+  stage0_fp32.fp16 = false;
+  EXPECT_NE(errors(stage0_fp32, {0}).find("got stage 0 (no ZeRO optimizer)"), std::string::npos);
+}
+
+// Stage 0 fp16, an overflow step: FP16_Optimizer.step() checks, then returns (no norm, no update,
+// no write-back); the other steps update.
+TEST(ScheduleStage012Examples, Stage0OverflowStepSkipsTheUpdate) {
+  BuildOptions o = with_steps(3);
+  o.overflow_steps = {1};
+  const Built b = build(make_model(kG1), zero_config(0, 8, false), 4, o);
+  ASSERT_TRUE(b.schedule.ok()) << b.schedule.diagnostics().to_string();
+  std::uint32_t updates[3] = {}, norms[3] = {}, checks[3] = {};
+  for (const Op& op : b.s().ops) {
+    if (op.step >= 3) continue;
+    updates[op.step] += op.kind == OpKind::OptimizerStep || op.kind == OpKind::WriteBack;
+    norms[op.step] += op.kind == OpKind::GradNorm;
+    checks[op.step] += op.kind == OpKind::GradOverflow;
+  }
+  for (std::uint32_t k : {0u, 2u}) {
+    EXPECT_GT(updates[k], 0u) << "step " << k;
+    EXPECT_GT(norms[k], 0u) << "step " << k;
+  }
+  EXPECT_EQ(updates[1], 0u);
+  EXPECT_EQ(norms[1], 0u);
+  EXPECT_GT(checks[1], 0u);
 }
 
 TEST(ScheduleStage012Examples, G13RealisticStage2SizingWithoutMaterialising) {

@@ -113,7 +113,7 @@ TEST(SimulateSpeed, ReportsStepTimeTokensAndMfu) {
 PlanRequest llama7b_on_8_h100() {
   PlanRequest req;
   req.model = load_zoo_model("llama2-7b").value();
-  req.cluster.gpu = find_gpu("H100").value();
+  req.cluster.gpu = find_gpu("H100-SXM-80GB").value();
   req.cluster.nodes = 1;
   req.cluster.gpus_per_node = 8;
   req.base = default_ds_config(0, DType::BFloat16);

@@ -132,9 +132,58 @@ TEST(ViewModelDerived, Stage3GathersEndAtTheirAllGatherAndReleasesAreDropsOfGath
   EXPECT_EQ(e[3].t, 40);
   EXPECT_EQ(e[3].bytes, 100u);
   EXPECT_EQ(e[3].gathered_after, 0u);
+  // No gathered buffers add up to 250: that release stays unnamed; the last frees "fetch fwd a"'s.
+  EXPECT_TRUE(e[2].released.empty());
+  EXPECT_EQ(e[3].released, std::vector<std::uint32_t>{0});
   Trace stage2 = t;
   stage2.meta.stage = 2;
   EXPECT_TRUE(param_events(stage2, stage2.ranks[0], all_spans(stage2)).empty());
+}
+
+// A release names the parameters it frees: the rise of the gathered bytes in one instant is the
+// earliest unclaimed all-gather of that many bytes started by then (h.1's gather, prefetched,
+// starts before h.0's buffer is allocated: h.0 still claims its own); a drop frees the oldest
+// buffer of exactly its bytes, else the oldest run adding up to it (two modules freed at once).
+TEST(ViewModelDerived, AReleaseNamesTheAllGathersWhoseParametersItFrees) {
+  Trace t;
+  t.meta.stage = 3;
+  t.ranks = {rank(0, 0)};
+  t.spans = {span(kAllRanks, Stream::Gather, 0, 0, 2, "collective", "fetch fwd h.0.ln: 2 params"),
+             span(kAllRanks, Stream::Gather, 1, 2, 2, "collective", "fetch fwd h.1.ln: 2 params"),
+             span(kAllRanks, Stream::Gather, 2, 10, 1, "collective", "prefetch: wte.weight"),
+             span(kAllRanks, Stream::Gather, 3, 10, 1, "collective", "fetch bwd wpe: wpe.weight"),
+             span(kAllRanks, Stream::Reduce, 4, 12, 4, "collective", "grad hook all-gather")};
+  const Bytes sizes[] = {100, 100, 50, 30, 80};
+  for (std::uint32_t i = 0; i < 5; ++i) {
+    t.spans[i].comm = i;
+    CommRecord c;
+    c.kind = CollectiveKind::AllGather;
+    c.bytes = sizes[i];
+    t.comms.push_back(c);
+  }
+  // Rises of 100 at 3 and at 6 (two samples of 50: one module's two parameters), 50 at 11 and
+  // 30 at 12; drops of 100 at 20, 80 at 30, 100 at 40, and of 7 bytes at 50 after a rise of 7
+  // at 45 that no all-gather explains.
+  t.ranks[0].memory = {gathered(3, 100),  gathered(6, 150),  gathered(6, 200),  gathered(11, 250),
+                       gathered(12, 280), gathered(20, 180), gathered(30, 100), gathered(40, 0),
+                       gathered(45, 7),   gathered(50, 0)};
+  const std::vector<ParamEvent> e = param_events(t, t.ranks[0], all_spans(t));
+  std::vector<ParamEvent> releases;
+  for (const ParamEvent& x : e) {
+    if (x.kind == ParamEvent::Kind::Release) releases.push_back(x);
+  }
+  ASSERT_EQ(releases.size(), 4u);
+  EXPECT_EQ(releases[0].released, std::vector<std::uint32_t>{0});  // h.0 before h.1
+  EXPECT_EQ(releases[1].released, (std::vector<std::uint32_t>{2, 3}));
+  EXPECT_EQ(releases[2].released, std::vector<std::uint32_t>{1});
+  EXPECT_TRUE(releases[3].released.empty());
+  EXPECT_EQ(gathered_params_name(t.spans[0]), "h.0.ln: 2 params");
+  EXPECT_EQ(gathered_params_name(t.spans[2]), "wte.weight");
+  EXPECT_EQ(gathered_params_name(t.spans[3]), "wpe: wpe.weight");
+  Span persistent = t.spans[0];
+  persistent.name = "post-step gather of persistent h.0.ln_1.weight";
+  EXPECT_EQ(gathered_params_name(persistent), "h.0.ln_1.weight");
+  EXPECT_EQ(gathered_params_name(t.spans[4]), "grad hook all-gather");
 }
 
 TEST(ViewModelDerived, TheLayoutAddsBucketAndParamRowsOnlyWhereTheyHaveContent) {

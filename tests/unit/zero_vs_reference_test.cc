@@ -168,8 +168,8 @@ INSTANTIATE_TEST_SUITE_P(
     Stages, ZeroVsReference,
     ::testing::Values(
         V("stage0_fp16", "", kFp16, 0), V("stage0_bf16", "", kBf16, 0),
-        V("stage1_fp16", "", kFp16, 1), V("stage2_fp16", "", kFp16, 2),
-        V("stage3_fp16", "", kFp16, 3),
+        V("stage0_fp16_overflow_step", "", kFp16, 0, 1, {1}), V("stage1_fp16", "", kFp16, 1),
+        V("stage2_fp16", "", kFp16, 2), V("stage3_fp16", "", kFp16, 3),
         V("stage2_small_buckets", R"("reduce_bucket_size": 5000, "allgather_bucket_size": 5000)",
           kFp16, 2),
         V("stage2_overlap_comm", R"("overlap_comm": true)", kFp16, 2),

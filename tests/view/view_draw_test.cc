@@ -312,7 +312,10 @@ TEST_F(NullRenderer, TheStage3ParamRowShowsGathersAndReleases) {
       0u)
       << v.tooltip();
   frames(v, 2, at(v, 90'000, 3));
-  EXPECT_EQ(v.tooltip(), "release 64.0 MiB of gathered parameters at 90 us\n0 B still gathered");
+  // The release names what it frees: the parameters of the all-gather that filled those bytes.
+  EXPECT_EQ(v.tooltip(),
+            "release 64.0 MiB of gathered parameters at 90 us\n  flush 0: AR(33554432)\n0 B "
+            "still gathered");
   frames(v, 2, at(v, 75'000, 3));
   EXPECT_TRUE(v.tooltip().empty()) << v.tooltip();
 }
@@ -376,6 +379,39 @@ TEST_F(NullRenderer, AClickOnAGroupHeaderOrEExpandsAndFoldsIt) {
   EXPECT_TRUE(v.model()->expanded(1));
   press_e(on_header);
   EXPECT_FALSE(v.model()->expanded(1));
+}
+
+// A new run of the same ranks (a what-if re-simulation, a re-opened trace) in a new viewer keeps
+// what the user expanded: the group that now holds the expanded group's first rank, even when the
+// new run folds the ranks differently.
+TEST_F(NullRenderer, AViewersStateCarriesItsExpandedGroupsToANewRun) {
+  const OpenedTrace o = folded_trace();  // rank 0 alone, ranks 1-2 folded
+  Viewer v(o, nullptr);
+  frames(v, 1, ImVec2(-100, -100));
+  ASSERT_TRUE(v.model()->set_expanded(1, true));
+  const std::optional<ViewerState> state = v.state();
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->expanded_ranks, std::vector<std::uint32_t>{1});
+  OpenedTrace next = folded_trace();
+  next.trace->spans[0].dur_ns = 10'000;  // now every rank runs alike: one group of three
+  Viewer fresh(next, nullptr);
+  ASSERT_EQ(fresh.model()->groups().size(), 1u);
+  EXPECT_FALSE(fresh.model()->expanded(0));
+  Viewer kept(next, nullptr);
+  kept.restore(*state, 1000);
+  EXPECT_TRUE(kept.model()->expanded(0));
+  frames(kept, 1, ImVec2(-100, -100));
+  std::size_t member_headers = 0;
+  for (const Row& r : kept.rows()) {
+    member_headers += r.kind == Row::Kind::Header && r.member != kAllMembers ? 1 : 0;
+  }
+  EXPECT_EQ(member_headers, 3u);
+  // A rank the new run does not trace expands nothing.
+  ViewerState gone = *state;
+  gone.expanded_ranks = {7};
+  Viewer other(next, nullptr);
+  other.restore(gone, 1000);
+  EXPECT_FALSE(other.model()->expanded(0));
 }
 
 // A window drawn over the timeline (the what-if panel) takes the mouse: the wheel over it does not
@@ -457,6 +493,56 @@ TEST_F(NullRenderer, ArrowAndPageKeysScrollTheRows) {
     frames(v, 1, ImVec2(-100, -100));
   }
   EXPECT_EQ(v.scroll_y(), 0.0f);
+}
+
+// Pixels of the last frame filled in colour `rgb` (rectangles: each triangle is half its clipped
+// bounding box), over every draw list.
+double area_of(Rgb rgb) {
+  const ImU32 c = IM_COL32((rgb >> 16) & 0xFF, (rgb >> 8) & 0xFF, rgb & 0xFF, 0xFF);
+  double area = 0;
+  const ImDrawData* d = ImGui::GetDrawData();
+  for (int i = 0; i < d->CmdListsCount; ++i) {
+    const ImDrawList& l = *d->CmdLists[i];
+    for (const ImDrawCmd& cmd : l.CmdBuffer) {
+      for (unsigned e = 0; e + 2 < cmd.ElemCount; e += 3) {
+        const ImDrawVert* v[3];
+        for (unsigned k = 0; k < 3; ++k) {
+          v[k] = &l.VtxBuffer[static_cast<int>(cmd.VtxOffset + l.IdxBuffer[cmd.IdxOffset + e + k])];
+        }
+        if (v[0]->col != c || v[1]->col != c || v[2]->col != c) continue;
+        const float x0 =
+            std::max(cmd.ClipRect.x, std::min({v[0]->pos.x, v[1]->pos.x, v[2]->pos.x}));
+        const float x1 =
+            std::min(cmd.ClipRect.z, std::max({v[0]->pos.x, v[1]->pos.x, v[2]->pos.x}));
+        const float y0 =
+            std::max(cmd.ClipRect.y, std::min({v[0]->pos.y, v[1]->pos.y, v[2]->pos.y}));
+        const float y1 =
+            std::min(cmd.ClipRect.w, std::max({v[0]->pos.y, v[1]->pos.y, v[2]->pos.y}));
+        if (x1 > x0 && y1 > y0) area += static_cast<double>((x1 - x0) * (y1 - y0)) / 2;
+      }
+    }
+  }
+  return area;
+}
+
+// The 60 fps work (issue #9): llvmpipe pays for every filled pixel, so the backgrounds are filled
+// at most once per pixel: the renderer clears to the lanes' colour (kBackdropColor) and the frame
+// paints the background colour only where no lane is (the host window has no background of its
+// own). Before, the window's background covered the display and each lane filled its row again.
+TEST_F(NullRenderer, TheBackgroundsAreFilledAtMostOncePerPixel) {
+  EXPECT_EQ(kBackdropColor, kLaneBackgroundColor);
+  const OpenedTrace o = bucket_trace();
+  const OpenedTrace ghost = small_trace();
+  for (const OpenedTrace* g : {static_cast<const OpenedTrace*>(nullptr), &ghost}) {
+    Viewer v(o, g);
+    frames(v, 2, ImVec2(-100, -100));
+    const double display = 1000.0 * 600.0;
+    const double background = area_of(kBackgroundColor);
+    EXPECT_EQ(area_of(kLaneBackgroundColor), 0.0);
+    EXPECT_LE(background, display);
+    // The gutter and the summary column alone are (170 + 300) x 600 pixels of background.
+    EXPECT_GE(background, (kGutterPx + kSummaryPx) * 600.0);
+  }
 }
 
 }  // namespace

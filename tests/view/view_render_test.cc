@@ -291,6 +291,32 @@ TEST_F(ViewRender, Stage3GathersAndReleasesAreMarkedInTheirRow) {
   EXPECT_EQ(in_row, shot.png.count(kGatherColor));
 }
 
+// On a real stage 3 run (GPT-2 XL at 8 ranks), releases name the parameters they free: most are
+// matched to the all-gather that fetched them, each such gather started before the release, and
+// the first layer's attention weights are released by name.
+TEST_F(ViewRender, Stage3ReleasesNameTheParametersOfARealRun) {
+  ASSERT_FALSE(zero3_->empty());
+  const Geometry g(*zero3_, kW);
+  const Row* row = first_row(g, Row::Kind::Params);
+  ASSERT_NE(row, nullptr);
+  const RankGroup& group = g.model().groups()[row->group];
+  const Trace& t = g.model().trace();
+  std::size_t releases = 0, named = 0;
+  bool c_attn = false;
+  for (const ParamEvent& e : group.params) {
+    if (e.kind != ParamEvent::Kind::Release) continue;
+    ++releases;
+    named += e.released.empty() ? 0 : 1;
+    for (const std::uint32_t s : e.released) {
+      EXPECT_LE(t.spans[s].start_ns, e.t) << t.spans[s].name;
+      c_attn = c_attn || t.spans[s].name == "fetch fwd transformer.h.0.attn.c_attn: 2 params";
+    }
+  }
+  ASSERT_GT(releases, 100u);
+  EXPECT_GT(named * 4, releases * 3) << named << " of " << releases << " releases named";
+  EXPECT_TRUE(c_attn);
+}
+
 TEST_F(ViewRender, ScreenshotsAreDeterministic) {
   const Shot a = shoot(*zero3_, "det_a", "--zoom 8 --at-time 100000000");
   const Shot b = shoot(*zero3_, "det_b", "--zoom 8 --at-time 100000000 --frames 5");
@@ -376,10 +402,56 @@ TEST_F(ViewRender, GarbageFlagsAreOneLineErrors) {
   clitest::expect_one_line_error("view --scenario " + sc + " " + *zero2_ + shot,
                                  "expected no trace with a scenario (what-if mode)");
   clitest::expect_one_line_error("view --scenario /nonexistent.json" + shot, "/nonexistent.json");
+  // What-if mode from the planner's flags: refused as simulate refuses them, in one line.
+  const std::string xl = " --model gpt2-xl --gpus 8";
+  clitest::expect_one_line_error("view" + xl + " --stage 5" + shot,
+                                 "--stage: expected an integer 0..3, got \"5\"");
+  clitest::expect_one_line_error("view" + xl + shot, "which ZeRO stage?");
+  clitest::expect_one_line_error("view --model gpt2-xxl --gpus 8 --stage 2" + shot, "gpt2-xxl");
+  clitest::expect_one_line_error("view --model gpt2-xl --gpus 0 --stage 2" + shot, "--gpus");
+  clitest::expect_one_line_error("view" + xl + " --stage 2 --micro-batch x" + shot,
+                                 "--micro-batch");
+  clitest::expect_one_line_error("view" + xl + " --stage 2 --zero-init" + shot,
+                                 "--zero-init: expected ZeRO stage 3");
+  clitest::expect_one_line_error("view" + xl + " --stage 2 --steps 0" + shot, "--steps");
+  clitest::expect_one_line_error("view" + xl + " --stage 2 --set stage=9" + shot,
+                                 "--set: stage: expected an integer 0..3");
+  clitest::expect_one_line_error("view " + *zero2_ + xl + " --stage 2" + shot,
+                                 "expected no trace with the planner's flags (what-if mode)");
   const clitest::CliRun help = clitest::run_cli("view --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--screenshot FILE"), std::string::npos);
   EXPECT_NE(help.out.find("--set KNOB=V,..."), std::string::npos);
+  EXPECT_NE(help.out.find("--model NAME"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--micro-batch"), std::string::npos);
+  EXPECT_NE(help.out.find("--zero-init "), std::string::npos);
+}
+
+// What-if mode from the planner's flags (`plan`/`simulate`'s, through their parser): the run they
+// describe opens with the knobs panel; a switch (--zero-init) takes no value, so the flag after it
+// is still read; --set changes it with the flags' run as the ghost; with a scenario the flags
+// override its values and say so, as simulate does.
+TEST_F(ViewRender, WhatIfModeOpensFromThePlannersFlags) {
+  const std::string xl = "--model gpt2-xl --gpus 8 --gpu A100-80GB --micro-batch 4";
+  const Shot s2 = shoot(xl + " --stage 2", "flags_zero2");
+  ASSERT_EQ(s2.run.exit_code, 0) << s2.run.err;
+  EXPECT_TRUE(s2.run.err.empty()) << s2.run.err;
+  EXPECT_EQ(s2.png.count(kGhostColor), 0u);
+  EXPECT_EQ(s2.png.count(kGatherColor), 0u);
+  const Shot s3 = shoot(xl + " --stage 3 --zero-init --steps 2", "flags_zero3");
+  ASSERT_EQ(s3.run.exit_code, 0) << s3.run.err;
+  EXPECT_GT(s3.png.count(kGatherColor), 20u);
+  const Shot changed = shoot(xl + " --stage 2", "flags_changed", "--set stage=3");
+  ASSERT_EQ(changed.run.exit_code, 0) << changed.run.err;
+  EXPECT_GT(changed.png.count(kGhostColor), 500u);
+  EXPECT_GT(changed.png.count(kGatherColor), 20u);
+  const std::string sc = testing::scenario("gpt2-xl_zero2_8xa100");
+  const Shot plain = shoot(sc, "flags_scenario");
+  const Shot over = shoot(sc, "flags_override", "--gpus 16");
+  ASSERT_EQ(over.run.exit_code, 0) << over.run.err;
+  EXPECT_NE(over.run.err.find("note: --gpus: overrides"), std::string::npos) << over.run.err;
+  EXPECT_NE(clitest::read_all(temp("flags_override.png")),
+            clitest::read_all(temp("flags_scenario.png")));
 }
 
 // What-if mode: a scenario opens the knobs panel over its simulated run; --set re-simulates and

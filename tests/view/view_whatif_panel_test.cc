@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "draw/viewer.h"
 #include "draw/what_if_panel.h"
 
 namespace zerosim::view {
@@ -90,6 +91,40 @@ TEST_F(WhatIfPanelTest, SaveWritesADsConfigThatReadsBackToTheKnobs) {
   p.set_save_path("/nonexistent-dir/x.json");
   EXPECT_FALSE(p.save());
   EXPECT_EQ(p.status(), "/nonexistent-dir/x.json: cannot open for writing");
+}
+
+// A re-simulation replaces the viewer (a new run): what the user set up carries over through
+// Viewer::state and restore, as the what-if scene (ui/app) rebuilds it: the time range and the
+// scroll. (The simulator traces one rank per role, so no group of a what-if run has members to
+// expand; NullRenderer.AViewersStateCarriesItsExpandedGroupsToANewRun covers those.)
+TEST_F(WhatIfPanelTest, AReSimulationKeepsTheRangeAndTheScroll) {
+  OpenedTrace first;
+  first.trace = session_->trace();
+  auto before = std::make_unique<Viewer>(first, nullptr);
+  before->reset_view(1400);
+  const SimTime begin = before->model()->begin_ns();
+  before->view().fit(begin + 1'000'000, begin + 3'000'000);
+  std::optional<ViewerState> state = before->state();
+  ASSERT_TRUE(state.has_value());
+  EXPECT_TRUE(state->expanded_ranks.empty());
+  state->scroll_y = 40;
+  before.reset();
+
+  WhatIfPanel p(*session_);
+  Knobs k = p.edited();
+  k.stage = 3;
+  ASSERT_TRUE(p.change(k)) << p.status();
+  OpenedTrace next, ghost;
+  next.trace = session_->trace();
+  ghost.trace = *session_->ghost();
+  Viewer fresh(next, &ghost);
+  fresh.reset_view(1400);
+  EXPECT_NE(fresh.view().start_ns(), state->start_ns);  // a new viewer shows the whole run
+  Viewer after(next, &ghost);
+  after.restore(*state, 1400);
+  EXPECT_EQ(after.view().start_ns(), state->start_ns);
+  EXPECT_EQ(after.view().end_ns(), state->end_ns);
+  EXPECT_EQ(after.scroll_y(), 40.0f);
 }
 
 }  // namespace

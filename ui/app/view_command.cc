@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "args.h"
+#include "cmd_view_inputs.h"
 #include "commands.h"
+#include "draw/palette.h"
 #include "draw/viewer.h"
 #include "draw/what_if_panel.h"
 #include "render/headless_renderer.h"
@@ -27,25 +29,45 @@
 namespace zerosim::cli {
 namespace {
 
+// The view's own flags, then the run commands' model/cluster/training flags (what-if mode from the
+// planner's flags), parsed by the same parser.
 const std::vector<FlagSpec>& view_flags() {
-  static const std::vector<FlagSpec> kFlags = {
-      {"--screenshot", "FILE", "render without a display (EGL surfaceless) and write a PNG"},
-      {"--width", "W", "image/window width in pixels, 400..8192; default 1600"},
-      {"--height", "H", "image/window height in pixels, 200..8192; default 900"},
-      {"--at-time", "T", "centre the view on time T (ns from the trace's start)"},
-      {"--zoom", "Z", "zoom factor over the whole run, 1..1e9; default 1 (everything)"},
-      {"--rank", "R", "show only the lane group of traced rank R"},
-      {"--scenario", "FILE",
-       "what-if mode: simulate a scenario and open the knobs panel (a scenario file given as TRACE "
-       "does the same)"},
-      {"--set", "KNOB=V,...",
-       "what-if mode: change knobs before the first frame, e.g. stage=3,micro_batch=8 (the "
-       "scenario's run becomes the ghost)"},
-      {"--frames", "N",
-       "frames to render, 1..1000; screenshot: the last is saved (default 3); window: closes after "
-       "N"},
-  };
+  static const std::vector<FlagSpec> kFlags = [] {
+    std::vector<FlagSpec> f = {
+        {"--screenshot", "FILE", "render without a display (EGL surfaceless) and write a PNG"},
+        {"--width", "W", "image/window width in pixels, 400..8192; default 1600"},
+        {"--height", "H", "image/window height in pixels, 200..8192; default 900"},
+        {"--at-time", "T", "centre the view on time T (ns from the trace's start)"},
+        {"--zoom", "Z", "zoom factor over the whole run, 1..1e9; default 1 (everything)"},
+        {"--rank", "R", "show only the lane group of traced rank R"},
+        {"--scenario", "FILE",
+         "what-if mode: simulate a scenario and open the knobs panel (a scenario file given as "
+         "TRACE "
+         "does the same)"},
+        {"--set", "KNOB=V,...",
+         "what-if mode: change knobs before the first frame, e.g. stage=3,micro_batch=8 (the "
+         "scenario's run becomes the ghost)"},
+        {"--frames", "N",
+         "frames to render, 1..1000; screenshot: the last is saved (default 3); window: closes "
+         "after "
+         "N"},
+    };
+    for (FlagSpec& p : view_planner_flags()) {
+      p.help = "what-if mode from the planner's flags: " + p.help;
+      f.push_back(std::move(p));
+    }
+    return f;
+  }();
   return kFlags;
+}
+
+// Whether a flag takes a value (a switch such as --zero-init does not), so the positional split
+// below does not swallow the argument after a switch.
+bool takes_value(const std::string& arg) {
+  if (arg.find('=') != std::string::npos) return false;
+  for (const FlagSpec& f : view_flags())
+    if (f.name == arg) return !f.value_name.empty();
+  return arg != "--help";  // an unknown flag: parse_args names it
 }
 
 struct ViewOptions {
@@ -58,6 +80,9 @@ struct ViewOptions {
   std::optional<std::uint32_t> rank;
   std::optional<std::string> scenario;                   ///< what-if mode
   std::vector<std::pair<std::string, std::string>> set;  ///< --set, in order
+  /// What-if mode from the planner's flags (--model, --gpus, --stage, ...): the parsed flags,
+  /// resolved by the run commands' build_run (with --scenario: as its overrides).
+  std::optional<ParsedArgs> planner;
   bool help = false;
 };
 
@@ -80,8 +105,7 @@ Result<ViewOptions> parse_view_args(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     if (a.rfind("--", 0) == 0) {
       flags.push_back(a);
-      const bool takes_value = a.find('=') == std::string::npos && a != "--help";
-      if (takes_value && i + 1 < args.size()) flags.push_back(args[++i]);
+      if (takes_value(a) && i + 1 < args.size()) flags.push_back(args[++i]);
     } else {
       o.traces.push_back(a);
     }
@@ -97,17 +121,27 @@ Result<ViewOptions> parse_view_args(const std::vector<std::string>& args) {
     o.scenario = o.traces[0];
     o.traces.clear();
   }
-  if (o.scenario && !o.traces.empty()) {
+  if (has_view_planner_flags(p)) {
+    o.planner = p;
+    if (o.scenario) o.planner->values["--scenario"] = *o.scenario;
+  }
+  if (o.planner && !o.traces.empty()) {
+    d.error("zerosim view", "",
+            "expected no trace with the planner's flags (what-if mode), got " +
+                std::to_string(o.traces.size()) + " file names");
+  } else if (o.scenario && !o.traces.empty()) {
     d.error("zerosim view", "",
             "expected no trace with a scenario (what-if mode), got " +
                 std::to_string(o.traces.size()) + " file names");
-  } else if (!o.scenario && (o.traces.empty() || o.traces.size() > 2)) {
+  } else if (!o.scenario && !o.planner && (o.traces.empty() || o.traces.size() > 2)) {
     d.error("zerosim view", "",
-            "expected TRACE [TRACE2] or a scenario, got " + std::to_string(o.traces.size()) +
-                " file names");
+            "expected TRACE [TRACE2], a scenario or the planner's flags (--model, --gpus, "
+            "--stage, ...), got " +
+                std::to_string(o.traces.size()) + " file names");
   }
   if (auto v = p.get("--set")) {
-    if (!o.scenario) d.error("--set", "", "expected a scenario (what-if mode) to change, got none");
+    if (!o.scenario && !o.planner)
+      d.error("--set", "", "expected a scenario (what-if mode) to change, got none");
     std::size_t at = 0;
     while (at <= v->size()) {
       const std::size_t comma = std::min(v->find(',', at), v->size());
@@ -164,6 +198,13 @@ Result<ViewOptions> parse_view_args(const std::vector<std::string>& args) {
   return o;
 }
 
+// What a what-if run is called in its lanes' titles and errors.
+std::string what_if_source(const ViewOptions& o) {
+  if (o.planner)
+    return o.scenario ? *o.scenario + " with the planner's flags" : "the planner's flags";
+  return o.scenario.value_or("");
+}
+
 // Applies --rank, --zoom and --at-time; false (and one error line) when --rank is not traced.
 bool apply_view_options(view::Viewer& viewer, const ViewOptions& o, std::ostream& err) {
   if (viewer.failed()) return true;
@@ -178,7 +219,7 @@ bool apply_view_options(view::Viewer& viewer, const ViewOptions& o, std::ostream
       }
     }
     err << "zerosim view: --rank: expected a traced rank of "
-        << (o.traces.empty() ? o.scenario.value_or("") : o.traces[0]) << " (" << traced << "), got "
+        << (o.traces.empty() ? what_if_source(o) : o.traces[0]) << " (" << traced << "), got "
         << *o.rank << "\n";
     return false;
   }
@@ -221,10 +262,10 @@ class WhatIfScene : public Scene {
   }
   view::WhatIfPanel& panel() { return panel_; }
   view::Viewer& viewer() override { return *viewer_; }
-  // The viewer of the session's current run, the previous run as its ghost, the view kept.
+  // The viewer of the session's current run, the previous run as its ghost, the view, the
+  // expanded groups and the scroll kept.
   void rebuild() {
-    const std::optional<view::TimeView> keep =
-        viewer_ ? std::optional<view::TimeView>(viewer_->view()) : std::nullopt;
+    const std::optional<view::ViewerState> keep = viewer_ ? viewer_->state() : std::nullopt;
     viewer_.reset();
     main_.path = path_ + " (what-if: current)";
     main_.trace = session_->trace();
@@ -233,10 +274,7 @@ class WhatIfScene : public Scene {
     if (session_->ghost() != nullptr) ghost_.trace = *session_->ghost();
     viewer_ = std::make_unique<view::Viewer>(main_, ghost_.trace ? &ghost_ : nullptr);
     if (rank_) viewer_->show_only_rank(*rank_);  // --rank holds across re-simulations
-    if (keep) {
-      viewer_->reset_view(width_);
-      viewer_->view().fit(keep->start_ns(), keep->end_ns());
-    }
+    if (keep) viewer_->restore(*keep, width_);
   }
   void set_width(float w) { width_ = w; }
   void set_rank(std::optional<std::uint32_t> rank) { rank_ = rank; }
@@ -319,7 +357,8 @@ int window(Scene& scene, const ViewOptions& o, std::ostream& out, std::ostream& 
     int fw = 0, fh = 0;
     glfwGetFramebufferSize(w, &fw, &fh);
     glViewport(0, 0, fw, fh);
-    glClearColor(0, 0, 0, 1);
+    glClearColor(view::channel(view::kBackdropColor, 16), view::channel(view::kBackdropColor, 8),
+                 view::channel(view::kBackdropColor, 0), 1);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     glfwSwapBuffers(w);
@@ -343,12 +382,24 @@ int window(Scene& scene, const ViewOptions& o, std::ostream& out, std::ostream& 
 // What-if mode: the scenario simulated, --set applied (the scenario's run becomes the ghost),
 // then the screenshot or the window with the knobs panel.
 int run_what_if(const ViewOptions& o, std::ostream& out, std::ostream& err) {
-  Result<std::unique_ptr<view::WhatIf>> session = view::WhatIf::open(*o.scenario);
+  Result<std::unique_ptr<view::WhatIf>> session = Diagnostics{};
+  if (o.planner) {
+    Result<Scenario> s = view_scenario_from_flags(*o.planner);
+    if (!s.ok()) {
+      report(s.diagnostics(), err);
+      return kExitInvalidInput;
+    }
+    // The notes of overridden scenario values, as simulate prints them.
+    report(s.diagnostics(), err);
+    session = view::WhatIf::open(std::move(s.value()), o.scenario.value_or(what_if_source(o)));
+  } else {
+    session = view::WhatIf::open(*o.scenario);
+  }
   if (!session.ok()) {
     report(session.diagnostics(), err);
     return kExitInvalidInput;
   }
-  WhatIfScene scene(std::move(session.value()), *o.scenario);
+  WhatIfScene scene(std::move(session.value()), what_if_source(o));
   scene.set_width(static_cast<float>(o.width));
   if (o.screenshot) scene.panel().set_deterministic(true);  // no wall times in the image
   if (!o.set.empty()) {
@@ -377,7 +428,8 @@ int run_what_if(const ViewOptions& o, std::ostream& out, std::ostream& err) {
 std::string view_help() {
   return format_help(
       "view",
-      "arguments: TRACE [TRACE2], zerosim trace JSON files; or SCENARIO (what-if mode)\n\n"
+      "arguments: TRACE [TRACE2], zerosim trace JSON files; or SCENARIO, or the planner's flags\n"
+      "(what-if mode), e.g. zerosim view --model gpt2-xl --gpus 8 --stage 2 --micro-batch 4\n\n"
       "Opens a zerosim trace (zerosim simulate --trace, zerosim validate --output) as a timeline:\n"
       "lanes per rank (compute, reduce/gather streams, h2d/d2h, optimizer), collectives coloured\n"
       "by kind and labelled with their size, the memory stack per rank by category with the\n"
@@ -388,11 +440,13 @@ std::string view_help() {
       "group's header or E expands or folds it; Up/Down, Page Up/Down scroll the rows. Each\n"
       "rank's IPG bucket fill (params, flush, a flow line to its collective) and, at stage 3,\n"
       "its parameter gathers and releases get a row.\n"
-      "What-if mode (a scenario, or --scenario): a panel of knobs (stage, offload, micro-batch,\n"
-      "gradient accumulation, activation checkpointing, reduce_bucket_size, overlap_comm,\n"
-      "contiguous_gradients, stage-3 prefetch/persistence/live parameters, GPU type and count)\n"
-      "re-simulates on every change, the previous run drawn as the ghost; \"save as\n"
-      "ds_config.json\" writes the DeepSpeed knobs.",
+      "What-if mode (a scenario, --scenario, or the model/cluster/training flags of plan and\n"
+      "simulate, parsed and checked as simulate does; with a scenario they override its values):\n"
+      "a panel of knobs (stage, offload, micro-batch, gradient accumulation, activation\n"
+      "checkpointing, reduce_bucket_size, overlap_comm, contiguous_gradients, stage-3\n"
+      "prefetch/persistence/live parameters, GPU type and count) re-simulates on every change,\n"
+      "the previous run drawn as the ghost; \"save as ds_config.json\" writes the DeepSpeed\n"
+      "knobs.",
       view_flags());
 }
 
@@ -407,7 +461,7 @@ int run_view(const std::vector<std::string>& args, std::ostream& out, std::ostre
     out << view_help();
     return kExitOk;
   }
-  if (o.scenario) return run_what_if(o, out, err);
+  if (o.scenario || o.planner) return run_what_if(o, out, err);
   const view::OpenedTrace main = view::open_trace(o.traces[0]);
   std::optional<view::OpenedTrace> ghost;
   if (o.traces.size() == 2) ghost = view::open_trace(o.traces[1]);

@@ -24,8 +24,18 @@ std::string fill_title(const BucketFill& f) {
 
 std::string describe_event(const Trace& trace, const ParamEvent& e) {
   if (e.kind == ParamEvent::Kind::Release) {
+    // The parameters freed, named by the all-gathers that fetched them (a few, then a count).
+    constexpr std::size_t kNamed = 4;
+    std::string params;
+    for (std::size_t i = 0; i < e.released.size() && i < kNamed; ++i) {
+      params += "\n  " + gathered_params_name(trace.spans[e.released[i]]);
+    }
+    if (e.released.size() > kNamed) {
+      params += "\n  and " + plural(e.released.size() - kNamed, "more gather", "more gathers");
+    }
     return "release " + format_bytes(e.bytes) + " of gathered parameters at " +
-           format_duration(e.t) + "\n" + format_bytes(e.gathered_after) + " still gathered";
+           format_duration(e.t) + params + "\n" + format_bytes(e.gathered_after) +
+           " still gathered";
   }
   const Span& s = trace.spans[e.span];
   return "gather " + s.name + "\nall_gather " + format_bytes(e.bytes) + ", usable at " +

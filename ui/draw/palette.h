@@ -41,6 +41,13 @@ inline constexpr Rgb kGatherColor = 0x98DF8A;
 inline constexpr Rgb kReleaseColor = 0xFF9896;
 inline constexpr Rgb kBackgroundColor = 0x1E1E22;
 inline constexpr Rgb kLaneBackgroundColor = 0x2A2A30;
+/// What a renderer clears the display to before a frame: the lanes' background, the colour most
+/// of the display shows, so the frame does not fill it again (Viewer::frame paints the rest).
+inline constexpr Rgb kBackdropColor = kLaneBackgroundColor;
+/// A colour's channel at bit `shift` (16 red, 8 green, 0 blue) as glClearColor takes it.
+inline constexpr float channel(Rgb c, int shift) {
+  return static_cast<float>((c >> shift) & 0xFFu) / 255.0f;
+}
 
 /// Memory categories, by BufferCategory, stacked bottom-up in enum order.
 inline constexpr Rgb kCategoryColor[kCategoryCount] = {

@@ -119,6 +119,31 @@ bool Viewer::show_only_rank(std::uint32_t rank) {
   return true;
 }
 
+std::optional<ViewerState> Viewer::state() const {
+  if (!model_) return std::nullopt;
+  ViewerState s;
+  s.start_ns = view_.start_ns();
+  s.end_ns = view_.end_ns();
+  for (std::uint32_t g = 0; g < model_->groups().size(); ++g) {
+    if (model_->expanded(g)) {
+      s.expanded_ranks.push_back(model_->trace().ranks[model_->groups()[g].members.front()].rank);
+    }
+  }
+  s.scroll_y = scroll_y_;
+  return s;
+}
+
+void Viewer::restore(const ViewerState& state, float display_width) {
+  if (!model_) return;
+  reset_view(display_width);
+  view_.fit(state.start_ns, state.end_ns);
+  for (const std::uint32_t rank : state.expanded_ranks) {
+    const int g = model_->group_of_rank(rank);
+    if (g >= 0) model_->set_expanded(static_cast<std::uint32_t>(g), true);
+  }
+  scroll_y_ = state.scroll_y;  // draw_timeline clamps it to the new rows
+}
+
 float Viewer::lanes_right(float display_width) {
   return std::max(kGutterPx + 50, display_width - kSummaryPx);
 }
@@ -144,9 +169,13 @@ void Viewer::frame(bool interactive) {
   ImGui::SetNextWindowSize(size);
   ImGui::PushStyleColor(ImGuiCol_WindowBg, col(kBackgroundColor));
   ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 0.0f);
+  // No window background: the renderer clears to kBackdropColor (the lanes' background) and the
+  // frame paints kBackgroundColor only where no lane is, so no pixel is filled twice for a
+  // background (llvmpipe pays several ns per filled pixel: issue #9's 60 fps).
   ImGui::Begin("zerosim", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
-                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus);
+                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus |
+                   ImGuiWindowFlags_NoBackground);
   if (failed()) {
     draw_errors(size.x, size.y);
   } else {
@@ -162,6 +191,9 @@ void Viewer::frame(bool interactive) {
 
 void Viewer::draw_errors(float width, float height) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->PushClipRect(ImVec2(0, 0), ImVec2(width, height), false);  // the window has no background
+  dl->AddRectFilled(ImVec2(0, 0), ImVec2(width, height), col(kBackgroundColor));
+  dl->PopClipRect();
   const float x0 = width * 0.1f, y0 = height * 0.2f;
   dl->AddRectFilled(ImVec2(x0, y0), ImVec2(width * 0.9f, height * 0.8f), col(0x3A1E1E));
   dl->AddRect(ImVec2(x0, y0), ImVec2(width * 0.9f, height * 0.8f), col(kCapacityColor));
@@ -186,6 +218,18 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImU32 text = col(0xE0E0E0);
   const ImU32 dim_text = col(0xA0A0A0);
+  // The backdrop is the lanes' colour: the gutter, the summary panel's column and the ruler are
+  // painted in the background colour first; the rows paint what is not a lane as they go.
+  // The window clips its drawing a few pixels inside the display (ImGui's inner clip rect): the
+  // strip below the rows' clip is painted here, with the whole display as the clip.
+  const ImU32 background = col(kBackgroundColor);
+  const float clip_bottom = std::min(height, dl->GetClipRectMax().y);
+  dl->PushClipRect(ImVec2(0, 0), ImVec2(width, height), false);
+  dl->AddRectFilled(ImVec2(0, 0), ImVec2(left, height), background);
+  dl->AddRectFilled(ImVec2(right, 0), ImVec2(width, height), background);
+  dl->AddRectFilled(ImVec2(left, 0), ImVec2(right, kRulerPx), background);
+  dl->AddRectFilled(ImVec2(left, clip_bottom), ImVec2(right, height), background);
+  dl->PopClipRect();
 
   // Time ruler: major ticks a power of ten of ns apart, labels relative to the view's start.
   const SimTime step = view_.tick_step_ns(100.0);
@@ -221,6 +265,13 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
   };
   flows_.clear();
   dl->PushClipRect(ImVec2(0, kRulerPx), ImVec2(right, height), true);
+  // Down to `painted` the lane area shows what it should; a header, the gap between groups and
+  // each row's last pixel line (its separator) are background, the rest of a row is backdrop.
+  float painted = kRulerPx + 1;  // the ruler's line is the pixel row at kRulerPx
+  const auto paint_background_to = [&](float y) {
+    if (y > painted) dl->AddRectFilled(ImVec2(left, painted), ImVec2(right, y), background);
+    painted = std::max(painted, y);
+  };
   for (std::size_t ri = 0; ri < rows_.size(); ++ri) {
     const Row& row = rows_[ri];
     const float y0 = kRowsTop - scroll_y_ + row.y0, y1 = kRowsTop - scroll_y_ + row.y1;
@@ -228,16 +279,23 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
     if (y1 < kRulerPx) continue;  // scrolled above the ruler
     const RankGroup& group = model_->groups()[row.group];
     if (row.kind == Row::Kind::Header) {
+      paint_background_to(y1);
       // A member of an expanded group is indented under its group's header.
       const float indent = row.member == kAllMembers ? 6 : 18;
       dl->AddText(ImVec2(indent, y0 + 2), text, block_label(*model_, row).c_str());
       continue;
     }
+    // A row over the backdrop: the background above it (a gap) and its separator line.
+    const auto lane_backdrop = [&](float top, float bottom) {
+      paint_background_to(top);
+      painted = std::max(painted, bottom - 1);
+      paint_background_to(bottom);
+    };
     const RowBox box{left, right, y0, y1};
     if (row.kind == Row::Kind::Buckets || row.kind == Row::Kind::Params) {
       dl->AddText(ImVec2(18, y0 + 1), dim_text,
                   row.kind == Row::Kind::Buckets ? "bucket fill" : "params");
-      dl->AddRectFilled(ImVec2(left, y0), ImVec2(right, y1 - 1), col(kLaneBackgroundColor));
+      lane_backdrop(y0, y1);
       if (row.kind == Row::Kind::Buckets) {
         draw_bucket_row(
             dl, trace, group, view_, box, [&](const Span& s) { return lane_y(ri, s); }, flows_);
@@ -249,7 +307,7 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
     if (row.kind == Row::Kind::Lane) {
       const Lane& lane = group.lanes[row.lane];
       dl->AddText(ImVec2(18, y0 + 3), dim_text, lane_kind_name(lane.kind));
-      dl->AddRectFilled(ImVec2(left, y0), ImVec2(right, y1 - 1), col(kLaneBackgroundColor));
+      lane_backdrop(y0, y1);
       if (const RankGroup* gg = ghost_group(row.group)) {
         // The ghost's own clock, aligned so both runs start at the same pixel.
         const TimeView gv = view_.shifted(ghost_offset_ns_);
@@ -288,7 +346,7 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
     const double scale = static_cast<double>(h) / static_cast<double>(stack.y_max());
     dl->AddText(ImVec2(18, y0 + 3), dim_text, "memory");
     dl->AddText(ImVec2(18, y0 + 18), dim_text, format_bytes(stack.peak_bytes()).c_str());
-    dl->AddRectFilled(ImVec2(left, y0), ImVec2(right, y1 - 1), col(kLaneBackgroundColor));
+    lane_backdrop(y0, y1);
     stack.columns(view_, columns_);
     // Adjacent columns with the same breakdown become one rectangle per category (most of a
     // run is flat between allocations): far fewer quads for the software rasteriser.
@@ -345,6 +403,7 @@ void Viewer::draw_timeline(float width, float height, bool interactive) {
       }
     }
   }
+  paint_background_to(height);  // below the last row
   dl->PushClipRect(ImVec2(left, kRulerPx), ImVec2(right, height), true);
   draw_flows(dl, flows_);
   dl->PopClipRect();

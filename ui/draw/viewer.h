@@ -37,6 +37,15 @@ OpenedTrace open_trace(const std::string& path);
 /// Top pixel row of the capacity line in a memory row from `row_top` to `row_bottom` (screen y).
 float capacity_line_y(float row_top, float row_bottom, const MemoryStack& stack);
 
+/// What a user set up in a viewer that the viewer of a new run keeps (a what-if re-simulation,
+/// issue #9): the time range shown, the groups expanded (by the first traced rank of each, since a
+/// new run's groups are new) and the rows' scroll.
+struct ViewerState {
+  SimTime start_ns = 0, end_ns = 0;
+  std::vector<std::uint32_t> expanded_ranks;
+  float scroll_y = 0;
+};
+
 class Viewer {
  public:
   /// `main` is drawn normally, `ghost` (optional: the predicted run, or the previous what-if
@@ -57,6 +66,11 @@ class Viewer {
   /// Fits the whole run into the lane area of a display `display_width` pixels wide (the first
   /// frame does this unless it was called before).
   void reset_view(float display_width);
+  /// The state to carry to the viewer of the next run (empty when the trace failed).
+  std::optional<ViewerState> state() const;
+  /// Fits the view to the state's range in a display `display_width` pixels wide and expands the
+  /// group that now holds each of its expanded ranks (a group of one rank stays as it is).
+  void restore(const ViewerState& state, float display_width);
   /// Right edge of the lane area for a display of `width` pixels (the left one is kGutterPx).
   static float lanes_right(float display_width);
   const std::vector<Row>& rows() const { return rows_; }

@@ -7,7 +7,11 @@
 //     "fetch ..." collectives on the gather stream, the post-step gathers), marked where it ends
 //     (the parameters are then usable); a release is a drop of the rank's gathered_param bytes in
 //     its memory curve (the trace records no Free spans: the simulator folds allocations into the
-//     memory counters, a measured run has only the allocator's curve), marked with the bytes freed.
+//     memory counters, a measured run has only the allocator's curve), marked with the bytes freed
+//     and the all-gathers whose parameters it frees: the rise of the gathered bytes in one instant
+//     (a module's parameters) is the earliest unclaimed all-gather of that many bytes started by
+//     then, and the drop in one instant frees the oldest gathered buffers of exactly that many
+//     bytes (one, or a run of them), as DeepSpeed releases modules in the order it fetched them.
 // Both are sorted by time so a frame finds the visible ones by binary search.
 #pragma once
 
@@ -47,7 +51,15 @@ struct ParamEvent {
   Bytes bytes = 0;             ///< gather: the collective's S; release: gathered bytes freed
   std::uint32_t span = kNone;  ///< gather: the all-gather span
   Bytes gathered_after = 0;    ///< release: gathered_param bytes left afterwards
+  /// Release: the all-gather spans whose parameters it frees, oldest first (empty: no gathered
+  /// buffers of exactly the bytes freed).
+  std::vector<std::uint32_t> released;
 };
+
+/// The parameters an all-gather span fetches, from its label: "fetch fwd M: P" and "fetch bwd M: P"
+/// give "M: P", "prefetch: P" gives P, "post-step gather of persistent P" gives P; any other label
+/// is returned whole.
+std::string gathered_params_name(const Span& gather);
 
 /// Stage 3 only (trace.meta.stage == 3; otherwise empty): the gathers among `spans` (all-gather
 /// collectives) and the releases in `rank`'s memory curve (the drops of the samples at one ns added

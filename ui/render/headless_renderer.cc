@@ -1,6 +1,8 @@
 // EGL surfaceless rendering: see headless_renderer.h.
 #include "render/headless_renderer.h"
 
+#include "draw/palette.h"
+
 #define EGL_EGLEXT_PROTOTYPES
 #define GL_GLEXT_PROTOTYPES
 #include <EGL/egl.h>
@@ -111,7 +113,8 @@ HeadlessRenderer::~HeadlessRenderer() {
   if (s.display != EGL_NO_DISPLAY) eglTerminate(s.display);
 }
 
-Image HeadlessRenderer::render(const std::function<void()>& draw, int frames, double& frame_ms) {
+void HeadlessRenderer::draw_frames(const std::function<void()>& draw, int frames,
+                                   double& frame_ms) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int f = 0; f < frames; ++f) {
     ImGui_ImplOpenGL3_NewFrame();
@@ -120,13 +123,18 @@ Image HeadlessRenderer::render(const std::function<void()>& draw, int frames, do
     ImGui::Render();
     glBindFramebuffer(GL_FRAMEBUFFER, state_->fbo);
     glViewport(0, 0, width_, height_);
-    glClearColor(0, 0, 0, 1);
+    glClearColor(channel(kBackdropColor, 16), channel(kBackdropColor, 8),
+                 channel(kBackdropColor, 0), 1);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     glFinish();
   }
   const auto t1 = std::chrono::steady_clock::now();
   frame_ms = std::chrono::duration<double, std::milli>(t1 - t0).count() / std::max(frames, 1);
+}
+
+Image HeadlessRenderer::render(const std::function<void()>& draw, int frames, double& frame_ms) {
+  draw_frames(draw, frames, frame_ms);
   std::vector<std::uint8_t> rgba(static_cast<std::size_t>(width_) * height_ * 4);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadPixels(0, 0, width_, height_, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());

@@ -33,6 +33,8 @@ class HeadlessRenderer {
   /// auto-sized windows settle) and reads the last one back. `frame_ms` receives the mean wall
   /// time per frame (ImGui + GL + glFinish), in ms.
   Image render(const std::function<void()>& draw, int frames, double& frame_ms);
+  /// The frames of render() without the read-back (bench/view_frame_bench times them).
+  void draw_frames(const std::function<void()>& draw, int frames, double& frame_ms);
 
  private:
   HeadlessRenderer() = default;

@@ -192,13 +192,17 @@ Result<Trace> simulate_scenario(const Scenario& s) {
 Result<std::unique_ptr<WhatIf>> WhatIf::open(const std::string& scenario_path) {
   Result<Scenario> s = load_scenario_file(scenario_path);
   if (!s.ok()) return Result<std::unique_ptr<WhatIf>>(s.diagnostics());
+  return open(std::move(s.value()), scenario_path);
+}
+
+Result<std::unique_ptr<WhatIf>> WhatIf::open(Scenario base, const std::string& source) {
   std::unique_ptr<WhatIf> w(new WhatIf());
-  w->path_ = scenario_path;
-  w->base_ = std::move(s.value());
+  w->path_ = source;
+  w->base_ = std::move(base);
   w->knobs_ = knobs_of(w->base_);
   // The scenario as the knobs make it (the same config, read back from the knobs' JSON), so the
   // first run and every later one come from one path.
-  Result<Scenario> applied = apply_knobs(w->base_, w->knobs_, scenario_path);
+  Result<Scenario> applied = apply_knobs(w->base_, w->knobs_, source);
   if (!applied.ok()) return Result<std::unique_ptr<WhatIf>>(applied.diagnostics());
   w->scenario_ = std::move(applied.value());
   const auto t0 = std::chrono::steady_clock::now();

@@ -74,6 +74,10 @@ class WhatIf {
  public:
   /// Loads and simulates a scenario file.
   static Result<std::unique_ptr<WhatIf>> open(const std::string& scenario_path);
+  /// Simulates a scenario resolved elsewhere (`zerosim view --model M --gpus N --stage S`: the
+  /// CLI's planner flags). `source` names it in errors; a file of that name is the one "save as
+  /// ds_config.json" refuses to overwrite (none when the scenario came from flags).
+  static Result<std::unique_ptr<WhatIf>> open(Scenario base, const std::string& source);
 
   const Knobs& knobs() const { return knobs_; }
   const Scenario& scenario() const { return scenario_; }

@@ -126,6 +126,12 @@ struct DsConfig {
   std::vector<std::string>
       not_modelled;                ///< top-level keys accepted but not modelled (--verbose lists)
   std::vector<std::string> notes;  ///< what DeepSpeed really does with this config, one line each
+  /// Settings DeepSpeed runs that change the answer and zerosim does not model (tensor
+  /// parallelism, ZeRO++, MiCS): plan and simulate print them on their first screen and in JSON.
+  std::vector<std::string> warnings;
+  /// What the config asks that zerosim refuses to plan rather than approximate (stage 3 NVMe
+  /// offload): make_plan and build_schedule fail with these, each naming the file and key.
+  std::vector<Diagnostic> refusals;
 
   DType lp_dtype() const { return fp16 ? DType::Float16 : bf16 ? DType::BFloat16 : DType::Float32; }
   /// MW: fp16 with fp16_master_weights_and_grads, bf16 with bf16_master_weights_and_grads, else

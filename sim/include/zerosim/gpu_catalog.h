@@ -49,13 +49,27 @@ struct GpuSpec {
 /// which case find_gpu reports why).
 const std::vector<GpuSpec>& gpu_catalog();
 
-/// Parses a catalog file's text ({"format": "zerosim-gpu-catalog", "version": 1, "gpus": [...]}).
-/// Every problem is a diagnostic with its JSON pointer; duplicate names/aliases are errors.
-Result<std::vector<GpuSpec>> load_gpu_catalog_text(const std::string& text,
-                                                   const std::string& source);
+/// A bare product name sold in several versions ("A100": the 40 GB and the 80 GB part): find_gpu
+/// refuses it and lists the choices (catalog "ambiguous").
+struct AmbiguousGpuName {
+  std::string name;
+  std::vector<std::string> choices;  ///< catalog names
+};
+
+/// Parses a catalog file's text ({"format": "zerosim-gpu-catalog", "version": 1, "gpus": [...],
+/// "ambiguous": [...]}). Every problem is a diagnostic with its JSON pointer; duplicate
+/// names/aliases, an ambiguous name that is also a GPU's, or a choice naming no GPU are errors.
+/// The ambiguous names go to `ambiguous` when given.
+Result<std::vector<GpuSpec>> load_gpu_catalog_text(
+    const std::string& text, const std::string& source,
+    std::vector<AmbiguousGpuName>* ambiguous = nullptr);
+
+/// The embedded catalog's ambiguous names, in file order.
+const std::vector<AmbiguousGpuName>& ambiguous_gpu_names();
 
 /// Finds a GPU by name, case-insensitively ('_' and ' ' match '-'); also accepts the aliases listed
-/// in the catalog. Unknown names fail with the list of known names and a "did you mean" hint.
+/// in the catalog. An ambiguous name ("A100") fails with its choices; unknown names fail with the
+/// list of known names, a "did you mean" hint and the way to give any other GPU (--gpu-memory).
 Result<GpuSpec> find_gpu(const std::string& name, const std::string& source = "--gpu");
 
 /// A cluster: nodes x GPUs per node of one GPU type.

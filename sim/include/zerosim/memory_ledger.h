@@ -116,6 +116,33 @@ class MemoryLedger {
   /// Buffer `buffer` is released at `t`. Errors: unknown id, not live (double free), t before the
   /// previous event. O(1).
   std::optional<Diagnostic> release(std::uint32_t buffer, SimTime t);
+  /// allocate() and release() for callers that report problems themselves: true when recorded;
+  /// false (nothing recorded) where allocate() or release() would return a Diagnostic. Inline
+  /// (the simulator records every Alloc and Free op through them).
+  bool try_allocate(std::uint32_t buffer, SimTime t) {
+    if (buffer >= buffers_.size() || t < last_t_ || live_alloc_[buffer] != kNone) return false;
+    const LedgerBuffer& b = buffers_[buffer];
+    const auto id = static_cast<std::uint32_t>(allocations_.size());
+    Allocation& a = allocations_.emplace_back();
+    a.id = id;
+    a.buffer = buffer;
+    a.pool = b.pool;
+    a.category = b.category;
+    a.bytes = b.bytes;
+    a.t_alloc = t;
+    live_alloc_[buffer] = id;
+    events_.push_back({t, buffer, true});
+    last_t_ = t;
+    return true;
+  }
+  bool try_release(std::uint32_t buffer, SimTime t) {
+    if (buffer >= buffers_.size() || t < last_t_ || live_alloc_[buffer] == kNone) return false;
+    allocations_[live_alloc_[buffer]].t_free = t;
+    live_alloc_[buffer] = kNone;
+    events_.push_back({t, buffer, false});
+    last_t_ = t;
+    return true;
+  }
 
   const std::vector<LedgerBuffer>& buffers() const { return buffers_; }
   /// One record per allocate() call, in call order.

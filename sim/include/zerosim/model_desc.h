@@ -163,4 +163,7 @@ struct ModelDesc {
 /// (trainable == false) get no gradient and are left out. O(params + layer uses).
 std::vector<std::uint32_t> derive_grad_order(const ModelDesc& m);
 
+/// A shape as messages print it: "[4096, 11008]".
+std::string shape_text(const std::vector<std::uint64_t>& shape);
+
 }  // namespace zerosim

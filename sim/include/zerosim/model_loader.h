@@ -39,6 +39,13 @@ Result<ModelDesc> load_hf_config_file(const std::string& path);
 Result<ModelDesc> load_param_list_text(const std::string& text, const std::string& source);
 Result<ModelDesc> load_param_list_file(const std::string& path);
 
+/// --grad-order FILE: replaces a model's derived gradient-ready order by a recorded one (the order
+/// depends on the PyTorch version and device). FILE is {"grad_order": [name, ...]} or a param list
+/// holding one (tools/zerosim_record's params.rankR.json), whose "params", when present, must be
+/// the model's own (names and shapes, in order: the first difference is the error). The order must
+/// name every trainable param once. On success sets grad_order_recorded.
+Diagnostics apply_recorded_grad_order(ModelDesc& model, const std::string& path);
+
 /// A synthetic decoder-only transformer with exactly `parameters` elements (--params N): the width
 /// of the published model nearest in size (GPT-3 Table 2.1, Megatron-LM Table 1; beyond 1T grown
 /// as the cube root of the size), as GPT-2 modules, the depth that fills the count, and the

@@ -18,6 +18,7 @@
 #include "zerosim/memory_model.h"
 #include "zerosim/model_desc.h"
 #include "zerosim/partition_plan.h"
+#include "zerosim/saturating.h"
 
 namespace zerosim {
 
@@ -36,7 +37,17 @@ struct PlanRequest {
   OverheadParams overheads = default_overheads();
   /// Rows of stages above this are not planned (an 8-bit quantized base: stage 3 not modelled).
   int max_stage = 3;
+  /// --cpu-memory-per-node: host RAM of one node; a row fits only when host_per_node of its host
+  /// peak fits too (nullopt: the host side is not checked).
+  std::optional<Bytes> cpu_memory_per_node;
 };
+
+/// Host RAM one node needs: `per_rank` (a rank's host peak, MemoryReport::host_bytes) times the
+/// node's GPUs, one process each (saturating).
+inline Bytes host_per_node(Bytes per_rank, const Cluster& c) {
+  const std::uint64_t n = c.gpus_per_node;
+  return n != 0 && per_rank > kBytesOverflow / n ? kBytesOverflow : per_rank * n;
+}
 
 /// The predicted speed of one configuration: a simulated steady step (plan_speed.cc).
 struct RowSpeed {
@@ -52,7 +63,9 @@ struct PlanRow {
   OffloadVariant offload = OffloadVariant::None;
   std::string optimizer;  ///< wrapper DeepSpeed runs: "DeepSpeedZeroOptimizer", ...
   MemoryReport memory;
-  bool fits = false;
+  bool fits = false;      ///< gpu_fits && host_fits
+  bool gpu_fits = false;  ///< the GPU side: memory.total() within the GPU
+  bool host_fits = true;  ///< the host side within PlanRequest::cpu_memory_per_node (if given)
   std::int64_t headroom_bytes = 0;        ///< capacity - total (negative when it does not fit)
   std::uint64_t max_micro_batch = 0;      ///< largest micro-batch that fits (0: none)
   std::optional<std::uint64_t> min_gpus;  ///< smallest power-of-two GPU count that fits

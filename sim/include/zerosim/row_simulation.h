@@ -87,6 +87,7 @@ struct RowMemory {
   MemoryLedger ledger;
   Bytes whole_run = 0;  ///< worst role, init included (RowSimulation::whole_run.bytes)
   Bytes total = 0;      ///< whole_run plus overheads (RowSimulation::total)
+  Bytes host_peak = 0;  ///< the largest role's host peak, init included (host and pinned pools)
 };
 
 /// Builds the row's schedule and its ledger (no times). Errors: as simulate_row.

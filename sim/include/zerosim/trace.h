@@ -30,6 +30,7 @@
 #include <iosfwd>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -258,6 +259,21 @@ struct SpanTiming {
   std::optional<Stream> wait_stream;
 };
 
+/// The fields of a comm record that summarize() reads (traffic per kind and per step), so that a
+/// producer that knows them (the simulator) adds its calls without building the record's other
+/// fields (the algorithm's name, bandwidths, the root). add(const CommRecord&) reduces a record to
+/// this.
+struct CommTiming {
+  std::uint32_t rank = kAllRanks;
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  Phase phase = Phase::Backward;
+  std::uint32_t step = 0;
+  Bytes bytes = 0;
+  Bytes bytes_sent = 0;
+  Bytes bytes_received = 0;
+  SimTime dur_ns = 0;
+};
+
 class SummaryBuilder {
  public:
   explicit SummaryBuilder(const TraceMeta& meta);
@@ -266,7 +282,10 @@ class SummaryBuilder {
   SummaryBuilder& operator=(const SummaryBuilder&) = delete;
   void add(const Span& span);
   void add(const SpanTiming& span);
+  /// Many spans at once (the simulator's ops, in chunks): one call, not one per span.
+  void add(std::span<const SpanTiming> spans);
   void add(const CommRecord& comm);
+  void add(std::span<const CommTiming> comms);
   /// The steady window's start (the last step's start); closes the time part (no more spans).
   SimTime steady_from_ns();
   /// A rank and the counters (any ranks) its host peak may come from.

@@ -97,6 +97,7 @@ struct Comparison {
   SimTime predicted_ns = 0, measured_ns = 0;
   std::optional<bool> time_within;  ///< only with a time tolerance
   std::vector<std::string> notes;   ///< what was not compared and why
+  bool sequence_only = false;       ///< a log or recording on a side: no memory, bytes or time
   bool passed() const;
 };
 

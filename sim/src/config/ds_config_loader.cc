@@ -200,6 +200,18 @@ void classify_top_level(JsonReader& root, Loader& ld) {
     root.mark_used(k);
     if (std::find(known.begin(), known.end(), k) != known.end()) {
       ld.cfg.not_modelled.push_back(k);
+      // AutoTP shards the linear layers over autotp_size GPUs when it is above 1 (DeepSpeed
+      // edaa722 runtime/engine.py:332, runtime/tensor_parallel/config.py:45 default 0): every
+      // per-GPU number changes, so it is a warning, not a --verbose line.
+      const auto& v = it.value();
+      if (k == "tensor_parallel" && v.is_object() && v.contains("autotp_size") &&
+          v.at("autotp_size").is_number_integer() && v.at("autotp_size").get<std::int64_t>() > 1)
+        ld.cfg.warnings.push_back(
+            "tensor_parallel.autotp_size = " +
+            std::to_string(v.at("autotp_size").get<std::int64_t>()) +
+            ": DeepSpeed shards every linear layer over that many GPUs (AutoTP), which zerosim "
+            "does "
+            "not model: the numbers are for pure data parallelism over all GPUs");
       continue;
     }
     std::string m = closest_match(k, known);

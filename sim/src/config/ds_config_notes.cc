@@ -7,6 +7,7 @@
 // The other notes explain behaviour the docs get wrong or users often expect differently
 // (shared/docs/deepspeed_zero.md §10). Every note is one line.
 #include <string>
+#include <utility>
 
 #include "config/ds_config_internal.h"
 
@@ -61,11 +62,6 @@ void stage_notes(Loader& ld) {
   if (z.stage == 3 && z.offload_optimizer.super_offload)
     ld.note("offload_optimizer.super_offload (SuperOffload) is accepted but not modelled");
   if (ld.facts.zenflow) ld.note("zero_optimization.zenflow (ZenFlow) is accepted but not modelled");
-  if (z.mics && z.stage == 3)
-    ld.note(
-        "mics_shard_size > 0 selects the MiCS optimizer, which zerosim does not model (it is "
-        "computed as "
-        "plain stage 3)");
   const std::string low = [&] {
     std::string s = c.optimizer_type;
     for (char& ch : s) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
@@ -90,20 +86,70 @@ void key_notes(Loader& ld) {
         "all-gathered");
   if (written(ld, "max_live_parameters") && z.stage == 3)
     ld.note("stage3_max_live_parameters is not a hard cap: it only limits how much is prefetched");
-  for (const char* k : {"zero_quantized_weights", "zero_quantized_nontrainable_weights",
-                        "zero_quantized_gradients", "zero_hpz_partition_size", "mics_shard_size"})
-    if (written(ld, k))
-      ld.note(std::string(k) +
-              " (ZeRO++/MiCS) is accepted but not modelled: memory and traffic are "
-              "computed without it");
+}
+
+// ZeRO++ and MiCS change stage 3's partitioning and traffic (DeepSpeed edaa722
+// runtime/zero/config.py:309-341 the keys and defaults; runtime/engine.py:2441-2517 hpZ and the
+// quantized weights passed to the stage 3 optimizer, :1833 quantized gradients, :2533
+// MiCS_Optimizer when mics_shard_size > 0). zerosim computes plain ZeRO, so an active one is a
+// warning on the first screen; one set to its default changes nothing and says nothing.
+void unmodelled_warnings(Loader& ld) {
+  const ZeroConfig& z = ld.cfg.zero;
+  if (z.stage != 3) return;  // every one of them is read by the stage 3 optimizer only
+  const std::string tail = ") is not modelled: memory and traffic are for plain ZeRO stage 3";
+  auto& w = ld.cfg.warnings;
+  if (z.zero_hpz_partition_size > 1)
+    w.push_back("zero_hpz_partition_size = " + std::to_string(z.zero_hpz_partition_size) +
+                " (ZeRO++ hpZ: a secondary copy of the parameters within each node" + tail);
+  if (z.zero_quantized_weights)
+    w.push_back("zero_quantized_weights (ZeRO++ qwZ: int8 parameter all-gathers" + tail);
+  if (z.zero_quantized_nontrainable_weights)
+    w.push_back("zero_quantized_nontrainable_weights (ZeRO++: frozen weights held in int8" + tail);
+  if (z.zero_quantized_gradients)
+    w.push_back("zero_quantized_gradients (ZeRO++ qgZ: int4 gradient all-to-all reduction" + tail);
+  if (z.mics)
+    w.push_back("mics_shard_size = " + std::to_string(z.mics_shard_size) +
+                " (MiCS: parameters partitioned within groups of that many GPUs, replicated "
+                "across groups" +
+                tail);
 }
 
 }  // namespace
 
+// NVMe offload. Below stage 3 DeepSpeedZeroOptimizer offloads for any device but "none"
+// (DeepSpeed edaa722 runtime/zero/stage_1_and_2.py:186): "nvme" runs as CPU offload, nothing is
+// swapped, and zerosim plans it so. Stage 3 swaps to NVMe (stage3.py:777 swap_optimizer,
+// :784 params_in_nvme_and_cpu) through pinned host buffers and aio (runtime/swap_tensor/
+// partitioned_optimizer_swapper.py, partitioned_param_swapper.py), which zerosim does not
+// simulate: refused, never planned as CPU offload.
+void nvme_offload(Loader& ld) {
+  const ZeroConfig& z = ld.cfg.zero;
+  if (z.stage < 3) {
+    if (z.offload_optimizer.device == OffloadDevice::Nvme)
+      ld.note(
+          "offload_optimizer.device nvme below stage 3: DeepSpeed's stage 1/2 optimizer offloads "
+          "to CPU memory for any device but none (stage_1_and_2.py:186); nothing goes to NVMe");
+    return;
+  }
+  const std::pair<const char*, const OffloadConfig*> blocks[] = {
+      {"offload_optimizer", &z.offload_optimizer}, {"offload_param", &z.offload_param}};
+  for (const auto& [key, o] : blocks)
+    if (o->device == OffloadDevice::Nvme)
+      ld.cfg.refusals.push_back(
+          {Severity::Error, ld.source, std::string("/zero_optimization/") + key + "/device",
+           "expected \"cpu\" or \"none\" at stage 3, got \"nvme\": ZeRO-Infinity swaps to NVMe "
+           "through pinned host buffers and async I/O, which zerosim does not model (refused "
+           "rather "
+           "than planned as CPU offload)",
+           "device \"cpu\" plans the same job with host memory in place of NVMe"});
+}
+
 void add_notes(Loader& ld) {
   reroutes(ld);
+  nvme_offload(ld);
   stage_notes(ld);
   key_notes(ld);
+  unmodelled_warnings(ld);
 }
 
 }  // namespace zerosim::dsconfig

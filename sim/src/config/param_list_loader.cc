@@ -175,6 +175,53 @@ Result<ModelDesc> load_param_list_text(const std::string& text, const std::strin
   return m;
 }
 
+Diagnostics apply_recorded_grad_order(ModelDesc& model, const std::string& path) {
+  Diagnostics diags;
+  std::string text;
+  if (!json::read_file(path, text, diags)) return diags;
+  auto j = json::parse(text, path, diags);
+  if (!j) return diags;
+  json::JsonReader root(*j, path, "", diags);
+  if (!root.expect_object()) return diags;
+  root.get_enum("format", {"zerosim-param-list"});
+  root.get_uint("version", 1, 1);
+  if (auto list = root.child("params")) {
+    if (auto entries = list->elements()) {
+      std::size_t i = 0;
+      for (; i < entries->size() && i < model.params.size(); ++i) {
+        auto p = read_entry((*entries)[i]);
+        if (!p) break;
+        const ParamTensor& own = model.params[i];
+        if (p->name != own.name || p->shape != own.shape) {
+          (*entries)[i].error("expected the model's parameter " + std::to_string(i) + " " +
+                              quote(own.name) + " " + shape_text(own.shape) + ", got " +
+                              quote(p->name) + " " + shape_text(p->shape) +
+                              ": a recording of another model");
+          break;
+        }
+      }
+      if (!diags.has_errors() && entries->size() != model.params.size())
+        list->error("expected the model's " + std::to_string(model.params.size()) +
+                    " parameters, got " + std::to_string(entries->size()) +
+                    ": a recording of another model");
+    }
+  }
+  std::map<std::string, std::uint32_t> ids;
+  for (std::size_t i = 0; i < model.params.size(); ++i)
+    ids.emplace(model.params[i].name, static_cast<std::uint32_t>(i));
+  std::vector<std::uint32_t> order;
+  if (auto g = root.child("grad_order")) {
+    if (!diags.has_errors()) order = read_grad_order(*g, model.params, ids);
+  } else {
+    root.error("missing required key \"grad_order\" (the recorded gradient-ready order)");
+  }
+  root.reject_unknown({"format", "version", "params", "grad_order"});
+  if (diags.has_errors()) return diags;
+  model.grad_order = std::move(order);
+  model.grad_order_recorded = true;
+  return diags;
+}
+
 Result<ModelDesc> load_param_list_file(const std::string& path) {
   Diagnostics diags;
   std::string text;

@@ -271,6 +271,8 @@ bool ScenarioLoader::read_deepspeed(JsonReader& root, Scenario& s) {
   }
   if (!ds->ok()) return false;
   s.ds = std::move(ds->value());
+  if (inline_block)  // a refusal is reported later (make_plan, build_schedule): re-home it now
+    for (Diagnostic& r : s.ds.refusals) r.pointer = "/deepspeed" + r.pointer;
   s.training.micro_batch = s.ds.micro_batch;
   return true;
 }

@@ -53,12 +53,11 @@ void MemoryLedger::reserve(std::size_t buffers, std::size_t events) {
 
 std::uint32_t MemoryLedger::add_buffer(std::string name, BufferCategory category, MemoryPool pool,
                                        Bytes bytes) {
-  LedgerBuffer b;
+  LedgerBuffer& b = buffers_.emplace_back();  // in place: the simulator adds every buffer per run
   b.name = std::move(name);
   b.category = category;
   b.pool = pool;
   b.bytes = bytes;
-  buffers_.push_back(std::move(b));
   live_alloc_.push_back(kNone);
   return static_cast<std::uint32_t>(buffers_.size() - 1);
 }
@@ -115,43 +114,18 @@ std::optional<Diagnostic> MemoryLedger::check(std::uint32_t buffer, SimTime t,
 }
 
 std::optional<Diagnostic> MemoryLedger::allocate(std::uint32_t buffer, SimTime t) {
-  // The checks of check() inline first: this runs for every Alloc op of every simulation.
-  const bool fine = buffer < buffers_.size() && t >= last_t_ && live_alloc_[buffer] == kNone;
-  if (!fine) {
-    if (auto d = check(buffer, t, "allocate")) return d;
-  }
-  if (live_alloc_[buffer] != kNone)
-    return ledger_error("buffer " + label(buffer) + " allocated at " + std::to_string(t) +
-                        " ns while live since " +
-                        std::to_string(allocations_[live_alloc_[buffer]].t_alloc) + " ns");
-  const LedgerBuffer& b = buffers_[buffer];
-  Allocation a;
-  a.id = static_cast<std::uint32_t>(allocations_.size());
-  a.buffer = buffer;
-  a.pool = b.pool;
-  a.category = b.category;
-  a.bytes = b.bytes;
-  a.t_alloc = t;
-  live_alloc_[buffer] = a.id;
-  allocations_.push_back(a);
-  events_.push_back({t, buffer, true});
-  last_t_ = t;
-  return std::nullopt;
+  if (try_allocate(buffer, t)) return std::nullopt;
+  if (auto d = check(buffer, t, "allocate")) return d;
+  return ledger_error("buffer " + label(buffer) + " allocated at " + std::to_string(t) +
+                      " ns while live since " +
+                      std::to_string(allocations_[live_alloc_[buffer]].t_alloc) + " ns");
 }
 
 std::optional<Diagnostic> MemoryLedger::release(std::uint32_t buffer, SimTime t) {
-  const bool fine = buffer < buffers_.size() && t >= last_t_;
-  if (!fine) {
-    if (auto d = check(buffer, t, "release")) return d;
-  }
-  if (live_alloc_[buffer] == kNone)
-    return ledger_error("buffer " + label(buffer) + " released at " + std::to_string(t) +
-                        " ns but it is not live (double free, or never allocated)");
-  allocations_[live_alloc_[buffer]].t_free = t;
-  live_alloc_[buffer] = kNone;
-  events_.push_back({t, buffer, false});
-  last_t_ = t;
-  return std::nullopt;
+  if (try_release(buffer, t)) return std::nullopt;
+  if (auto d = check(buffer, t, "release")) return d;
+  return ledger_error("buffer " + label(buffer) + " released at " + std::to_string(t) +
+                      " ns but it is not live (double free, or never allocated)");
 }
 
 bool MemoryLedger::is_live(std::uint32_t buffer) const {

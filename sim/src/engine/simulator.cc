@@ -35,13 +35,18 @@ MemoryLedger make_ledger(const Schedule& s, const std::vector<std::uint32_t>& me
     if (used[k] != 0) used_slots.push_back(k);
   // A slot with the same value on every role makes common buffers (one size, no per-role list):
   // the same sizes, without a list per buffer. Stage 3 and single-role schedules are all like that.
+  // Only non-zero values are stored (SlotValues): a slot is uniform when every role has a value
+  // and all are role 0's, or when no role has one.
   std::vector<std::uint8_t> uniform(by_slot.size(), 1);
-  for (std::uint32_t r = 0; r < s.roles.size(); ++r) {
-    const std::vector<Elements>& v = s.roles[r].slots;  // sized to slot_names (checked)
-    for (std::uint32_t k : used_slots) {
-      if (v[k] != 0) by_slot[k].push_back({r, v[k]});
-      if (v[k] != s.roles[0].slots[k]) uniform[k] = 0;
-    }
+  for (std::uint32_t r = 0; r < s.roles.size(); ++r)
+    for (const SlotValues::Entry& e : s.roles[r].slots.nonzero())
+      if (e.slot < used.size() && used[e.slot] != 0) by_slot[e.slot].push_back({r, e.value});
+  for (std::uint32_t k : used_slots) {
+    const std::vector<RoleBytes>& v = by_slot[k];
+    if (v.empty()) continue;
+    uniform[k] = v.size() == s.roles.size() &&
+                 std::all_of(v.begin(), v.end(),
+                             [&](const RoleBytes& x) { return x.bytes == v.front().bytes; });
   }
   for (const Buffer& buf : s.buffers) {
     const Bytes size = dtype_size(buf.dtype);
@@ -78,9 +83,10 @@ Diagnostics record_memory(const Schedule& s, const OpList& ops,
   for (std::uint32_t i : memory_ops) {
     const auto& op = ops[i];
     if (start_ns) t = std::max(t, (*start_ns)[i].start_ns);
-    auto bad =
-        op.kind == OpKind::Alloc ? ledger.allocate(op.buffer, t) : ledger.release(op.buffer, t);
-    if (bad) {
+    const bool alloc = op.kind == OpKind::Alloc;
+    if (alloc ? ledger.try_allocate(op.buffer, t) : ledger.try_release(op.buffer, t)) continue;
+    // The message only on the error path (try_* recorded nothing).
+    if (auto bad = alloc ? ledger.allocate(op.buffer, t) : ledger.release(op.buffer, t)) {
       const std::string id = "#" + std::to_string(op.buffer);  // the unnamed ledger buffer's label
       if (const auto at = bad->message.find(id); at != std::string::npos)
         bad->message.replace(at, id.size(), quote(s.buffers[op.buffer].name));
@@ -97,7 +103,7 @@ class EventLoop {
     done_.assign(p.ops.size(), 0);
     for (std::uint8_t l = 0; l < kStreamCount; ++l) {
       if (!p.lanes()[l].empty()) used_[used_count_++] = l;  // most programs use 2-3 streams
-      head_op_[l] = p.lanes()[l].empty() ? kNone : p.lanes()[l][0];
+      waiting_[l] = p.lanes()[l].empty() ? kNone : p.lanes()[l][0];
     }
   }
 
@@ -133,8 +139,8 @@ class EventLoop {
       std::uint32_t pick = kNone;
       for (std::size_t u = 0; u < used_count_; ++u) {
         const std::size_t l = used_[u];
-        const std::uint32_t i = head_op_[l];  // kNone (never below pick) once the stream drained
-        if (!busy_[l] && i < pick && startable(i, l)) pick = i;
+        const std::uint32_t i = waiting_[l];  // kNone (never below pick): busy or drained
+        if (i < pick && startable(i, l)) pick = i;
       }
       if (pick == kNone) return;
       start(pick, now);
@@ -147,7 +153,7 @@ class EventLoop {
     const CompiledOp& op = p_.ops[i];
     const auto lane = static_cast<std::size_t>(op.stream);
     ++head_[lane];
-    head_op_[lane] = head_[lane] < p_.lanes()[lane].size() ? p_.lanes()[lane][head_[lane]] : kNone;
+    waiting_[lane] = kNone;  // busy until finish()
     out_.ops[i].start_ns = now;
     if (op.stream == Stream::Compute) note_blocking(i, now);
     const SimTime dur = op.duration_ns;
@@ -155,7 +161,6 @@ class EventLoop {
       finish(i, now);
       return;
     }
-    busy_[lane] = true;
     if (dur > std::numeric_limits<SimTime>::max() - now) {
       diags_.error(
           "simulator", "/ops/" + std::to_string(i),
@@ -193,7 +198,8 @@ class EventLoop {
     const CompiledOp& op = p_.ops[i];
     out_.ops[i].end_ns = now;
     done_[i] = 1;
-    busy_[static_cast<std::size_t>(op.stream)] = false;
+    const auto lane = static_cast<std::size_t>(op.stream);  // idle: its next op waits
+    waiting_[lane] = head_[lane] < p_.lanes()[lane].size() ? p_.lanes()[lane][head_[lane]] : kNone;
     if (op.stream == Stream::Compute) compute_free_ = now;
     if (now >= latest_end_) {  // ties: the later finisher, as the blocker of a Sync
       latest_end_ = now;
@@ -233,9 +239,10 @@ class EventLoop {
   EventQueue queue_;
   std::array<std::size_t, kStreamCount> head_{};
   std::array<std::uint32_t, kStreamCount> dep_pos_{};  // deps of the head op known to be done
-  std::array<bool, kStreamCount> busy_{};
-  std::array<std::uint32_t, kStreamCount> head_op_{};  // p_.lanes()[l][head_[l]], or kNone
-  std::array<std::uint8_t, kStreamCount> used_{};      // streams with ops
+  // Per stream: its head op p_.lanes()[l][head_[l]] while the stream is idle; kNone while it runs
+  // an op or once it has drained (one test per stream in start_ready's scan).
+  std::array<std::uint32_t, kStreamCount> waiting_{};
+  std::array<std::uint8_t, kStreamCount> used_{};  // streams with ops
   std::size_t used_count_ = 0;
   std::vector<std::uint8_t> done_;
   std::size_t prefix_done_ = 0;      // ops [0, prefix_done_) have all finished

@@ -24,17 +24,14 @@ bool is_compute(OpKind k) {
 
 // Compute ops per (kind, layer) in the first micro-step: how many pieces one layer's pass is split
 // into (stage 3 runs a layer in one piece per module holding params; stages 0-2 in one). A flat
-// table (the op's layer + 1, kNone at 0), looked up once per compute op.
+// table (the op's layer + 1, kNone at 0), counted during compile's pass over the ops and looked up
+// once per compute op after it.
 class PiecesPerLayer {
  public:
-  explicit PiecesPerLayer(const Schedule& s) {
-    const std::uint32_t first_step = s.ops.empty() ? 0 : s.ops.front().step;
-    for (const Op& op : s.ops)
-      if (is_compute(op.kind) && op.step == first_step && op.micro_step == 0) {
-        const std::size_t at = index(op.kind, op.layer);
-        if (at >= n_.size()) n_.resize(at + 1, 0);
-        ++n_[at];
-      }
+  void count(OpKind kind, std::uint32_t layer) {
+    const std::size_t at = index(kind, layer);
+    if (at >= n_.size()) n_.resize(at + 1, 0);
+    ++n_[at];
   }
   /// 1 for a pass with no op in the first micro-step.
   std::uint32_t operator()(OpKind kind, std::uint32_t layer) const {
@@ -50,11 +47,33 @@ class PiecesPerLayer {
   std::vector<std::uint32_t> n_;  // [3 * (layer + 1) + compute kind]
 };
 
-// Costs op i into p (collectives are costed once per distinct call: one all-gather per layer
-// repeats the same sizes).
-void cost_op(const Op& op, std::uint32_t i, Elements elements, const CommGroup& comm,
-             const CostModel& cost, SeenCalls& seen, Program& p, Diagnostics& d) {
-  switch (op.kind) {  // no cost: the compiled op's zero duration and bytes stand
+// host_compute_ns, rounded, per (compute kind, pieces): every layer of a model has the same few
+// values, so each is computed once.
+class HostTimes {
+ public:
+  HostTimes(const HostCosts& h, bool stage3) : h_(h), stage3_(stage3) {}
+  SimTime operator()(OpKind kind, std::uint32_t pieces) {
+    for (const Entry& e : seen_)
+      if (e.kind == kind && e.pieces == pieces) return e.ns;
+    const auto ns = static_cast<SimTime>(std::llround(host_compute_ns(h_, kind, pieces, stage3_)));
+    seen_.push_back({kind, pieces, ns});
+    return ns;
+  }
+
+ private:
+  struct Entry {
+    OpKind kind;
+    std::uint32_t pieces;
+    SimTime ns;
+  };
+  const HostCosts& h_;
+  bool stage3_;
+  std::vector<Entry> seen_;
+};
+
+// Kinds without a cost: the compiled op's zero duration and bytes stand.
+bool costed(OpKind k) {
+  switch (k) {
     case OpKind::Alloc:
     case OpKind::Free:
     case OpKind::GradReady:
@@ -62,10 +81,16 @@ void cost_op(const Op& op, std::uint32_t i, Elements elements, const CommGroup& 
     case OpKind::GradOverflow:  // overflow check (their all-reduces are costed)
     case OpKind::Sync:
     case OpKind::Marker:
-      return;
+      return false;
     default:
-      break;
+      return true;
   }
+}
+
+// Costs op i (a costed kind) into p (collectives are costed once per distinct call: one
+// all-gather per layer repeats the same sizes).
+void cost_op(const Op& op, std::uint32_t i, Elements elements, const CommGroup& comm,
+             const CostModel& cost, SeenCalls& seen, Program& p, Diagnostics& d) {
   if (op.kind == OpKind::Collective) {
     const CallKey key{op.collective, op.numel, op.out_numel, op.dtype, op.comm};
     if (auto it = seen.find(key); it != seen.end()) {
@@ -102,11 +127,12 @@ Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const Cos
   Diagnostics d;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
   p.ops.resize(n);
-  p.bytes.assign(n, 0);
+  p.bytes.reserve(n);  // filled per op: zeroing it first would write it twice
   p.collectives.reserve(graph.collectives.size());
   SeenCalls seen;
-  const PiecesPerLayer pieces(s);
-  const bool stage3 = s.meta.stage == 3 && s.meta.mode == "deepspeed";
+  PiecesPerLayer pieces;
+  std::vector<std::uint32_t> compute_ops;  // host time is applied once the pieces are counted
+  const std::uint32_t first_step = s.ops.empty() ? 0 : s.ops.front().step;
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
     CompiledOp& c = p.ops[i];
@@ -119,14 +145,23 @@ Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const Cos
     c.prev_call = graph.prev_call[i];
     c.deps_begin = graph.dep_offsets[i];
     c.deps_end = graph.dep_offsets[i + 1];
+    p.bytes.push_back(0);
+    if (!costed(op.kind)) continue;  // most ops (allocs, frees, grad-ready markers)
     // lower_schedule checked every collective's comm index.
     const CommGroup& comm = op.kind == OpKind::Collective ? s.comms[op.comm] : s.comms.front();
     cost_op(op, i, op.slot == kNone ? op.elements : graph.max_slots[op.slot], comm, cost, seen, p,
             d);
-    if (is_compute(op.kind)) {  // the host issues the op's kernels (and stage 3's hooks) first
-      const double host = host_compute_ns(cost.host(), op.kind, pieces(op.kind, op.layer), stage3);
-      c.duration_ns = std::max<SimTime>(c.duration_ns, static_cast<SimTime>(std::llround(host)));
+    if (is_compute(op.kind)) {
+      compute_ops.push_back(i);
+      if (op.step == first_step && op.micro_step == 0) pieces.count(op.kind, op.layer);
     }
+  }
+  // The host issues a compute op's kernels (and stage 3's hooks) before the GPU runs them.
+  HostTimes host(cost.host(), s.meta.stage == 3 && s.meta.mode == "deepspeed");
+  for (std::uint32_t i : compute_ops) {
+    const Op& op = s.ops[i];
+    SimTime& dur = p.ops[i].duration_ns;
+    dur = std::max(dur, host(op.kind, pieces(op.kind, op.layer)));
   }
   if (d.has_errors()) return d;
   return p;

@@ -73,8 +73,9 @@ Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p);
 /// per collective, from the loop's times. Ranks come from traced_ranks.
 Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
                  const TraceMeta& meta);
-/// Feeds the same spans (without names) and comm records to `b`, without building a Trace.
-void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, SummaryBuilder& b);
+/// Feeds the same spans and comm records to `b` (the fields the summary reads: SpanTiming,
+/// CommTiming), without building a Trace.
+void add_ops(const Program& p, const LoopOutput& loop, SummaryBuilder& b);
 /// Feeds one rank per role (role order): its representative with the ledger's peaks and OOM.
 void add_roles(const Schedule& s, const std::vector<RoleMemory>& memory, SummaryBuilder& b);
 /// The written trace's ranks: role 0, the peak role, then the lowest other roles, up to max_roles,

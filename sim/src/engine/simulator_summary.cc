@@ -4,6 +4,7 @@
 // them, and only the few traced roles get memory curves.
 #include <algorithm>
 #include <array>
+#include <span>
 #include <string>
 
 #include "engine/simulator_internal.h"
@@ -34,23 +35,42 @@ Span make_span(const Schedule& s, const Program& p, const LoopOutput& loop, std:
   return sp;
 }
 
-// Fills every field of r (the trace's record and, reused, the summary's: no record per call).
-void fill_comm(const Schedule& s, const Op& op, std::uint32_t i, const CollectiveCost& c,
-               const LoopOutput& loop, CommRecord& r) {
+// What the summary reads of a collective call (the trace's record carries the same values).
+CommTiming comm_timing(const Program& p, const CollectiveCall& call, const LoopOutput& loop) {
+  const CompiledOp& op = p.ops[call.op];
+  CommTiming t;
+  t.kind = call.kind;
+  t.phase = op.phase;
+  t.step = op.step;
+  t.bytes = call.cost.algbw_bytes;
+  t.bytes_sent = call.cost.bytes_sent_per_rank;
+  t.bytes_received = call.cost.bytes_sent_per_rank;  // ring: every rank receives what it sends
+  t.dur_ns = loop.ops[call.op].end_ns - loop.ops[call.op].start_ns;
+  return t;
+}
+
+// The trace's record of a collective call: comm_timing's fields and what only the trace shows.
+CommRecord make_comm(const Schedule& s, const Program& p, const CollectiveCall& call,
+                     const LoopOutput& loop) {
+  const std::uint32_t i = call.op;
+  const Op& op = s.ops[i];
+  const CollectiveCost& c = call.cost;
+  const CommTiming t = comm_timing(p, call, loop);
+  CommRecord r;
   r.op = i;
-  r.kind = op.collective;
-  r.phase = op.phase;
-  r.step = op.step;
+  r.kind = t.kind;
+  r.phase = t.phase;
+  r.step = t.step;
   r.bucket = op.bucket;
   r.numel = op.numel;
   r.out_numel = op.out_numel;
   r.dtype = op.dtype;
   r.group_size = s.comms[op.comm].size;
-  r.bytes = c.algbw_bytes;
-  r.bytes_sent = c.bytes_sent_per_rank;
-  r.bytes_received = c.bytes_sent_per_rank;  // ring: every rank receives what it sends
+  r.bytes = t.bytes;
+  r.bytes_sent = t.bytes_sent;
+  r.bytes_received = t.bytes_received;
   r.start_ns = loop.ops[i].start_ns;
-  r.dur_ns = loop.ops[i].end_ns - loop.ops[i].start_ns;
+  r.dur_ns = t.dur_ns;
   r.algbw_gbps = 0;
   r.busbw_gbps = 0;
   if (r.dur_ns > 0) {
@@ -65,12 +85,6 @@ void fill_comm(const Schedule& s, const Op& op, std::uint32_t i, const Collectiv
     const CommGroup& g = s.comms[op.comm];
     r.root = g.rank_at(g.first, op.root);
   }
-}
-
-CommRecord make_comm(const Schedule& s, const Op& op, std::uint32_t i, const CollectiveCost& c,
-                     const LoopOutput& loop) {
-  CommRecord r;
-  fill_comm(s, op, i, c, loop, r);
   return r;
 }
 
@@ -120,19 +134,23 @@ Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
     t.spans.push_back(make_span(s, p, loop, i, true));
     if (next_call >= p.collectives.size() || p.collectives[next_call].op != i) continue;
     t.spans.back().comm = static_cast<std::uint32_t>(t.comms.size());
-    t.comms.push_back(make_comm(s, op, i, p.collectives[next_call++].cost, loop));
+    t.comms.push_back(make_comm(s, p, p.collectives[next_call++], loop));
   }
   std::stable_sort(t.spans.begin(), t.spans.end(),
                    [](const Span& a, const Span& b) { return a.start_ns < b.start_ns; });
   return t;
 }
 
-void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, SummaryBuilder& b) {
-  // One reused SpanTiming from the compact ops: no names, no pass over the large schedule ops.
-  SpanTiming sp;
+void add_ops(const Program& p, const LoopOutput& loop, SummaryBuilder& b) {
+  // The summary's fields only, from the compact ops (no names, no pass over the large schedule
+  // ops), handed over a chunk at a time: a call per span was a fifth of the summary's cost.
+  constexpr std::size_t kChunk = 256;
+  std::array<SpanTiming, kChunk> spans;
+  std::size_t n = 0;
   for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
     const CompiledOp& op = p.ops[i];
     if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
+    SpanTiming& sp = spans[n];
     sp.stream = op.stream;
     sp.compute =
         op.kind == OpKind::Forward || op.kind == OpKind::Backward || op.kind == OpKind::Recompute;
@@ -144,13 +162,22 @@ void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, Summar
     sp.wait_ns = loop.blocked_ns[i];
     sp.wait_stream.reset();
     if (loop.blocker[i] != kNone) sp.wait_stream = p.ops[loop.blocker[i]].stream;
-    b.add(sp);
+    if (++n == kChunk) {
+      b.add(std::span<const SpanTiming>(spans.data(), n));
+      n = 0;
+    }
   }
-  CommRecord r;
+  b.add(std::span<const SpanTiming>(spans.data(), n));
+  std::array<CommTiming, kChunk> comms;
+  n = 0;
   for (const CollectiveCall& call : p.collectives) {
-    fill_comm(s, s.ops[call.op], call.op, call.cost, loop, r);
-    b.add(r);
+    comms[n] = comm_timing(p, call, loop);
+    if (++n == kChunk) {
+      b.add(std::span<const CommTiming>(comms.data(), n));
+      n = 0;
+    }
   }
+  b.add(std::span<const CommTiming>(comms.data(), n));
 }
 
 void add_roles(const Schedule& s, const std::vector<RoleMemory>& memory, SummaryBuilder& b) {

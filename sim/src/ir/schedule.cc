@@ -15,6 +15,47 @@ namespace {
 constexpr Elements kNoOffset = std::numeric_limits<Elements>::max();
 }  // namespace
 
+SlotValues::SlotValues(std::initializer_list<Elements> dense) {
+  for (Elements v : dense) push_back(v);
+}
+
+SlotValues SlotValues::zeros(std::size_t count) {
+  SlotValues s;
+  s.count_ = count;
+  return s;
+}
+
+Elements SlotValues::operator[](std::size_t k) const {
+  auto it = std::lower_bound(values_.begin(), values_.end(), k,
+                             [](const Entry& e, std::size_t slot) { return e.slot < slot; });
+  return it != values_.end() && it->slot == k ? it->value : 0;
+}
+
+void SlotValues::set(std::size_t k, Elements v) {
+  auto it = std::lower_bound(values_.begin(), values_.end(), k,
+                             [](const Entry& e, std::size_t slot) { return e.slot < slot; });
+  if (it != values_.end() && it->slot == k) {
+    if (v == 0)
+      values_.erase(it);
+    else
+      it->value = v;
+  } else if (v != 0) {
+    values_.insert(it, Entry{static_cast<std::uint32_t>(k), v});
+  }
+}
+
+void SlotValues::push_back(Elements v) {
+  if (v != 0) values_.push_back({static_cast<std::uint32_t>(count_), v});
+  ++count_;
+}
+
+std::vector<Elements> SlotValues::dense() const {
+  std::vector<Elements> out(count_, 0);
+  for (const Entry& e : values_)
+    if (e.slot < count_) out[e.slot] = e.value;
+  return out;
+}
+
 std::uint64_t RankRole::rank_count() const {
   std::uint64_t n = 0;
   for (const auto& [first, last] : ranks)
@@ -37,7 +78,7 @@ Elements Schedule::buffer_numel(std::uint32_t buffer, std::uint32_t role) const 
   if (buffer >= buffers.size()) return 0;
   const Buffer& b = buffers[buffer];
   if (b.slot == kNone) return b.numel;
-  if (role >= roles.size() || b.slot >= roles[role].slots.size()) return 0;
+  if (role >= roles.size()) return 0;
   return roles[role].slots[b.slot];
 }
 
@@ -278,7 +319,7 @@ Result<PartitionPlan> plan_of(const Schedule& s) {
 
 Elements Schedule::op_elements(const Op& op, std::uint32_t role) const {
   if (op.slot == kNone) return op.elements;
-  if (role >= roles.size() || op.slot >= roles[role].slots.size()) return 0;
+  if (role >= roles.size()) return 0;
   return roles[role].slots[op.slot];
 }
 

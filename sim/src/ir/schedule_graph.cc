@@ -99,6 +99,7 @@ class Lowering {
   const std::vector<Elements>& pass_touching(std::uint32_t pass, std::uint32_t role);
   void track_lifetime(const Op& op, std::uint32_t i);
   void check_adopt(const Op& op, std::uint32_t i);
+  [[gnu::noinline]] void lifetime_error(const Op& op, std::uint32_t i, std::uint32_t since);
   void check_lifetimes_at_end();
 
   const Schedule& s_;
@@ -156,11 +157,9 @@ void Lowering::check_roles() {
   if (!d_.has_errors()) {  // the timing role: every role has one value per slot now
     g_.max_slots.assign(n_slots, 0);
     Elements* max = g_.max_slots.data();
-    for (const RankRole& role : s_.roles) {  // most values are 0 (a flush touches a few ranks)
-      const Elements* v = role.slots.data();
-      for (std::size_t k = 0; k < n_slots; ++k)
-        if (v[k] > max[k]) max[k] = v[k];
-    }
+    for (const RankRole& role : s_.roles)  // most values are 0 (a flush touches a few ranks)
+      for (const SlotValues::Entry& e : role.slots.nonzero())
+        if (e.value > max[e.slot]) max[e.slot] = e.value;
   }
 }
 
@@ -890,20 +889,22 @@ void Lowering::check_adopt(const Op& op, std::uint32_t i) {
     }
 }
 
-// Alloc/Free pairing in program order: no double Alloc, no Free of a dead buffer.
-void Lowering::track_lifetime(const Op& op, std::uint32_t i) {
+// Alloc/Free pairing in program order: no double Alloc, no Free of a dead buffer. Inline (it runs
+// for every Alloc and Free); the messages are built out of line.
+inline void Lowering::track_lifetime(const Op& op, std::uint32_t i) {
   std::uint32_t& since = live_since_[op.buffer];
-  if (op.kind == OpKind::Alloc) {
-    if (since != kNone)
-      error(op_ptr(i), "expected buffer " + quote(s_.buffers[op.buffer].name) +
-                           " to be free before its Alloc, got it live since op " + str(since));
-    since = i;
-  } else {
-    if (since == kNone)
-      error(op_ptr(i), "expected buffer " + quote(s_.buffers[op.buffer].name) +
-                           " to be live before its Free, got it free");
-    since = kNone;
-  }
+  const bool alloc = op.kind == OpKind::Alloc;
+  if (alloc == (since != kNone)) lifetime_error(op, i, since);
+  since = alloc ? i : kNone;
+}
+
+void Lowering::lifetime_error(const Op& op, std::uint32_t i, std::uint32_t since) {
+  if (op.kind == OpKind::Alloc)
+    error(op_ptr(i), "expected buffer " + quote(s_.buffers[op.buffer].name) +
+                         " to be free before its Alloc, got it live since op " + str(since));
+  else
+    error(op_ptr(i), "expected buffer " + quote(s_.buffers[op.buffer].name) +
+                         " to be live before its Free, got it free");
 }
 
 void Lowering::check_lifetimes_at_end() {
@@ -931,33 +932,40 @@ Result<ScheduleGraph> Lowering::run() {
   if (operands) check_flush_plans();
   if (operands) check_derived_table();
   const auto n = static_cast<std::uint32_t>(s_.ops.size());
+  // The loop below runs for every op of every simulation: the limits it compares against are
+  // locals (a store into the graph's vectors could alias a member, so the compiler would reload
+  // them per op), and the per-op arrays are sized once and written by index.
   const std::size_t n_buffers = s_.buffers.size(), n_slots = s_.meta.slot_names.size();
+  const std::size_t n_updates = s_.updates.size(), n_comms = s_.comms.size();
+  const std::uint32_t n_steps = s_.meta.steps, n_micro = s_.meta.grad_accum;
+  const Buffer* const buffers = s_.buffers.data();
   g_.op_count = n;
-  g_.dep_offsets.reserve(std::size_t{n} + 1);
+  g_.dep_offsets.resize(std::size_t{n} + 1);
   g_.deps.reserve(n);
-  g_.gate.reserve(n);
+  g_.gate.resize(n);
   g_.prev_call.assign(n, kNone);
   g_.memory_ops.reserve(n / 2);
   live_since_.assign(n_buffers, kNone);
+  std::uint32_t* const dep_offsets = g_.dep_offsets.data();
+  std::uint32_t* const gate = g_.gate.data();
   std::vector<std::pair<std::uint32_t, std::uint32_t>> last_call;  // (communicator, latest op)
   std::uint32_t last_sync = kNone;
   bool op_errors = false;
   // Regions are sized per role: only once every role has its slot values.
   const bool regions_checked = operands && g_.max_slots.size() == n_slots && !s_.roles.empty();
-  std::vector<bool> update_checked(s_.updates.size(), false);
+  std::vector<bool> update_checked(n_updates, false);
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s_.ops[i];
-    g_.dep_offsets.push_back(static_cast<std::uint32_t>(g_.deps.size()));
-    g_.gate.push_back(last_sync);
+    dep_offsets[i] = static_cast<std::uint32_t>(g_.deps.size());
+    gate[i] = last_sync;
     // The fast path checks everything check_op does, without building a string.
     const bool memory = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
     bool ok = (memory ? op.buffer < n_buffers : op.buffer == kNone) &&
               (op.slot == kNone || op.slot < n_slots) &&
-              static_cast<std::size_t>(op.stream) < kStreamCount && op.step < s_.meta.steps &&
-              op.micro_step < s_.meta.grad_accum &&
-              (op.update == kNone ||
-               (op.kind == OpKind::OptimizerStep && op.update < s_.updates.size())) &&
-              (!memory || !s_.buffers[op.buffer].executor_owned) && data_fields_ok(op);
+              static_cast<std::size_t>(op.stream) < kStreamCount && op.step < n_steps &&
+              op.micro_step < n_micro &&
+              (op.update == kNone || (op.kind == OpKind::OptimizerStep && op.update < n_updates)) &&
+              (!memory || !buffers[op.buffer].executor_owned) && data_fields_ok(op);
     for (std::uint32_t dep : op.deps) ok = ok && dep < i;
     if (ok && op.kind == OpKind::Collective) {
       const bool reduces = op.collective == CollectiveKind::AllReduce ||
@@ -965,7 +973,7 @@ Result<ScheduleGraph> Lowering::run() {
                            op.collective == CollectiveKind::ReduceScatter;
       const bool rooted =
           op.collective == CollectiveKind::Reduce || op.collective == CollectiveKind::Broadcast;
-      ok = op.comm < s_.comms.size() && reduces == (op.reduce_op != ReduceOp::None) &&
+      ok = op.comm < n_comms && reduces == (op.reduce_op != ReduceOp::None) &&
            (rooted ? op.root < s_.comms[op.comm].size : op.root == kNone);
     }
     if (!ok) {
@@ -986,7 +994,7 @@ Result<ScheduleGraph> Lowering::run() {
         check_update(op, op.update);
       }
     }
-    g_.deps.insert(g_.deps.end(), op.deps.begin(), op.deps.end());
+    for (std::uint32_t dep : op.deps) g_.deps.push_back(dep);  // most ops have 0-2
     g_.lanes[static_cast<std::size_t>(op.stream)].push_back(i);
     if (op.kind == OpKind::Sync) last_sync = i;
     if (memory) {
@@ -1009,7 +1017,7 @@ Result<ScheduleGraph> Lowering::run() {
         g_.prev_call[i] = std::exchange(it->second, i);
     }
   }
-  g_.dep_offsets.push_back(static_cast<std::uint32_t>(g_.deps.size()));
+  dep_offsets[n] = static_cast<std::uint32_t>(g_.deps.size());
   if (!op_errors) check_lifetimes_at_end();
   if (d_.has_errors()) return d_;
   return std::move(g_);

@@ -122,7 +122,7 @@ ojson role_json(const RankRole& r) {
   for (const auto& [first, last] : r.ranks) ranges.push_back(ojson::array({first, last}));
   j["ranks"] = ranges;
   j["representative"] = r.representative;
-  j["slots"] = r.slots;
+  j["slots"] = r.slots.dense();
   return j;
 }
 

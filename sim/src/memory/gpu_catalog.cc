@@ -78,6 +78,7 @@ std::optional<GpuSpec> read_gpu(json::JsonReader& r) {
 
 struct LoadedCatalog {
   std::vector<GpuSpec> gpus;
+  std::vector<AmbiguousGpuName> ambiguous;
   Diagnostics diags;
 };
 
@@ -89,7 +90,8 @@ const LoadedCatalog& embedded() {
       c.diags.error("gpu_catalog.json", "", "the GPU catalog is not embedded in this build");
       return c;
     }
-    auto r = load_gpu_catalog_text(std::string(files[0].content), std::string(files[0].name));
+    auto r = load_gpu_catalog_text(std::string(files[0].content), std::string(files[0].name),
+                                   &c.ambiguous);
     c.diags = r.diagnostics();
     if (r.ok()) c.gpus = r.value();
     return c;
@@ -119,8 +121,46 @@ const char* gpu_generation_name(GpuGeneration g) {
   return "unknown";
 }
 
+namespace {
+
+// "ambiguous": [{"name": "A100", "choices": ["A100-40GB", "A100-80GB"]}, ...]: a bare product name
+// sold in several versions. Each name must be no GPU's name or alias and each choice a GPU's name.
+void read_ambiguous(json::JsonReader& root, const std::vector<GpuSpec>& gpus,
+                    const std::set<std::string>& names, std::vector<AmbiguousGpuName>& out) {
+  auto list = root.child("ambiguous");
+  if (!list) return;
+  auto els = list->elements();
+  if (!els) return;
+  for (auto& e : *els) {
+    if (!e.expect_object()) continue;
+    AmbiguousGpuName a;
+    if (!e.has("name")) e.error("missing required key \"name\"");
+    a.name = e.get_string("name").value_or("");
+    if (names.count(normalise(a.name)))
+      e.error("ambiguous name " + quote(a.name) + " is also a GPU's name or alias", "name");
+    if (auto c = e.child("choices")) {
+      if (auto cs = c->elements()) {
+        for (auto& x : *cs) {
+          auto s = x.as_string();
+          if (!s) continue;
+          const bool known =
+              std::any_of(gpus.begin(), gpus.end(), [&](const GpuSpec& g) { return g.name == *s; });
+          if (!known) x.error("expected the name of a GPU in \"gpus\", got " + quote(*s));
+          a.choices.push_back(*s);
+        }
+      }
+    }
+    if (a.choices.size() < 2) e.error("expected at least two choices", "choices");
+    e.reject_unknown({"name", "choices"});
+    out.push_back(std::move(a));
+  }
+}
+
+}  // namespace
+
 Result<std::vector<GpuSpec>> load_gpu_catalog_text(const std::string& text,
-                                                   const std::string& source) {
+                                                   const std::string& source,
+                                                   std::vector<AmbiguousGpuName>* ambiguous) {
   Diagnostics diags;
   auto doc = json::parse(text, source, diags);
   if (!doc) return diags;
@@ -151,12 +191,17 @@ Result<std::vector<GpuSpec>> load_gpu_catalog_text(const std::string& text,
   } else {
     root.error("missing required key \"gpus\"");
   }
-  root.reject_unknown({"format", "version", "conventions", "gpus"});
+  std::vector<AmbiguousGpuName> names;
+  read_ambiguous(root, gpus, seen, names);
+  root.reject_unknown({"format", "version", "conventions", "gpus", "ambiguous"});
   if (diags.has_errors()) return diags;
+  if (ambiguous) *ambiguous = std::move(names);
   return Result<std::vector<GpuSpec>>(std::move(gpus), std::move(diags));
 }
 
 const std::vector<GpuSpec>& gpu_catalog() { return embedded().gpus; }
+
+const std::vector<AmbiguousGpuName>& ambiguous_gpu_names() { return embedded().ambiguous; }
 
 Result<GpuSpec> find_gpu(const std::string& name, const std::string& source) {
   const LoadedCatalog& c = embedded();
@@ -172,6 +217,20 @@ Result<GpuSpec> find_gpu(const std::string& name, const std::string& source) {
     for (const auto& a : g.aliases) candidates.push_back(normalise(a));
     known += (known.empty() ? "" : ", ") + g.name;
   }
+  // A bare product name sold in several versions is never read as one of them ("A100" once meant
+  // the 80 GB part silently): the user picks, seeing what differs.
+  for (const auto& amb : c.ambiguous) {
+    if (normalise(amb.name) != key) continue;
+    std::string choices;
+    for (const auto& n : amb.choices) {
+      for (const auto& g : c.gpus)
+        if (g.name == n)
+          choices += (choices.empty() ? "" : ", ") + g.name + " (" + format_gib(g.memory_bytes) +
+                     ", " + g.description + ")";
+    }
+    return fail<GpuSpec>(source, "",
+                         quote(name) + " names more than one GPU; give one of: " + choices);
+  }
   std::string hint;
   std::string m = closest_match(key, candidates);
   if (!m.empty()) {
@@ -181,7 +240,9 @@ Result<GpuSpec> find_gpu(const std::string& name, const std::string& source) {
       for (const auto& a : g.aliases)
         if (normalise(a) == m && hint.empty()) hint = a;
     }
-    hint = "did you mean " + quote(hint) + "?";
+    hint = "did you mean " + quote(hint) + "? A GPU not in the catalog: --gpu-memory SIZE";
+  } else {
+    hint = "a GPU not in the catalog: --gpu-memory SIZE [--gpu-tflops X] [--gpu-bandwidth X]";
   }
   return fail<GpuSpec>(source, "", "unknown GPU " + quote(name) + "; known GPUs: " + known, hint);
 }

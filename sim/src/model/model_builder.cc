@@ -10,12 +10,6 @@ namespace zerosim {
 
 namespace {
 constexpr Elements kMaxElements = static_cast<Elements>(kMaxParameters);
-
-std::string shape_text(const std::vector<std::uint64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 }  // namespace
 
 ModuleParams concat(std::initializer_list<ModuleParams> parts) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 
 namespace zerosim {
 
@@ -47,6 +48,12 @@ Elements ModelDesc::largest_module_params() const {
   return best;
 }
 
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 std::vector<std::uint32_t> derive_grad_order(const ModelDesc& m) {
   // The backward sequence is the forward use sequence reversed, so a param's gradient is ready at
   // its last backward use = its first forward use. Rank params by first forward use, then reverse.
@@ -65,6 +72,22 @@ std::vector<std::uint32_t> derive_grad_order(const ModelDesc& m) {
     if (m.params[*it].trainable) order.push_back(*it);
   for (std::uint32_t id = n; id-- > 0;)
     if (!seen[id] && m.params[id].trainable) order.push_back(id);
+  // nn.LayerNorm is the one module whose gradients autograd readies against the reversed use
+  // order: native_layer_norm's backward fires its weight's AccumulateGrad before its bias's, while
+  // Linear (addmm) and GPT-2's Conv1D ready the bias first, as reversal gives. Recorded with
+  // Debian's torch 1.13 on replicas of GPT-2 and Llama (tests/recorder/zoo_replicas.py,
+  // tests/data/recordings/grad_order/); other PyTorch versions may order them differently, which
+  // a recorded grad_order overrides (--grad-order).
+  std::vector<std::size_t> at(n, order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) at[order[i]] = i;
+  for (const ModuleNode& mod : m.modules) {
+    if (mod.type != "LayerNorm" || mod.param_ids.size() != 2) continue;
+    const auto w = mod.param_ids[0], b = mod.param_ids[1];  // declaration order: weight, bias
+    if (w >= n || b >= n || at[w] == order.size() || at[b] == order.size() || at[b] > at[w])
+      continue;
+    std::swap(order[at[w]], order[at[b]]);
+    std::swap(at[w], at[b]);
+  }
   return order;
 }
 

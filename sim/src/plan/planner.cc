@@ -113,6 +113,14 @@ class Evaluator {
 
   bool fits(const MemoryReport& m) const { return total_of(m) <= req_.cluster.gpu.memory_bytes; }
 
+  /// The host side: every rank of a node is a process on that node's RAM, so the node holds
+  /// GPUs per node x a rank's host peak (host_per_node). Always true without a host capacity.
+  bool host_fits(Bytes host_per_rank, std::uint64_t gpus) const {
+    if (!req_.cpu_memory_per_node) return true;
+    return host_per_node(host_per_rank, cluster_with(req_.cluster, gpus)) <=
+           *req_.cpu_memory_per_node;
+  }
+
   /// DeepSpeed accounting: the row as `zerosim simulate` runs it (row_simulation.h). zero.Init
   /// applies to stage 3 only (DeepSpeed's zero.Init partitions at construction for stage 3).
   RowInput row_input(const DsConfig& ds, const PartitionPlan& plan, std::uint64_t gpus,
@@ -321,6 +329,11 @@ DsConfig variant_config(const DsConfig& base, int stage, OffloadVariant offload)
 Result<PlanResult> make_plan(const PlanRequest& request) {
   const std::uint64_t world = request.cluster.world_size();
   if (world == 0) return fail<PlanResult>("--gpus", "", "expected at least 1 GPU, got 0");
+  if (!request.base.refusals.empty()) {  // stage 3 NVMe offload (DsConfig::refusals)
+    Diagnostics d;
+    for (const Diagnostic& r : request.base.refusals) d.add(r);
+    return d;
+  }
   PlanResult out;
   out.request = request;
   Evaluator ev(out.request);
@@ -406,6 +419,15 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     row.matches_ds_config = request.ds_config_given && matches(request.base, v);
     if (!simulated)
       row.max_micro_batch_checkpointed = checkpointed_micro_batch(request, ev, ds, *plan);
+    // Host memory does not grow with the micro-batch (offload buffers follow the partitions), so
+    // a row whose host side does not fit fits at no micro-batch.
+    row.gpu_fits = row.fits;
+    row.host_fits = ev.host_fits(row.memory.host_bytes, world);
+    if (!row.host_fits) {
+      row.fits = false;
+      row.max_micro_batch = 0;
+      row.max_micro_batch_checkpointed = 0;
+    }
     for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2) {
       if (never_fits) {
         if (!request.full_sweep) break;
@@ -426,13 +448,13 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
         auto sim = simulate_row_memory(in);  // a sweep cell shows no time
         if (!sim.ok()) return diags.append(sim.diagnostics());
         total = sim->total;
-        fit = total <= ev.capacity();
+        fit = total <= ev.capacity() && ev.host_fits(sim->host_peak, g);
         if (fit && request.full_sweep)
           mb = max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxSearchMicroBatch);
       } else {
         MemoryReport m = ev.memory(ds, *pg, g, request.training.micro_batch);
         total = total_of(m);
-        fit = ev.fits(m);
+        fit = ev.fits(m) && ev.host_fits(m.host_bytes, g);
         if (fit && request.full_sweep) mb = ev.max_micro_batch(ds, *pg, g);
       }
       if (fit && !row.min_gpus) row.min_gpus = g;
@@ -442,11 +464,18 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     oc.ok = true;
   };
   constexpr std::size_t kVariantCount = std::size(kVariants);
+  // Threads take variants longest first (stage 3's schedules are about twice stage 1/2's, stage
+  // 0's the shortest), so the last one taken is short and no thread waits alone on a stage 3 row:
+  // on 2 cores the table order left one thread with two of the three stage 3 rows at the end.
+  constexpr std::size_t kLongestFirst[] = {5, 6, 7, 1, 2, 3, 4, 0};
+  static_assert(std::size(kLongestFirst) == kVariantCount);
   std::vector<Outcome> outcomes(kVariantCount);
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    for (std::size_t i = next++; i < kVariantCount; i = next++)
+    for (std::size_t n = next++; n < kVariantCount; n = next++) {
+      const std::size_t i = kLongestFirst[n];
       if (kVariants[i].stage <= request.max_stage) evaluate(kVariants[i], outcomes[i]);
+    }
   };
   const std::size_t threads =
       std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, kVariantCount);

@@ -346,8 +346,10 @@ Result<RowMemory> simulate_row_memory(const RowInput& in) {
   auto ledger = memory_ledger(row.schedule, graph.value());
   if (!ledger.ok()) return Result<RowMemory>(ledger.diagnostics());
   row.ledger = std::move(ledger.value());
-  for (const RoleMemory& m : row.ledger.analyze(0))
+  for (const RoleMemory& m : row.ledger.analyze(0)) {
     row.whole_run = std::max(row.whole_run, m.device.bytes);
+    row.host_peak = std::max(row.host_peak, m.host.bytes);
+  }
   row.total = memory::sat_add(row.whole_run, overhead_bytes(row.whole_run, in.overheads));
   return Result<RowMemory>(std::move(row));
 }

@@ -12,7 +12,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-ojson row_json(const PlanRow& r, bool verbose) {
+ojson row_json(const PlanRow& r, const PlanRequest& req, bool verbose) {
   ojson j;
   j["stage"] = r.stage;
   j["offload"] = std::string(offload_name(r.offload));
@@ -27,7 +27,10 @@ ojson row_json(const PlanRow& r, bool verbose) {
   j["total_bytes"] = r.memory.total();
   j["peak_phase"] = r.memory.peak_phase;
   j["host_bytes"] = r.memory.host_bytes;
+  j["host_bytes_per_node"] = host_per_node(r.memory.host_bytes, req.cluster);
   j["fits"] = r.fits;
+  j["fits_gpu"] = r.gpu_fits;
+  j["fits_host"] = req.cpu_memory_per_node ? ojson(r.host_fits) : ojson(nullptr);
   j["headroom_bytes"] = r.headroom_bytes;
   j["max_micro_batch"] = r.max_micro_batch;
   j["min_gpus"] = r.min_gpus ? ojson(*r.min_gpus) : ojson(nullptr);
@@ -77,7 +80,11 @@ void write_plan_json(const PlanResult& p, std::ostream& out, bool verbose) {
                   {"gpu_memory_bytes", r.cluster.gpu.memory_bytes},
                   {"nodes", r.cluster.nodes},
                   {"gpus_per_node", r.cluster.gpus_per_node},
-                  {"world_size", r.cluster.world_size()}};
+                  {"world_size", r.cluster.world_size()},
+                  {"gpu_source", r.cluster.gpu.source == "flags" ? "flags" : "catalog"},
+                  {"gpu_description", r.cluster.gpu.description},
+                  {"cpu_memory_per_node_bytes",
+                   r.cpu_memory_per_node ? ojson(*r.cpu_memory_per_node) : ojson(nullptr)}};
   j["training"] = {{"precision", r.base.fp16   ? "fp16"
                                  : r.base.bf16 ? "bf16"
                                                : "fp32"},
@@ -87,7 +94,7 @@ void write_plan_json(const PlanResult& p, std::ostream& out, bool verbose) {
                    {"activation_checkpointing", r.training.activation_checkpointing},
                    {"flash_attention", r.training.flash_attention}};
   ojson rows = ojson::array();
-  for (const auto& row : p.rows) rows.push_back(row_json(row, verbose));
+  for (const auto& row : p.rows) rows.push_back(row_json(row, r, verbose));
   j["rows"] = rows;
   if (p.recommended) {
     const auto& rec = p.rows[*p.recommended];
@@ -106,6 +113,7 @@ void write_plan_json(const PlanResult& p, std::ostream& out, bool verbose) {
                            {"micro_batch", nullptr},
                            {"reason", p.recommendation}};
   }
+  j["warnings"] = r.base.warnings;
   j["notes"] = p.notes;
   if (!p.sweep.empty()) {
     ojson sw = ojson::array();

@@ -29,10 +29,18 @@ std::string with_commas(std::uint64_t v) {
   return out;
 }
 
-const Cells kHeader = {
-    "stage",    "offload",         "model states", "buffers",          "activations",
-    "overhead", "total/GPU",       "peak at",      "steady/GPU",       "fits",
-    "headroom", "max micro-batch", "min GPUs",     "traffic/step/GPU", "step time"};
+const Cells kHeader = {"stage",    "offload",   "model states",    "buffers",    "activations",
+                       "overhead", "total/GPU", "peak at",         "steady/GPU", "host/node",
+                       "fits",     "headroom",  "max micro-batch", "min GPUs",   "traffic/step/GPU",
+                       "step time"};
+
+// Which side fails: the GPU (total/GPU over its memory) or the host (host/node over
+// --cpu-memory-per-node); both when both.
+std::string fits_cell(const PlanRow& r) {
+  if (r.fits) return "yes";
+  if (!r.gpu_fits && !r.host_fits) return "no (GPU, host)";
+  return r.host_fits ? "no (GPU)" : "no (host)";
+}
 
 std::string step_time(SimTime ns) {
   if (ns <= 0) return "-";
@@ -47,7 +55,7 @@ std::string step_time(SimTime ns) {
   return buf;
 }
 
-Cells row_cells(const PlanRow& r, bool raw_bytes) {
+Cells row_cells(const PlanRow& r, const Cluster& cluster, bool raw_bytes) {
   auto b = [&](Bytes x) { return raw_bytes ? std::to_string(x) : format_gib(x); };
   std::string stage = std::to_string(r.stage) + (r.matches_ds_config ? "*" : "");
   return {stage,
@@ -59,7 +67,8 @@ Cells row_cells(const PlanRow& r, bool raw_bytes) {
           b(r.memory.total()),
           r.memory.peak_phase,
           r.simulated ? b(r.steady_total_bytes) : (raw_bytes ? "" : "-"),
-          r.fits ? "yes" : "no",
+          b(host_per_node(r.memory.host_bytes, cluster)),
+          raw_bytes ? (r.fits ? "yes" : "no") : fits_cell(r),
           raw_bytes ? std::to_string(r.headroom_bytes) : signed_gib(r.headroom_bytes),
           std::to_string(r.max_micro_batch),
           r.min_gpus ? std::to_string(*r.min_gpus) : (raw_bytes ? "" : "none"),
@@ -97,12 +106,18 @@ void write_header(const PlanResult& p, std::ostream& out, const std::string& pre
       << r.cluster.world_size() << " x " << r.cluster.gpu.name << " ("
       << format_gib(r.cluster.gpu.memory_bytes) << " each; " << r.cluster.nodes << " node"
       << (r.cluster.nodes == 1 ? "" : "s") << " x " << r.cluster.gpus_per_node << ")\n";
+  if (r.cluster.gpu.source == "flags") out << prefix << "GPU " << r.cluster.gpu.description << "\n";
+  if (r.cpu_memory_per_node)
+    out << prefix << "host memory: " << format_gib(*r.cpu_memory_per_node)
+        << " per node (--cpu-memory-per-node), checked beside the GPU\n";
   out << prefix << precision_name(r.base) << ", micro-batch " << r.training.micro_batch
       << ", sequence " << r.training.seq_len << " tokens, gradient accumulation "
       << r.base.grad_accum_steps << ", activation checkpointing "
       << (r.training.activation_checkpointing ? "on" : "off")
       << "; accounting: " << (r.mode == Accounting::DeepSpeed ? "deepspeed" : "paper")
       << " (DeepSpeed " << std::string(kDeepSpeedCommit).substr(0, 8) << ")\n";
+  // On the first screen, not after the table: each one changes every number below.
+  for (const auto& w : r.base.warnings) out << prefix << "warning: " << w << "\n";
 }
 
 void write_estimators(const PlanResult& p, std::ostream& out, const std::string& prefix) {
@@ -140,7 +155,7 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
   write_header(p, out, pre);
   out << "\n";
   std::vector<Cells> rows = {kHeader};
-  for (const auto& r : p.rows) rows.push_back(row_cells(r, false));
+  for (const auto& r : p.rows) rows.push_back(row_cells(r, p.request.cluster, false));
   if (markdown) {
     for (std::size_t k = 0; k < rows.size(); ++k) {
       out << "|";
@@ -162,11 +177,14 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
            "overhead (CUDA context,\nNCCL buffers, fragmentation); total = the whole-run peak, "
            "which decides the fit (\"peak at\": init, first step\nor steady); steady = the peak "
            "of a steady step; traffic = bytes each GPU sends in one steady step (ring\n"
-           "algorithms; init broadcasts excluded); step time = the simulated steady step\n\n";
+           "algorithms; init broadcasts excluded); step time = the simulated steady step;\n"
+           "host/node = host RAM of one node: its GPUs x a rank's host peak (offload buffers, "
+           "init included)\n\n";
   else
     out << "sizes in GiB (2^30 bytes) per GPU at the peak of the step (\"peak at\": backward or "
            "step phase; activations are freed before the step);\ntraffic = bytes each GPU sends "
-           "per optimizer step (ring algorithms)\n\n";
+           "per optimizer step (ring algorithms); host/node = host RAM of one node: its GPUs x a "
+           "rank's offload buffers\n\n";
   report::write_plan_speeds(p, out, markdown);
   write_estimators(p, out, pre);
   out << "\nrecommendation: " << p.recommendation << "\n";
@@ -194,11 +212,16 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
 void write_csv(const PlanResult& p, std::ostream& out) {
   out << "stage,offload,model_states_bytes,buffers_bytes,activations_bytes,overhead_bytes,total_"
          "bytes,"
-         "peak_phase,steady_bytes,fits,headroom_bytes,max_micro_batch,min_gpus,comm_bytes_per_"
-         "step,step_ns\n";
+         "peak_phase,steady_bytes,host_per_node_bytes,fits,fits_gpu,fits_host,headroom_bytes,max_"
+         "micro_batch,min_gpus,comm_bytes_per_step,step_ns\n";
   for (const auto& r : p.rows) {
-    Cells c = row_cells(r, true);
+    Cells c = row_cells(r, p.request.cluster, true);
     c[0] = std::to_string(r.stage);
+    // Which side fails (fits_host empty: not checked without --cpu-memory-per-node).
+    const std::size_t fits = 10;
+    c.insert(c.begin() + fits + 1,
+             {r.gpu_fits ? "yes" : "no",
+              p.request.cpu_memory_per_node ? (r.host_fits ? "yes" : "no") : ""});
     for (std::size_t i = 0; i < c.size(); ++i) out << c[i] << (i + 1 < c.size() ? "," : "\n");
   }
 }

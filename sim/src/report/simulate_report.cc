@@ -3,12 +3,16 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "zerosim/schedule_builder.h"
 
 namespace zerosim {
 namespace {
+
+// A schedule note the builders mark as a warning (DsConfig::warnings), as the engine prefixes it.
+constexpr const char* kWarningNote = "schedule: warning: ";
 
 std::string ms(SimTime ns) {
   char b[32];
@@ -102,8 +106,11 @@ void write_table(const Summary& s, const Schedule& sched, std::ostream& out,
       << m.world << " x " << m.gpu << " (" << m.nodes << " node" << (m.nodes == 1 ? "" : "s")
       << " x " << m.gpus_per_node << "), " << m.steps << " step" << (m.steps == 1 ? "" : "s")
       << " x " << m.grad_accum << " micro-step" << (m.grad_accum == 1 ? "" : "s") << "; DeepSpeed "
-      << m.deepspeed_version << ", " << m.mode << " mode\n\n";
-  out << "time (simulated):\n";
+      << m.deepspeed_version << ", " << m.mode << " mode\n";
+  // What the schedule does not model and changes every number below, before the numbers.
+  for (const auto& n : m.notes)
+    if (n.rfind(kWarningNote, 0) == 0) out << n.substr(std::strlen("schedule: ")) << "\n";
+  out << "\ntime (simulated):\n";
   out << "  init (flatten, broadcast)  " << human_duration(s.init_ns) << "\n";
   for (const auto& st : s.steps)
     out << "  step " << st.step << "  " << human_duration(st.end_ns - st.start_ns) << "  (compute "
@@ -158,7 +165,8 @@ void write_table(const Summary& s, const Schedule& sched, std::ostream& out,
       << sched.ops.size() << " ops simulated; memory is what the schedule allocates (model states, "
       << "buffers, activations); `zerosim plan` adds CUDA context, NCCL buffers and "
          "fragmentation\n";
-  for (const auto& n : m.notes) out << "note: " << n << "\n";
+  for (const auto& n : m.notes)
+    if (n.rfind(kWarningNote, 0) != 0) out << "note: " << n << "\n";
 }
 }  // namespace
 

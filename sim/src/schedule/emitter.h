@@ -173,9 +173,12 @@ class Emitter {
   }
   Phase phase() const { return phase_; }
   const Schedule& schedule() const { return s_; }
+  /// Reserves the program's ops for a model of `tensors` params (a capacity hint: the meta's
+  /// stage, steps and micro-steps must be filled).
+  void reserve_ops(std::size_t tensors);
 
  private:
-  std::uint32_t append(Op o);
+  std::uint32_t append(Op&& o);
 
   Schedule& s_;
   std::array<std::uint32_t, kStreamCount> last_on_ = [] {

@@ -34,6 +34,7 @@ Diagnostics check_input(const ScheduleInput& in) {
             "expected a model, a partition plan and a DeepSpeed config, got a missing input");
     return d;
   }
+  for (const Diagnostic& r : in.ds->refusals) d.add(r);  // stage 3 NVMe offload
   const ModelDesc& m = *in.model;
   const PartitionPlan& plan = *in.plan;
   // Activations grow with sequence x micro-batch, and nothing else bounds their product: past
@@ -61,15 +62,18 @@ Diagnostics check_input(const ScheduleInput& in) {
   if (!in.overflow_steps.empty()) {
     const DType lp = in.ds->lp_dtype();
     const int stage = in.ds->zero.stage;
-    const bool checked = lp == DType::Float16 ||
-                         (stage != 3 && lp == DType::BFloat16 && in.ds->bf16_check_grad_overflow);
+    // Stage 0's FP16_Optimizer checks fp16 grads only (CheckOverflow in its step()).
+    const bool checked =
+        lp == DType::Float16 ||
+        (stage != 3 && stage != 0 && lp == DType::BFloat16 && in.ds->bf16_check_grad_overflow);
     const OptimizerPath path = in.ds->optimizer_path();
     const bool zero = path == OptimizerPath::ZeroStage1And2 || path == OptimizerPath::ZeroStage3;
-    if (in.mode != Accounting::DeepSpeed || !zero)
+    const bool fp16opt = path == OptimizerPath::Fp16Optimizer;
+    if (in.mode != Accounting::DeepSpeed || !(zero || fp16opt))
       d.error(
           kSource, "/overflow_steps",
-          "expected DeepSpeedZeroOptimizer (stage 1/2) or stage 3 in deepspeed mode for overflow "
-          "steps, got " +
+          "expected DeepSpeedZeroOptimizer (stage 1/2), stage 3 or stage 0's FP16_Optimizer in "
+          "deepspeed mode for overflow steps, got " +
               std::string(in.mode == Accounting::DeepSpeed
                               ? "stage " + std::to_string(stage) + " (" +
                                     (path == OptimizerPath::Bf16Optimizer ? "BF16_Optimizer"
@@ -120,8 +124,8 @@ Diagnostics check_buffer_total(const Schedule& s) {
   Diagnostics d;
   std::vector<Elements> max_slot(s.meta.slot_names.size(), 0);  // the largest role's count
   for (const RankRole& r : s.roles)
-    for (std::size_t k = 0; k < r.slots.size() && k < max_slot.size(); ++k)
-      max_slot[k] = std::max(max_slot[k], r.slots[k]);
+    for (const SlotValues::Entry& e : r.slots.nonzero())
+      if (e.slot < max_slot.size()) max_slot[e.slot] = std::max(max_slot[e.slot], e.value);
   Bytes total = 0, largest = 0;
   const Buffer* big = nullptr;
   Elements big_numel = 0;

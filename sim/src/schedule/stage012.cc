@@ -40,7 +40,8 @@ ZeroOptimizer::ZeroOptimizer(const Config& cfg, Emitter& e, SlotTable& slots, En
       step_(cfg, e, slots, module, flat_, offload_, averaged_) {}
 
 // §3.1: B1 (flat LP params, replacing the module's storage), B2 (fp32 master partition, cloned from
-// the rank's LP slice), and with optimizer offload B4–B7.
+// the rank's LP slice), and with optimizer offload B4–B7 (and pinned offload's init-time host
+// transients, CpuOffload).
 void ZeroOptimizer::init() {
   const std::uint32_t module = module_.emit_params(false);
   for (std::size_t g = 0; g < cfg_.plan.groups.size(); ++g) {
@@ -57,6 +58,8 @@ void ZeroOptimizer::init() {
     const std::string gs = std::to_string(g);
     const std::uint32_t clone = e_.temp("init clone of the rank's LP slice", s, cfg_.lp);
     e_.alloc(clone);
+    // Pinned offload: the unpinned fp32 copy pin_memory copies B2 from (CpuOffload).
+    const std::uint32_t unpinned = cfg_.offload ? offload_.unpinned_master(g, s) : kNone;
     flat_.fp32_partition.push_back(e_.buffer(
         flat_buffer("single_partition_of_fp32_groups[" + gs + "]", "B2", BufferCategory::Param32,
                     cfg_.offload ? cfg_.host_pool : MemoryPool::Device, cfg_.mw, s)));
@@ -67,9 +70,12 @@ void ZeroOptimizer::init() {
              .dst = region(flat_.fp32_partition.back()),
              .label = "master partition from the LP slice"});
     e_.free(clone);
-    if (cfg_.offload) offload_.create_group(g, s);
+    if (cfg_.offload) offload_.create_group(g, s, unpinned);
   }
-  if (cfg_.offload) offload_.create_staging();
+  if (cfg_.offload) {
+    offload_.create_staging();
+    offload_.init_returns();
+  }
 }
 
 void ZeroOptimizer::lp_copy_of_grad_accum(std::uint32_t p) {
@@ -228,16 +234,17 @@ void fill_meta(const Config& c, Schedule& s) {
   meta.master = c.mw;
   meta.grad_accum_dtype = c.ga;
   meta.comm = c.cd;
-  meta.notes = c.ds.notes;
+  meta.notes.clear();
+  // Settings that change the answer and are not modelled (DsConfig::warnings) first: simulate
+  // prints the "warning: " notes on its first screen.
+  for (const std::string& w : c.ds.warnings) meta.notes.push_back("warning: " + w);
+  meta.notes.insert(meta.notes.end(), c.ds.notes.begin(), c.ds.notes.end());
   meta.notes.push_back(
       "DeepSpeed behaviour of " +
       std::string(c.v0144 ? "release v0.14.4" : "commit edaa7221267243c7be7fb49c5d5f5c4fb97b4641"));
   if (c.path == OptimizerPath::Bf16Optimizer)
     meta.notes.push_back(
         "bf16 + stage 1 + grad_accum_dtype fp32 runs BF16_Optimizer, not the ZeRO optimizer");
-  if (c.ds.zero.offload_optimizer.device == OffloadDevice::Nvme)
-    meta.notes.push_back(
-        "offload_optimizer nvme: modelled as CPU offload (NVMe swapping not modelled)");
   if (!c.managed)
     meta.notes.push_back(
         "managed_gradient_accumulation=false: no backward is a boundary; stage 0/1 reduce in "
@@ -263,6 +270,7 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
   Emitter e(s, in.plan->world);
   const s12::Config cfg(in);
   s12::fill_meta(cfg, s);
+  e.reserve_ops(in.model->params.size());
   s12::SlotTable slots;
   s12::EngineModule module(cfg, e);
   if (cfg.path == OptimizerPath::ZeroStage1And2) {

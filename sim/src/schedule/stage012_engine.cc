@@ -68,15 +68,16 @@ void EngineAllReduce::reduce(const std::vector<Elements>& sizes, const std::vect
 // grads they are cast from exactly; BF16_Optimizer's get_global_norm_of_tensors over the fp32
 // gradient buffer; the bare optimizer's clip_grad_norm_ over p.grad), and FP16_Optimizer's
 // CheckOverflow.has_overflow over the fp16 grads (runtime/utils.py: no all-reduce without model
-// parallelism, MoE or zero_reduce_scatter), or-ed over the groups into the flag.
-void EngineOptimizer::local_grad_stats(bool check) {
+// parallelism, MoE or zero_reduce_scatter), or-ed over the groups into the flag. `skip`: an
+// overflow step, whose step() returns after the check, before any norm.
+void EngineOptimizer::local_grad_stats(bool check, bool skip) {
   if (norms_ == kNone) {
     norms_ = e_.scratch("grad norms (scratch)", cfg_.plan.groups.size(), DType::Float32);
     if (check) overflow_ = e_.scratch("overflow flag (scratch)", 1, DType::UInt8);
   }
   for (const OpKind kind : {OpKind::GradOverflow, OpKind::GradNorm}) {
     const bool norm = kind == OpKind::GradNorm;
-    if (!norm && !check) continue;
+    if ((!norm && !check) || (norm && skip)) continue;
     bool first = true;
     for (std::size_t g = 0; g < cfg_.plan.groups.size(); ++g) {
       const FlatGroup& fg = cfg_.plan.groups[g];

@@ -9,6 +9,7 @@
 //                   rank's fp32 master partition, a full fp32 gradient buffer the backward epilogue
 //                   adds every bf16 grad into (backward_epilogue :351, update_hp_grads :386),
 //                   step() (:303) on the partition, then all_gather_dp_groups.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -55,7 +56,7 @@ class TorchOptimizer final : public EngineOptimizer {
   void allreduce_gradients() override { allreduce_module_grads(cfg_, module_, allreduce_); }
 
   void step(std::uint32_t step) override {
-    local_grad_stats(false);
+    local_grad_stats(false, false);
     // Adam states appear at the optimizer's first step.
     const Elements n = cfg_.grads_in_groups();
     if (step == 0) adam_ = adam_states("optimizer states", 2 * n, "");
@@ -120,8 +121,20 @@ class Fp16Optimizer final : public EngineOptimizer {
 
   // step() (fused_optimizer.py:245): per group a flat fp32 copy of the grads, the update of the
   // whole group and the copy back into the flat 16-bit params.
-  void step(std::uint32_t /*step*/) override {
-    local_grad_stats(cfg_.lp == DType::Float16);
+  void step(std::uint32_t step) override {
+    // FP16_Optimizer.step() (deepspeed/runtime/fp16/fused_optimizer.py:246-275 at DeepSpeed
+    // 38327e07f): has_overflow over the fp16 grads, _update_scale, and on overflow p.grad = None
+    // for every param (the engine program's zero_grad) and return: no flatten, norm, update or
+    // write-back. Only fp16 checks (the builder refuses overflow steps for stage 0 otherwise).
+    const bool check = cfg_.lp == DType::Float16;
+    const bool skip = check && std::binary_search(cfg_.in.overflow_steps.begin(),
+                                                  cfg_.in.overflow_steps.end(), step);
+    local_grad_stats(check, skip);
+    if (skip) {
+      e_.marker("overflow: step skipped, loss scale lowered");
+      e_.set_phase(Phase::PostStep);
+      return;
+    }
     for (std::size_t g = 0; g < cfg_.plan.groups.size(); ++g) {
       const FlatGroup& fg = cfg_.plan.groups[g];
       const Elements n = fg.numel;
@@ -238,7 +251,7 @@ class Bf16Optimizer final : public EngineOptimizer {
   // first step, indexed by group: a group without elements has none), the write-back into the
   // rank's slice of the flat params, then all_gather_dp_groups.
   void step(std::uint32_t step) override {
-    local_grad_stats(false);
+    local_grad_stats(false, false);
     for (std::size_t g = 0; g < cfg_.plan.groups.size(); ++g) {
       const Elements n = cfg_.plan.groups[g].partition;
       if (n == 0) continue;

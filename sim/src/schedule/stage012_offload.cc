@@ -25,10 +25,40 @@ Buffer offload_buffer(std::string name, std::string spec, MemoryPool pool, DType
   return b;
 }
 
+// A host transient of __init__ (unpinned memory, not persistent).
+Buffer init_transient(std::string name, DType dt, Elements numel) {
+  Buffer b = offload_buffer(std::move(name), "T5", MemoryPool::Host, dt, numel);
+  b.category = BufferCategory::Temp;
+  b.persistent = false;
+  return b;
+}
+
 }  // namespace
 
-void CpuOffload::create_group(std::size_t g, Elements s) {
+// With pinned offload the host holds transients at init (DeepSpeed edaa722
+// runtime/zero/stage_1_and_2.py:492-507): `.to(device="cpu", dtype=fp32)` makes an unpinned fp32
+// copy that pin_memory then copies into pinned memory (both live for a moment), and the LP
+// `temp_buffer_bit16` that pin_memory copies into B5 stays referenced until the next group
+// rebinds the name, the last one until __init__ returns (v0.14.4 has no temp_buffer_bit16:
+// stage_1_and_2.py:393-400 there).
+std::uint32_t CpuOffload::unpinned_master(std::size_t g, Elements s) {
+  if (cfg_.host_pool != MemoryPool::Pinned) return kNone;
+  const std::uint32_t b = e_.buffer(
+      init_transient("fp32 master before pin_memory [" + std::to_string(g) + "]", cfg_.mw, s));
+  e_.alloc(b);
+  return b;
+}
+
+void CpuOffload::create_group(std::size_t g, Elements s, std::uint32_t unpinned) {
   const std::string gs = std::to_string(g);
+  if (unpinned != kNone) e_.free(unpinned);
+  if (cfg_.host_pool == MemoryPool::Pinned && !cfg_.v0144) {
+    const std::uint32_t lp =
+        e_.buffer(init_transient("temp_buffer_bit16 [" + gs + "]", cfg_.lp, s));
+    e_.alloc(lp);
+    if (temp_bit16_ != kNone) e_.free(temp_bit16_);  // the name rebound: the previous one dropped
+    temp_bit16_ = lp;
+  }
   b4_.push_back(e_.buffer(
       offload_buffer("fp32 grad partition [" + gs + "]", "B4", cfg_.host_pool, cfg_.mw, s)));
   e_.alloc(b4_.back(), Stream::Compute, kNone, true);  // zeros: the padding stays 0
@@ -49,6 +79,11 @@ void CpuOffload::create_staging() {
   b7_ = e_.buffer(
       offload_buffer("temp_grad_buffer_for_cpu_offload", "B7", cfg_.host_pool, cfg_.lp, largest));
   e_.alloc(b7_);
+}
+
+void CpuOffload::init_returns() {
+  if (temp_bit16_ != kNone) e_.free(temp_bit16_);
+  temp_bit16_ = kNone;
 }
 
 // Whether any flush goes through async_accumulate_grad_in_cpu_via_gpu (post_flush): at v0.14.4

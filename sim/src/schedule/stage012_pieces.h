@@ -147,10 +147,16 @@ struct ZeroPartitions {
 class CpuOffload {
  public:
   CpuOffload(const Config& cfg, Emitter& e, SlotTable& slots) : cfg_(cfg), e_(e), slots_(slots) {}
-  /// B4 and B5 of group `g` (S_g elements).
-  void create_group(std::size_t g, Elements s);
+  /// With pinned memory, the unpinned fp32 copy of group `g`'s master (S_g elements) that
+  /// pin_memory copies from, allocated before B2 (kNone unpinned: no transient).
+  std::uint32_t unpinned_master(std::size_t g, Elements s);
+  /// After B2 of group `g` (S_g elements) is filled: frees `unpinned` (unpinned_master's), holds
+  /// the group's temp_buffer_bit16 (pinned, edaa722), then B4 and B5.
+  void create_group(std::size_t g, Elements s, std::uint32_t unpinned);
   /// B6 and B7, of the largest grouped param.
   void create_staging();
+  /// __init__ returns: the last group's temp_buffer_bit16 is released.
+  void init_returns();
   /// A record for one IPG pass (its B8 accumulators); returns its id.
   std::uint32_t add_pass();
   /// Flush `f` of pass `id` reduces `params`: when flushes accumulate on the CPU, the params' B8
@@ -185,6 +191,7 @@ class CpuOffload {
   SlotTable& slots_;
   std::vector<std::uint32_t> b4_, b5_;
   std::uint32_t b6_ = kNone, b7_ = kNone;
+  std::uint32_t temp_bit16_ = kNone;  ///< the live temp_buffer_bit16 (init, pinned only)
   std::vector<PassRecord> passes_;
 };
 
@@ -405,7 +412,8 @@ class EngineOptimizer {
       : cfg_(cfg), e_(e), module_(module), allreduce_(cfg, e) {}
   /// The local statistics step() reads after the engine's all-reduce: one squared norm per
   /// group, and with `check` the overflow flag or-ed over the groups (the scratch created once).
-  void local_grad_stats(bool check);
+  /// `skip`: an overflow step, whose step() returns after the check, before any norm.
+  void local_grad_stats(bool check, bool skip);
   /// Group g's gradients as the statistics read them (default: the module's grads in flat
   /// order, LP); sets `dt` to their dtype.
   virtual Region stat_source(std::size_t g, DType& dt);

@@ -350,8 +350,9 @@ std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& pla
       by_hash.emplace(h, id);
       RankRole role;
       role.representative = seg.first(i);
-      role.slots.assign(slot_count, 0);
-      for (const auto* e = values.begin(i); e != values.end(i); ++e) role.slots[e->slot] = e->value;
+      role.slots = SlotValues::zeros(slot_count);
+      for (const auto* e = values.begin(i); e != values.end(i); ++e)
+        role.slots.set(e->slot, e->value);
       roles.push_back(std::move(role));
       first_segment.push_back(i);
     }

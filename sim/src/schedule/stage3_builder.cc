@@ -238,6 +238,9 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
   meta.grad_accum_dtype = ds.grad_accum();
   meta.comm = ds.comm_dtype();
   auto& notes = meta.notes;
+  // Settings that change the answer and are not modelled (DsConfig::warnings): simulate prints
+  // the "warning: " notes on its first screen.
+  for (const std::string& warning : ds.warnings) notes.push_back("warning: " + warning);
   notes.push_back("DeepSpeedZeroOptimizer_Stage3 as at DeepSpeed " +
                   std::string(deepspeed_version_name(in.version)));
   notes.push_back(
@@ -332,6 +335,7 @@ Result<Schedule> build_stage3(const ScheduleInput& in) {
   Schedule s;
   s3::fill_meta(s, in, walk.value());
   s3::Context cx(s, in, walk.value());
+  cx.e.reserve_ops(in.model->params.size());
   s3::emit_init(cx);
   s3::Coordinator co(cx);
   s3::Reducer red(cx);

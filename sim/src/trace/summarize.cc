@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -148,37 +149,49 @@ void SummaryBuilder::add(const Span& s) {
   add(t);
 }
 
-void SummaryBuilder::add(const SpanTiming& s) {
+void SummaryBuilder::add(const SpanTiming& s) { add(std::span<const SpanTiming>(&s, 1)); }
+
+void SummaryBuilder::add(std::span<const SpanTiming> spans) {
   State& st = *state_;
-  if (st.last == nullptr || st.last_rank != s.rank) {
-    auto [it, fresh] = st.lines.try_emplace(s.rank);
-    if (fresh) {
-      it->second.end.assign(st.out.meta.steps, -1);
-      it->second.steps.resize(st.out.meta.steps);
+  for (const SpanTiming& s : spans) {
+    if (st.last == nullptr || st.last_rank != s.rank) {
+      auto [it, fresh] = st.lines.try_emplace(s.rank);
+      if (fresh) {
+        it->second.end.assign(st.out.meta.steps, -1);
+        it->second.steps.resize(st.out.meta.steps);
+      }
+      st.last_rank = s.rank;
+      st.last = &it->second;
     }
-    st.last_rank = s.rank;
-    st.last = &it->second;
+    add_span(s, *st.last);
   }
-  add_span(s, *st.last);
 }
 
 void SummaryBuilder::add(const CommRecord& c) {
+  const CommTiming t{c.rank,  c.kind,       c.phase,          c.step,
+                     c.bytes, c.bytes_sent, c.bytes_received, c.dur_ns};
+  add(std::span<const CommTiming>(&t, 1));
+}
+
+void SummaryBuilder::add(std::span<const CommTiming> comms) {
   State& st = *state_;
-  if (st.last_kinds == nullptr || st.last_comm_rank != c.rank) {  // std::map entries stay put
-    st.last_comm_rank = c.rank;
-    st.last_kinds = &st.comm[c.rank];
-    st.last_sent = &st.sent[c.rank];
-    st.last_sent->resize(std::size_t{st.out.meta.steps} + 1, 0);
+  for (const CommTiming& c : comms) {
+    if (st.last_kinds == nullptr || st.last_comm_rank != c.rank) {  // std::map entries stay put
+      st.last_comm_rank = c.rank;
+      st.last_kinds = &st.comm[c.rank];
+      st.last_sent = &st.sent[c.rank];
+      st.last_sent->resize(std::size_t{st.out.meta.steps} + 1, 0);
+    }
+    CommKindSummary& k = (*st.last_kinds)[static_cast<std::size_t>(c.kind)];
+    k.calls += 1;
+    k.bytes = saturating_add(k.bytes, c.bytes);
+    k.bytes_sent = saturating_add(k.bytes_sent, c.bytes_sent);
+    k.bytes_received = saturating_add(k.bytes_received, c.bytes_received);
+    k.time_ns = add_time(k.time_ns, c.dur_ns);
+    std::vector<Bytes>& sent = *st.last_sent;
+    const std::size_t slot = c.phase == Phase::Init ? 0 : std::size_t{c.step} + 1;
+    if (slot < sent.size()) sent[slot] = saturating_add(sent[slot], c.bytes_sent);
   }
-  CommKindSummary& k = (*st.last_kinds)[static_cast<std::size_t>(c.kind)];
-  k.calls += 1;
-  k.bytes = saturating_add(k.bytes, c.bytes);
-  k.bytes_sent = saturating_add(k.bytes_sent, c.bytes_sent);
-  k.bytes_received = saturating_add(k.bytes_received, c.bytes_received);
-  k.time_ns = add_time(k.time_ns, c.dur_ns);
-  std::vector<Bytes>& sent = *st.last_sent;
-  const std::size_t slot = c.phase == Phase::Init ? 0 : std::size_t{c.step} + 1;
-  if (slot < sent.size()) sent[slot] = saturating_add(sent[slot], c.bytes_sent);
 }
 
 // Each time number is the largest over the timelines (the critical rank of a measured run).

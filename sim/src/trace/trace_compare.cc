@@ -249,6 +249,12 @@ void write_comparison_table(const Comparison& c, std::ostream& out) {
         << ": " << c.sequence.difference << "\n";
     for (const std::string& l : c.sequence.context) out << l << "\n";
   }
+  if (c.sequence_only) {  // a log carries no memory, bytes per kind or time: no empty sections
+    out << "\n";
+    for (const std::string& n : c.notes) out << "note: " << n << "\n";
+    out << "\nverdict: " << (c.passed() ? "PASS" : "FAIL") << "\n";
+    return;
+  }
   out << "\npeak device memory per rank (predicted = the rank's role):\n";
   std::size_t shown = 0;
   for (const MemoryCheck& m : c.memory) {

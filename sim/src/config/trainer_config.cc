@@ -1,0 +1,370 @@
+// Trainer configs (zerosim/trainer_config.h): the format from the file, then each format's keys
+// mapped onto one TrainerConfig. Keys a plan does not need (datasets, logging, output paths) are
+// ignored, as a plan ignores them; keys that change memory or time but are not modelled become
+// warnings (TrainerConfig::not_modelled), never a silent default.
+#include "zerosim/trainer_config.h"
+
+#include <cctype>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/json_reader.h"
+#include "config/trainer_config_internal.h"
+#include "zerosim/ds_config.h"
+
+namespace zerosim {
+
+std::string trainer_format_name(TrainerFormat f) {
+  switch (f) {
+    case TrainerFormat::LlamaFactory:
+      return "LLaMA-Factory";
+    case TrainerFormat::Axolotl:
+      return "axolotl";
+    case TrainerFormat::TrainingArgumentsJson:
+      return "TrainingArguments JSON";
+  }
+  return "?";
+}
+
+namespace {
+
+using trainercfg::Entry;
+
+constexpr std::uint64_t kMaxLoraRank = 65536;
+
+/// The entries by key, and the typed reads that fill a TrainerValue with the entry's position.
+struct Keys {
+  std::map<std::string, const Entry*> by_key;
+  Diagnostics& d;
+
+  const Entry* find(const std::string& key) const {
+    auto it = by_key.find(key);
+    return it == by_key.end() || it->second->kind == Entry::Kind::Null ? nullptr : it->second;
+  }
+  template <class T>
+  static TrainerValue<T> at(const Entry& e, T v) {
+    TrainerValue<T> out;
+    out.value = std::move(v);
+    out.key = e.key;
+    out.where = e.where;
+    out.pointer = e.pointer;
+    return out;
+  }
+  template <class T>
+  void set(std::optional<TrainerValue<T>>& dst, const Entry& e, const std::optional<T>& v) const {
+    if (v) dst = at(e, *v);
+  }
+  void uint(const std::string& key, std::uint64_t lo, std::uint64_t hi,
+            std::optional<TrainerValue<std::uint64_t>>& dst) const {
+    if (const Entry* e = find(key)) set(dst, *e, trainercfg::as_uint(*e, lo, hi, d));
+  }
+  void number(const std::string& key, double lo, double hi, const std::string& range,
+              std::optional<TrainerValue<double>>& dst) const {
+    if (const Entry* e = find(key)) set(dst, *e, trainercfg::as_number(*e, lo, hi, range, d));
+  }
+  std::optional<bool> boolean(const std::string& key) const {
+    const Entry* e = find(key);
+    return e ? trainercfg::as_bool(*e, d) : std::nullopt;
+  }
+  std::optional<std::string> string(const std::string& key) const {
+    const Entry* e = find(key);
+    return e ? trainercfg::as_string(*e, d) : std::nullopt;
+  }
+  bool is_true(const std::string& key) const {
+    const Entry* e = find(key);
+    if (!e) return false;
+    Diagnostics quiet;
+    auto v = trainercfg::as_bool(*e, quiet);
+    return v.value_or(false);
+  }
+};
+
+// Module names: a comma-separated string (LLaMA-Factory's lora_target, split at commas) or a list
+// of names (axolotl's lora_target_modules).
+std::optional<std::vector<std::string>> module_list(const Entry& e, Diagnostics& d) {
+  std::vector<std::string> out;
+  if (e.kind == Entry::Kind::Sequence && e.items_scalar && !e.items.empty()) {
+    out = e.items;
+  } else if (e.kind == Entry::Kind::Plain || e.kind == Entry::Kind::Quoted) {
+    std::string cur;
+    for (char c : e.text + ",") {
+      if (c == ',') {
+        if (!cur.empty()) out.push_back(cur);
+        cur.clear();
+      } else if (c != ' ') {
+        cur += c;
+      }
+    }
+  }
+  for (const auto& m : out)
+    for (char c : m)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-')
+        out.clear();
+  if (out.empty()) {
+    d.error(e.where, e.pointer,
+            "expected module names such as q_proj,v_proj (a string or a list), got " + e.shown());
+    return std::nullopt;
+  }
+  return out;
+}
+
+void precision(const Keys& k, TrainerConfig& c, bool bf16_may_be_auto) {
+  const Entry* bf = k.find("bf16");
+  const Entry* fp = k.find("fp16");
+  std::optional<bool> bf16, fp16;
+  if (bf && bf16_may_be_auto && bf->kind == Entry::Kind::Plain && bf->text == "auto") {
+    c.bf16_auto = Keys::at(*bf, true);
+  } else if (bf) {
+    bf16 = trainercfg::as_bool(*bf, k.d);
+  }
+  if (fp) fp16 = trainercfg::as_bool(*fp, k.d);
+  if (bf16.value_or(false) && fp16.value_or(false)) {
+    // transformers training_args.py __post_init__: "At most one of fp16 and bf16 can be True".
+    k.d.error(fp->where, fp->pointer,
+              "expected at most one of bf16 and fp16 true (TrainingArguments refuses both), got "
+              "both");
+    return;
+  }
+  if (bf16.value_or(false))
+    c.precision = Keys::at(*bf, DType::BFloat16);
+  else if (fp16.value_or(false))
+    c.precision = Keys::at(*fp, DType::Float16);
+  else if (bf16 || fp16)
+    c.precision = Keys::at(bf16 ? *bf : *fp, DType::Float32);
+  if (fp16.value_or(false)) c.bf16_auto.reset();  // axolotl: fp16 with bf16 auto is fp16
+}
+
+void common(const Keys& k, TrainerConfig& c) {
+  k.uint("gradient_accumulation_steps", 1, kMaxGradAccumSteps, c.grad_accum);
+  k.number("max_grad_norm", 0, 1e9, "0..1e9", c.max_grad_norm);
+  if (const Entry* e = k.find("deepspeed")) {
+    if (e->kind == Entry::Kind::Mapping)
+      k.d.error(e->where, e->pointer,
+                "expected the path of a ds_config file, got a mapping (write the ds_config to a "
+                "file and give its path)");
+    else
+      k.set(c.deepspeed, *e, trainercfg::as_string(*e, k.d));
+  }
+}
+
+void llama_factory(const Keys& k, TrainerConfig& c) {
+  if (auto m = k.string("model_name_or_path"))
+    c.model = Keys::at(*k.find("model_name_or_path"), *m);
+  precision(k, c, false);
+  common(k, c);
+  k.uint("per_device_train_batch_size", 1, kMaxMicroBatch, c.micro_batch);
+  k.uint("cutoff_len", 1, kMaxTrainerSeqLen, c.seq_len);
+  if (const Entry* e = k.find("disable_gradient_checkpointing"))
+    if (auto v = trainercfg::as_bool(*e, k.d)) c.gradient_checkpointing = Keys::at(*e, !*v);
+  if (const Entry* e = k.find("finetuning_type")) {
+    auto t = trainercfg::as_string(*e, k.d);
+    if (t && *t != "lora" && *t != "full")
+      k.d.error(e->where, e->pointer,
+                "expected lora or full (freeze and oft are not modelled), got " + e->shown());
+    else if (t)
+      c.lora = Keys::at(*e, *t == "lora");
+  }
+  k.uint("lora_rank", 1, kMaxLoraRank, c.lora_rank);
+  k.number("lora_alpha", 1e-9, 1e9, "> 0", c.lora_alpha);
+  k.number("lora_dropout", 0, 0.999999, "0..1 (below 1)", c.lora_dropout);
+  if (const Entry* e = k.find("lora_target"))
+    if (auto t = module_list(*e, k.d)) {
+      // LLaMA-Factory's "all": every Linear but the output layer, peft's all-linear
+      // (model/adapter.py:229, find_all_linear_modules).
+      if (t->size() == 1 && (*t)[0] == "all") *t = {"all-linear"};
+      c.lora_targets = Keys::at(*e, *t);
+    }
+  if (const Entry* e = k.find("quantization_bit")) {
+    auto bits = trainercfg::as_uint(*e, 0, 64, k.d);
+    if (bits && *bits != 4 && *bits != 8)
+      k.d.error(e->where, e->pointer,
+                "expected 4 or 8 (bitsandbytes NF4 or int8; hqq's 2 and 3 bits are not "
+                "modelled), got " +
+                    e->shown());
+    else if (bits)
+      c.quantization = Keys::at(*e, *bits == 4 ? BaseQuantization::Nf4 : BaseQuantization::Int8);
+  }
+  if (auto m = k.string("quantization_method"); m && *m != "bnb")
+    k.d.error(k.find("quantization_method")->where, "quantization_method",
+              "expected bnb (bitsandbytes; hqq and eetq are not modelled), got " +
+                  k.find("quantization_method")->shown());
+  for (const char* key : {"pure_bf16", "fp8", "use_galore", "use_badam", "use_apollo", "use_dora",
+                          "use_unsloth", "packing"})
+    if (k.is_true(key)) c.not_modelled.push_back(std::string(key) + ": true");
+  if (const Entry* e = k.find("additional_target"))
+    c.not_modelled.push_back("additional_target: " + e->shown() + " (fully trained modules)");
+}
+
+void axolotl(const Keys& k, TrainerConfig& c) {
+  if (auto m = k.string("base_model")) c.model = Keys::at(*k.find("base_model"), *m);
+  precision(k, c, true);
+  common(k, c);
+  k.uint("micro_batch_size", 1, kMaxMicroBatch, c.micro_batch);
+  k.uint("sequence_len", 1, kMaxTrainerSeqLen, c.seq_len);
+  if (const Entry* e = k.find("gradient_checkpointing")) {
+    if (e->kind == Entry::Kind::Plain && (e->text == "offload" || e->text == "offload_disk")) {
+      c.gradient_checkpointing = Keys::at(*e, true);
+      c.not_modelled.push_back("gradient_checkpointing: " + e->text +
+                               " (checkpoints kept on host or disk; planned as on GPU)");
+    } else if (auto v = trainercfg::as_bool(*e, k.d)) {
+      c.gradient_checkpointing = Keys::at(*e, *v);
+    }
+  }
+  std::optional<bool> in4 = k.boolean("load_in_4bit");
+  std::optional<bool> in8 = k.boolean("load_in_8bit");
+  if (in4.value_or(false) && in8.value_or(false))
+    k.d.error(k.find("load_in_8bit")->where, "load_in_8bit",
+              "expected at most one of load_in_4bit and load_in_8bit true, got both");
+  else if (in4.value_or(false))
+    c.quantization = Keys::at(*k.find("load_in_4bit"), BaseQuantization::Nf4);
+  else if (in8.value_or(false))
+    c.quantization = Keys::at(*k.find("load_in_8bit"), BaseQuantization::Int8);
+  if (const Entry* e = k.find("adapter")) {
+    auto a = trainercfg::as_string(*e, k.d);
+    if (a && *a != "lora" && *a != "qlora") {
+      k.d.error(e->where, e->pointer,
+                "expected lora or qlora (other adapters are not modelled), got " + e->shown());
+    } else if (a) {
+      c.lora = Keys::at(*e, true);
+      // axolotl refuses qlora without 4-bit loading (utils/schemas validation:
+      // "Require cfg.load_in_4bit to be True for qlora").
+      if (*a == "qlora" && !in4.value_or(false))
+        k.d.error(e->where, e->pointer,
+                  "qlora needs load_in_4bit: true (axolotl refuses it otherwise)");
+    }
+  }
+  k.uint("lora_r", 1, kMaxLoraRank, c.lora_rank);
+  k.number("lora_alpha", 1e-9, 1e9, "> 0", c.lora_alpha);
+  k.number("lora_dropout", 0, 0.999999, "0..1 (below 1)", c.lora_dropout);
+  if (k.is_true("lora_target_linear")) {
+    c.lora_targets =
+        Keys::at(*k.find("lora_target_linear"), std::vector<std::string>{"all-linear"});
+  } else if (const Entry* e = k.find("lora_target_modules")) {
+    if (auto t = module_list(*e, k.d)) c.lora_targets = Keys::at(*e, *t);
+  }
+  if (c.lora && !c.lora_rank)
+    k.d.error(k.find("adapter")->where, "adapter",
+              k.find("adapter")->text + " needs lora_r (the adapters' rank)");
+  for (const char* key : {"sample_packing", "fp8", "unfrozen_parameters"})
+    if (k.is_true(key)) c.not_modelled.push_back(std::string(key) + ": true");
+  if (const Entry* e = k.find("lora_modules_to_save"))
+    c.not_modelled.push_back("lora_modules_to_save: " + e->shown() +
+                             " (fully trained copies of those modules)");
+  if (k.find("fsdp") || k.find("fsdp_config"))
+    c.not_modelled.push_back("fsdp (FSDP instead of DeepSpeed)");
+}
+
+void training_arguments(const Keys& k, TrainerConfig& c) {
+  if (auto m = k.string("model_name_or_path"))
+    c.model = Keys::at(*k.find("model_name_or_path"), *m);
+  precision(k, c, false);
+  common(k, c);
+  k.uint("per_device_train_batch_size", 1, kMaxMicroBatch, c.micro_batch);
+  if (const Entry* e = k.find("gradient_checkpointing"))
+    if (auto v = trainercfg::as_bool(*e, k.d)) c.gradient_checkpointing = Keys::at(*e, *v);
+  // TRL's SFTConfig extends TrainingArguments with the sequence length.
+  k.uint("max_seq_length", 1, kMaxTrainerSeqLen, c.seq_len);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+Result<TrainerConfig> load_trainer_config_text(const std::string& text, const std::string& path) {
+  Diagnostics d;
+  std::vector<Entry> entries;
+  TrainerConfig c;
+  c.path = path;
+  const bool json = ends_with(path, ".json");
+  if (!json && !ends_with(path, ".yaml") && !ends_with(path, ".yml"))
+    return fail<TrainerConfig>(path, "",
+                               "unknown trainer config format: expected a .yaml/.yml file "
+                               "(LLaMA-Factory, axolotl) or a .json of TrainingArguments");
+  if (!(json ? trainercfg::read_json_entries(text, path, entries, d)
+             : trainercfg::read_yaml_entries(text, path, entries, d)))
+    return Result<TrainerConfig>(d);
+  Keys k{{}, d};
+  for (const auto& e : entries) k.by_key[e.key] = &e;
+  if (json) {
+    c.format = TrainerFormat::TrainingArgumentsJson;
+  } else if (k.by_key.count("model_name_or_path")) {
+    c.format = TrainerFormat::LlamaFactory;
+  } else if (k.by_key.count("base_model")) {
+    c.format = TrainerFormat::Axolotl;
+  } else {
+    return fail<TrainerConfig>(path, "",
+                               "unknown trainer config format: expected model_name_or_path "
+                               "(LLaMA-Factory) or base_model (axolotl)");
+  }
+  switch (c.format) {
+    case TrainerFormat::LlamaFactory:
+      llama_factory(k, c);
+      break;
+    case TrainerFormat::Axolotl:
+      axolotl(k, c);
+      break;
+    case TrainerFormat::TrainingArgumentsJson:
+      training_arguments(k, c);
+      break;
+  }
+  if (d.has_errors()) return Result<TrainerConfig>(d);
+  return Result<TrainerConfig>(std::move(c), d);
+}
+
+Result<TrainerConfig> load_trainer_config_file(const std::string& path) {
+  Diagnostics d;
+  std::string text;
+  if (!json::read_file(path, text, d)) return Result<TrainerConfig>(d);
+  return load_trainer_config_text(text, path);
+}
+
+namespace {
+
+template <class T>
+void fill(std::optional<TrainerValue<T>>& dst, T v, const std::string& key) {
+  if (dst) return;
+  TrainerValue<T> out;
+  out.value = std::move(v);
+  out.key = key;
+  out.from_default = true;
+  dst = std::move(out);
+}
+
+}  // namespace
+
+void trainer_defaults(TrainerConfig& c) {
+  switch (c.format) {
+    case TrainerFormat::LlamaFactory:
+      fill(c.lora, true, "finetuning_type");
+      fill(c.seq_len, std::uint64_t{2048}, "cutoff_len");
+      fill(c.gradient_checkpointing, true, "disable_gradient_checkpointing");
+      if (c.lora->value) {
+        fill(c.lora_rank, std::uint64_t{8}, "lora_rank");
+        fill(c.lora_targets, std::vector<std::string>{"all-linear"}, "lora_target");
+        fill(c.lora_alpha, 2.0 * static_cast<double>(c.lora_rank->value), "lora_alpha");
+      }
+      [[fallthrough]];
+    case TrainerFormat::TrainingArgumentsJson:
+      fill(c.micro_batch, std::uint64_t{8}, "per_device_train_batch_size");
+      fill(c.grad_accum, std::uint64_t{1}, "gradient_accumulation_steps");
+      fill(c.max_grad_norm, 1.0, "max_grad_norm");
+      fill(c.precision, DType::Float32, "bf16/fp16");
+      fill(c.gradient_checkpointing, false, "gradient_checkpointing");
+      break;
+    case TrainerFormat::Axolotl:
+      fill(c.micro_batch, std::uint64_t{1}, "micro_batch_size");
+      fill(c.grad_accum, std::uint64_t{1}, "gradient_accumulation_steps");
+      fill(c.max_grad_norm, 1.0, "max_grad_norm");
+      fill(c.seq_len, std::uint64_t{512}, "sequence_len");
+      fill(c.gradient_checkpointing, false, "gradient_checkpointing");
+      if (!c.precision) fill(c.bf16_auto, true, "bf16");  // schemas/config.py:559
+      break;
+  }
+}
+
+}  // namespace zerosim

@@ -1,0 +1,369 @@
+// --trainer-config: the LLaMA-Factory / axolotl YAML and TrainingArguments JSON reader
+// (zerosim/trainer_config.h) and the CLI's resolution order (cli/trainer_inputs.h), on the real
+// configs in tests/fixtures/trainer (PROVENANCE there).
+#include "zerosim/trainer_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "unit/cli_testlib.h"
+
+namespace zerosim {
+namespace {
+
+using clitest::CliRun;
+using clitest::run_cli;
+
+std::string fixture(const std::string& rel) {
+  return std::string(ZEROSIM_SOURCE_DIR) + "/tests/fixtures/trainer/" + rel;
+}
+
+TEST(TrainerConfig, LlamaFactoryValuesKeepTheirPositions) {
+  auto c = load_trainer_config_file(
+      fixture("llamafactory/examples/train_lora/llama3_lora_sft_ds3.yaml"));
+  ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
+  EXPECT_EQ(c->format, TrainerFormat::LlamaFactory);
+  ASSERT_TRUE(c->model && c->micro_batch && c->grad_accum && c->seq_len && c->precision);
+  EXPECT_EQ(c->model->value, "meta-llama/Meta-Llama-3-8B-Instruct");
+  EXPECT_EQ(c->micro_batch->value, 1u);
+  EXPECT_EQ(c->micro_batch->key, "per_device_train_batch_size");
+  EXPECT_NE(c->micro_batch->where.find("llama3_lora_sft_ds3.yaml:32:30"), std::string::npos)
+      << c->micro_batch->where;
+  EXPECT_EQ(c->grad_accum->value, 2u);
+  EXPECT_EQ(c->seq_len->value, 2048u);
+  EXPECT_EQ(c->precision->value, DType::BFloat16);
+  ASSERT_TRUE(c->lora && c->lora_rank && c->lora_targets && c->deepspeed);
+  EXPECT_TRUE(c->lora->value);
+  EXPECT_EQ(c->lora_rank->value, 8u);
+  EXPECT_EQ(c->lora_targets->value, std::vector<std::string>{"all-linear"});
+  EXPECT_EQ(c->deepspeed->value, "examples/deepspeed/ds_z3_config.json");
+  // Not written: left for the defaults.
+  EXPECT_FALSE(c->max_grad_norm);
+  EXPECT_FALSE(c->gradient_checkpointing);
+  trainer_defaults(c.value());
+  ASSERT_TRUE(c->max_grad_norm && c->gradient_checkpointing && c->lora_alpha);
+  EXPECT_TRUE(c->max_grad_norm->from_default);
+  EXPECT_EQ(c->max_grad_norm->value, 1.0);
+  EXPECT_TRUE(c->gradient_checkpointing->value);  // LLaMA-Factory turns it on by default
+  EXPECT_EQ(c->lora_alpha->value, 16.0);          // 2 x lora_rank
+  EXPECT_FALSE(c->micro_batch->from_default);
+}
+
+TEST(TrainerConfig, AxolotlQloraAndBf16Auto) {
+  auto c = load_trainer_config_file(fixture("axolotl/examples/mistral/mixtral/mixtral.yml"));
+  ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
+  EXPECT_EQ(c->format, TrainerFormat::Axolotl);
+  EXPECT_EQ(c->model->value, "mistralai/Mixtral-8x7B-v0.1");
+  EXPECT_EQ(c->micro_batch->value, 1u);
+  EXPECT_EQ(c->micro_batch->key, "micro_batch_size");
+  EXPECT_EQ(c->seq_len->value, 4096u);
+  EXPECT_EQ(c->lora_rank->value, 32u);
+  EXPECT_EQ(c->lora_alpha->value, 16.0);
+  EXPECT_EQ(c->lora_dropout->value, 0.05);
+  EXPECT_EQ(c->quantization->value, BaseQuantization::Nf4);
+  EXPECT_EQ(c->lora_targets->value, std::vector<std::string>{"all-linear"});
+  EXPECT_TRUE(c->gradient_checkpointing->value);
+  EXPECT_FALSE(c->precision);
+  ASSERT_TRUE(c->bf16_auto);
+  EXPECT_FALSE(c->bf16_auto->from_default);
+  EXPECT_EQ(c->deepspeed->value, "deepspeed_configs/zero2.json");
+  ASSERT_EQ(c->not_modelled.size(), 1u);
+  EXPECT_EQ(c->not_modelled[0], "sample_packing: true");
+}
+
+TEST(TrainerConfig, AxolotlEightBitLoraTargetsAList) {
+  auto c = load_trainer_config_text(
+      "base_model: x\nadapter: lora\nlora_r: 16\nload_in_8bit: true\n"
+      "lora_target_modules:\n  - q_proj\n  - v_proj\n",
+      "a.yml");
+  ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
+  EXPECT_EQ(c->quantization->value, BaseQuantization::Int8);
+  EXPECT_EQ(c->lora_targets->value, (std::vector<std::string>{"q_proj", "v_proj"}));
+  trainer_defaults(c.value());
+  EXPECT_EQ(c->micro_batch->value, 1u);  // axolotl's default, not TrainingArguments' 8
+  EXPECT_EQ(c->seq_len->value, 512u);
+}
+
+TEST(TrainerConfig, TrainingArgumentsJson) {
+  auto c = load_trainer_config_file(fixture("hf/training_args.json"));
+  ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
+  EXPECT_EQ(c->format, TrainerFormat::TrainingArgumentsJson);
+  EXPECT_EQ(c->micro_batch->value, 4u);
+  EXPECT_EQ(c->micro_batch->pointer, "/per_device_train_batch_size");
+  EXPECT_EQ(c->max_grad_norm->value, 0.5);
+  EXPECT_EQ(c->precision->value, DType::Float16);
+  EXPECT_TRUE(c->gradient_checkpointing->value);
+  EXPECT_FALSE(c->lora);
+}
+
+TEST(TrainerConfig, PyYamlBooleansAndNulls) {
+  auto c = load_trainer_config_text(
+      "model_name_or_path: m\nbf16: yes\ndisable_gradient_checkpointing: On\nmax_grad_norm: "
+      "0.3\nresume_from_checkpoint: null\nlora_alpha: ~\n",
+      "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
+  EXPECT_EQ(c->precision->value, DType::BFloat16);
+  EXPECT_FALSE(c->gradient_checkpointing->value);
+  EXPECT_EQ(c->max_grad_norm->value, 0.3);
+  EXPECT_FALSE(c->lora_alpha);  // null: not written
+}
+
+std::string first_error(const Result<TrainerConfig>& r) {
+  EXPECT_FALSE(r.ok());
+  return r.diagnostics().items().empty() ? "" : r.diagnostics().items()[0].to_string();
+}
+
+TEST(TrainerConfig, RefusalsNameFileLineColumnAndKey) {
+  EXPECT_EQ(
+      first_error(load_trainer_config_text("model_name_or_path: m\ncutoff_len: [1\n", "t.yaml")),
+      "t.yaml:3:1: invalid YAML: end of sequence flow not found");
+  EXPECT_EQ(
+      first_error(load_trainer_config_text("model_name_or_path: m\ncutoff_len: -5\n", "t.yaml")),
+      "t.yaml:2:13: cutoff_len: expected an integer 1..16777216, got -5");
+  EXPECT_EQ(
+      first_error(load_trainer_config_text("model_name_or_path: m\nlora_rank: \"8\"\n", "t.yaml")),
+      "t.yaml:2:12: lora_rank: expected an integer 1..65536, got \"8\"");
+  EXPECT_EQ(first_error(load_trainer_config_text("model_name_or_path: m\nbf16: true\nfp16: true\n",
+                                                 "t.yaml")),
+            "t.yaml:3:7: fp16: expected at most one of bf16 and fp16 true (TrainingArguments "
+            "refuses both), got both");
+  EXPECT_EQ(first_error(load_trainer_config_text("model_name_or_path: m\nfinetuning_type: freeze\n",
+                                                 "t.yaml")),
+            "t.yaml:2:18: finetuning_type: expected lora or full (freeze and oft are not "
+            "modelled), got freeze");
+  EXPECT_EQ(first_error(
+                load_trainer_config_text("model_name_or_path: m\nquantization_bit: 3\n", "t.yaml")),
+            "t.yaml:2:19: quantization_bit: expected 4 or 8 (bitsandbytes NF4 or int8; hqq's 2 "
+            "and 3 bits are not modelled), got 3");
+  EXPECT_EQ(first_error(load_trainer_config_text("- a\n- b\n", "t.yaml")),
+            "t.yaml:1:1: expected a mapping of trainer arguments, got a list");
+  EXPECT_EQ(first_error(load_trainer_config_text("", "t.yaml")),
+            "t.yaml: expected a mapping of trainer arguments, got an empty document");
+  EXPECT_EQ(first_error(load_trainer_config_text("model_name_or_path: m\nmodel_name_or_path: n\n",
+                                                 "t.yaml")),
+            "t.yaml:2:1: model_name_or_path: key written twice; expected each key once");
+  EXPECT_EQ(first_error(load_trainer_config_text("base_model: m\nadapter: lora\n", "t.yaml")),
+            "t.yaml:2:10: adapter: lora needs lora_r (the adapters' rank)");
+  EXPECT_EQ(
+      first_error(load_trainer_config_text("{\"per_device_train_batch_size\": 2.5}", "t.json")),
+      "t.json: /per_device_train_batch_size: expected an integer 1..1048576, got 2.5");
+  EXPECT_EQ(first_error(load_trainer_config_text("[1]", "t.json")),
+            "t.json: /: expected an object of TrainingArguments fields, got an array");
+  EXPECT_EQ(first_error(
+                load_trainer_config_text("{\"deepspeed\": {\"zero_optimization\": {}}}", "t.json")),
+            "t.json: /deepspeed: expected the path of a ds_config file, got a mapping (write the "
+            "ds_config to a file and give its path)");
+}
+
+// --- The CLI: every fixture plans with at most the model and GPU flags -------------------------
+
+struct FixtureCase {
+  const char* config;
+  const char* flags;     // at most --model (and --gpus)
+  const char* header;    // the plan's first line holds it
+  const char* training;  // the second line holds it
+};
+
+class TrainerFixture : public ::testing::TestWithParam<FixtureCase> {};
+
+TEST_P(TrainerFixture, PlansWithAtMostModelAndGpuFlags) {
+  const FixtureCase& c = GetParam();
+  CliRun r = run_cli("plan --trainer-config " + fixture(c.config) + " --gpus 8 " + c.flags);
+  // 0: the given config fits, 2: it does not (the rows still print); never a refusal.
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << "\n" << r.err;
+  const std::string first = r.out.substr(0, r.out.find('\n'));
+  EXPECT_NE(first.find(c.header), std::string::npos) << first;
+  EXPECT_NE(r.out.find(c.training), std::string::npos) << r.out.substr(0, 400);
+  EXPECT_NE(r.out.find("trainer config " + fixture(c.config)), std::string::npos) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Real, TrainerFixture,
+    ::testing::Values(
+        // peft's count for Llama-3-8B, r = 8 on every Linear but lm_head: 20,971,520 trainable.
+        FixtureCase{"llamafactory/examples/train_lora/llama3_lora_sft_ds3.yaml",
+                    "--model llama3-8b",
+                    "llama3-8b+lora-r8 (8,051,232,768 parameters, 20,971,520 trainable)",
+                    "bf16, micro-batch 1, sequence 2048 tokens, gradient accumulation 2, "
+                    "activation checkpointing on"},
+        FixtureCase{"llamafactory/examples/train_qlora/llama3_lora_sft_otfq.yaml",
+                    "--model llama3-8b", "llama3-8b+lora-r8-nf4",
+                    "bf16, micro-batch 1, sequence 2048 tokens, gradient accumulation 8"},
+        FixtureCase{"llamafactory/examples/train_lora/qwen3_lora_sft_ds3.yaml", "--model qwen3-8b",
+                    "qwen3-8b+lora-r8", "bf16, micro-batch 1, sequence 2048 tokens"},
+        FixtureCase{"llamafactory/examples/train_full/qwen3_full_sft.yaml", "--model qwen3-8b",
+                    "qwen3-8b (8,190,735,360 parameters)", "gradient accumulation 2"},
+        // The model comes from base_model (a zoo alias): no model flag at all.
+        FixtureCase{"axolotl/examples/mistral/mixtral/mixtral.yml", "", "mixtral-8x7b+lora-r32-nf4",
+                    "bf16, micro-batch 1, sequence 4096 tokens, gradient accumulation 2, "
+                    "activation checkpointing on"},
+        FixtureCase{"axolotl/examples/llama-3/lora-8b.yml", "--model llama3-8b",
+                    "llama3-8b+lora-r32-int8", "micro-batch 2, sequence 4096 tokens"},
+        FixtureCase{"hf/training_args.json", "", "gpt2-small (124,439,808 parameters)",
+                    "fp16, micro-batch 4, sequence 1024 tokens, gradient accumulation 2, "
+                    "activation checkpointing on"}));
+
+// The ds_configs of LLaMA-Factory, axolotl and transformers' tests: every "auto" resolves from
+// the trainer config, or (a ds_config alone) from TrainingArguments' defaults, each with a note.
+class AutoDsConfig : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(AutoDsConfig, PlansWithTheModelFlagOnly) {
+  const std::string path = std::string(ZEROSIM_SOURCE_DIR) + "/tests/" + GetParam();
+  CliRun r = run_cli("plan --model llama2-7b --gpus 8 --ds-config " + path);
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << "\n" << r.err;
+  EXPECT_EQ(r.err.find("needs a value"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("\"auto\" = 8 from TrainingArguments default per_device_train_batch_size"),
+            std::string::npos)
+      << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Real, AutoDsConfig,
+    ::testing::Values(
+        "fixtures/trainer/llamafactory/examples/deepspeed/ds_z0_config.json",
+        "fixtures/trainer/llamafactory/examples/deepspeed/ds_z2_config.json",
+        "fixtures/trainer/llamafactory/examples/deepspeed/ds_z2_offload_config.json",
+        "fixtures/trainer/llamafactory/examples/deepspeed/ds_z3_config.json",
+        "fixtures/trainer/llamafactory/examples/deepspeed/ds_z3_offload_config.json",
+        "fixtures/trainer/axolotl/deepspeed_configs/zero1.json",
+        "fixtures/trainer/axolotl/deepspeed_configs/zero2.json",
+        "fixtures/trainer/axolotl/deepspeed_configs/zero3.json",
+        "fixtures/trainer/axolotl/deepspeed_configs/zero3_bf16.json",
+        "fixtures/trainer/axolotl/deepspeed_configs/zero3_bf16_cpuoffload_params.json",
+        "data/ds/hf_ds_config_zero2.json", "data/ds/hf_ds_config_zero3.json"),
+    [](const ::testing::TestParamInfo<const char*>& param_info) {
+      std::string name;
+      for (const char* c = param_info.param; *c; ++c)
+        name += std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
+      return name;
+    });
+
+TEST(TrainerCli, NotesSayWhereEachValueCameFromInTextAndJson) {
+  const std::string cfg = fixture("llamafactory/examples/train_lora/llama3_lora_sft_ds3.yaml");
+  CliRun r = run_cli("plan --trainer-config " + cfg + " --model llama3-8b --gpus 8");
+  EXPECT_NE(r.out.find("/train_micro_batch_size_per_gpu \"auto\" = 1 from "
+                       "llama3_lora_sft_ds3.yaml:32:30 per_device_train_batch_size"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("/gradient_clipping \"auto\" = 1 from TrainingArguments default "
+                       "max_grad_norm (the file does not set it)"),
+            std::string::npos);
+  EXPECT_NE(
+      r.out.find("fp16/bf16 \"enabled\": \"auto\" -> bf16 from llama3_lora_sft_ds3.yaml:38:7 bf16"),
+      std::string::npos);
+  EXPECT_NE(r.out.find("gradient checkpointing on from LLaMA-Factory default "
+                       "disable_gradient_checkpointing"),
+            std::string::npos);
+  CliRun j = run_cli("plan --trainer-config " + cfg + " --model llama3-8b --gpus 8 --format json");
+  EXPECT_NE(j.out.find("per_device_train_batch_size"), std::string::npos) << j.out.substr(0, 300);
+  EXPECT_NE(j.out.find("from LLaMA-Factory default disable_gradient_checkpointing"),
+            std::string::npos);
+}
+
+TEST(TrainerCli, AFlagEqualToTheFileIsFineADifferentOneIsOneLine) {
+  const std::string cfg = fixture("llamafactory/examples/train_lora/llama3_lora_sft_ds3.yaml");
+  CliRun same = run_cli("plan --trainer-config " + cfg +
+                        " --model llama3-8b --micro-batch 1 --grad-accum 2 --precision bf16 "
+                        "--seq-len 2048 --lora-rank 8");
+  EXPECT_TRUE(same.exit_code == 0 || same.exit_code == 2) << same.err;
+  clitest::expect_one_line_error(
+      "plan --trainer-config " + cfg + " --model llama3-8b --grad-accum 4",
+      "--grad-accum: conflicts with " + cfg +
+          ":33:30 gradient_accumulation_steps = 2 (got 4); change one of them");
+  clitest::expect_one_line_error(
+      "plan --trainer-config " + cfg + " --model llama3-8b --precision fp16",
+      "--precision: conflicts with " + cfg + ":38:7 bf16 = bf16 (got fp16)");
+  clitest::expect_one_line_error(
+      "plan --trainer-config " + cfg + " --model llama3-8b --lora-rank 16",
+      "--lora-rank: conflicts with " + cfg + ":9:12 lora_rank = 8 (got 16)");
+  // A flag for what the file leaves to a default wins, without a conflict.
+  CliRun clip =
+      run_cli("plan --trainer-config " + cfg + " --model llama3-8b --gradient-clipping 0.3");
+  EXPECT_TRUE(clip.exit_code == 0 || clip.exit_code == 2) << clip.err;
+  EXPECT_NE(clip.out.find("/gradient_clipping \"auto\" = 0.3 from --gradient-clipping"),
+            std::string::npos)
+      << clip.out;
+}
+
+TEST(TrainerCli, FileValueAgainstAnExplicitDsConfigValueIsRefusedAsTheTrainerDoes) {
+  const std::string dir = ::testing::TempDir() + "trainer_cli_mismatch";
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  {
+    std::ofstream(dir + "/ds.json") << R"({"train_micro_batch_size_per_gpu": 4,
+      "gradient_accumulation_steps": "auto", "zero_optimization": {"stage": 2}})";
+    std::ofstream(dir + "/t.yaml") << "model_name_or_path: gpt2\nper_device_train_batch_size: 2\n"
+                                      "deepspeed: ds.json\n";
+  }
+  clitest::expect_one_line_error(
+      "plan --trainer-config " + dir + "/t.yaml",
+      dir + "/t.yaml:2:30: per_device_train_batch_size: 2 mismatches " + dir +
+          "/ds.json /train_micro_batch_size_per_gpu = 4; the Trainer refuses DeepSpeed config "
+          "values that mismatch TrainingArguments (transformers integrations/deepspeed.py:128)");
+}
+
+TEST(TrainerCli, ModelFlagReplacesTheFilesModelWithANote) {
+  const std::string cfg = fixture("axolotl/examples/mistral/mixtral/mixtral.yml");
+  CliRun r = run_cli("plan --trainer-config " + cfg + " --model mistral-7b --gpus 8");
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
+  EXPECT_NE(r.out.find("--model mistral-7b replaces " + cfg +
+                       ":1:13 base_model \"mistralai/Mixtral-8x7B-v0.1\""),
+            std::string::npos)
+      << r.out;
+  // Without a model flag, a base model the zoo does not hold is refused with the way out.
+  clitest::expect_one_line_error(
+      "plan --trainer-config " + fixture("axolotl/examples/llama-3/lora-8b.yml"),
+      "base_model: \"NousResearch/Meta-Llama-3-8B\" is neither a local model directory nor in "
+      "the zoo; pass --model NAME (`zerosim models`) or --hf-config DIR for it");
+}
+
+TEST(TrainerCli, SimulateAndScheduleTakeIt) {
+  const std::string cfg = fixture("hf/training_args.json");
+  CliRun s = run_cli("simulate --trainer-config " + cfg + " --gpus 2");
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.out.find("stage 2"), std::string::npos) << s.out.substr(0, 300);
+  CliRun sc = run_cli("schedule --trainer-config " + cfg + " --gpus 2");
+  EXPECT_EQ(sc.exit_code, 0) << sc.err;
+  EXPECT_NE(sc.out.find("2 steps x 2 micro-steps"), std::string::npos) << sc.out.substr(0, 300);
+}
+
+// axolotl's bf16: auto is bf16 where the GPU has it (config/__init__.py resolve_dtype), else fp16.
+TEST(TrainerCli, AxolotlBf16AutoFollowsTheGpu) {
+  const std::string cfg = fixture("axolotl/examples/mistral/mixtral/mixtral.yml");
+  CliRun h100 = run_cli("plan --trainer-config " + cfg + " --gpus 8");
+  EXPECT_NE(h100.out.find("\nbf16, micro-batch 1"), std::string::npos) << h100.out.substr(0, 300);
+  CliRun v100 = run_cli("plan --trainer-config " + cfg + " --gpus 8 --gpu V100-32GB");
+  EXPECT_NE(v100.out.find("\nfp16, micro-batch 1"), std::string::npos) << v100.out.substr(0, 300);
+  EXPECT_NE(v100.out.find("axolotl bf16: auto (mixtral.yml:66:7 bf16) is fp16 on V100-32GB"),
+            std::string::npos);
+}
+
+// TrainingArguments' defaults count too: fp16.enabled: true in the ds_config against a trainer
+// config that sets neither bf16 nor fp16 is the Trainer's mismatch error.
+TEST(TrainerCli, ADefaultAgainstAnExplicitDsConfigValueIsRefused) {
+  const std::string dir = ::testing::TempDir() + "trainer_cli_default_mismatch";
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  {
+    std::ofstream(dir + "/ds.json") << R"({"train_micro_batch_size_per_gpu": "auto",
+      "fp16": {"enabled": true}, "zero_optimization": {"stage": 1}})";
+    std::ofstream(dir + "/t.yaml") << "model_name_or_path: gpt2\ndeepspeed: ds.json\n";
+  }
+  clitest::expect_one_line_error("plan --trainer-config " + dir + "/t.yaml",
+                                 dir +
+                                     "/t.yaml: TrainingArguments' default bf16/fp16 = fp32 "
+                                     "mismatches " +
+                                     dir + "/ds.json /fp16/enabled = true");
+  // Written in the file, the same value plans.
+  {
+    std::ofstream(dir + "/t.yaml") << "model_name_or_path: gpt2\nfp16: true\ndeepspeed: ds.json\n";
+  }
+  CliRun ok = run_cli("plan --trainer-config " + dir + "/t.yaml");
+  EXPECT_TRUE(ok.exit_code == 0 || ok.exit_code == 2) << ok.err;
+  EXPECT_NE(ok.out.find("\nfp16, micro-batch 8"), std::string::npos) << ok.out.substr(0, 300);
+}
+
+}  // namespace
+}  // namespace zerosim
