@@ -2,6 +2,10 @@
 // stage 0 engine chunking rule, the BF16_Optimizer reroute and CPU optimizer offload.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <map>
+#include <string>
+
 #include "schedule_stage012_testlib.h"
 
 namespace zerosim {
@@ -360,6 +364,73 @@ TEST(ScheduleStage012Examples, CpuOptimizerOffloadCopiesOwnedSlices) {
     if (buf.spec_id == "B6") {
       EXPECT_EQ(buf.numel, 7u);
     }
+  }
+}
+
+// Pinned CPU offload at init (stage_1_and_2.py:492-507 at edaa722): each group's unpinned fp32
+// copy lives from before B2 to after the master copy; temp_buffer_bit16 of a group stays until the
+// next group rebinds the name, the last one until __init__ returns (after B7). v0.14.4 has no
+// temp_buffer_bit16; without pin_memory neither transient exists.
+TEST(ScheduleStage012Examples, PinnedOffloadHoldsInitHostTransients) {
+  struct Life {
+    std::size_t alloc = SIZE_MAX, free = SIZE_MAX;
+  };
+  const auto lives = [](const Schedule& s) {
+    std::map<std::string, Life> out;
+    for (std::size_t i = 0; i < s.ops.size(); ++i) {
+      const Op& op = s.ops[i];
+      if (op.kind != OpKind::Alloc && op.kind != OpKind::Free) continue;
+      Life& l = out[s.buffers[op.buffer].name];
+      (op.kind == OpKind::Alloc ? l.alloc : l.free) = i;
+      if (s.buffers[op.buffer].category == BufferCategory::Temp &&
+          s.buffers[op.buffer].pool == MemoryPool::Host) {
+        EXPECT_EQ(op.phase, Phase::Init) << s.buffers[op.buffer].name;
+      }
+    }
+    return out;
+  };
+  auto ds = zero_config(2, 8, false);
+  ds.zero.offload_optimizer.device = OffloadDevice::Cpu;
+  ds.zero.offload_optimizer.pin_memory = true;
+  const auto groups = with_groups({{0, 1}, {2}});
+  auto b = build(make_model(kG1), ds, 4, groups);
+  ASSERT_TRUE(b.schedule.ok());
+  auto l = lives(b.s());
+  for (const std::string g : {"0", "1"}) {
+    const Life& unpinned = l["fp32 master before pin_memory [" + g + "]"];
+    const Life& b2 = l["single_partition_of_fp32_groups[" + g + "]"];
+    const Life& b4 = l["fp32 grad partition [" + g + "]"];
+    const Life& lp = l["temp_buffer_bit16 [" + g + "]"];
+    EXPECT_LT(unpinned.alloc, b2.alloc) << g;
+    EXPECT_GT(unpinned.free, b2.alloc) << g;
+    EXPECT_LT(unpinned.free, lp.alloc) << g;
+    EXPECT_LT(lp.alloc, b4.alloc) << g;
+  }
+  EXPECT_GT(l["temp_buffer_bit16 [0]"].free, l["temp_buffer_bit16 [1]"].alloc);
+  EXPECT_LT(l["temp_buffer_bit16 [0]"].free, l["fp32 grad partition [1]"].alloc);
+  EXPECT_GT(l["temp_buffer_bit16 [1]"].free, l["temp_grad_buffer_for_cpu_offload"].alloc);
+  EXPECT_NE(l["temp_buffer_bit16 [1]"].free, SIZE_MAX);
+  for (const Buffer& buf : b.s().buffers)
+    if (buf.name.starts_with("fp32 master before pin_memory")) {
+      EXPECT_EQ(buf.dtype, DType::Float32);
+      EXPECT_EQ(buf.pool, MemoryPool::Host);  // unpinned
+      EXPECT_FALSE(buf.persistent);
+    }
+
+  auto old_groups = groups;
+  old_groups.version = DeepSpeedVersion::V0_14_4;
+  auto old = build(make_model(kG1), ds, 4, old_groups);
+  ASSERT_TRUE(old.schedule.ok());
+  l = lives(old.s());
+  EXPECT_EQ(l.count("temp_buffer_bit16 [0]"), 0u);
+  EXPECT_EQ(l.count("fp32 master before pin_memory [1]"), 1u);
+
+  ds.zero.offload_optimizer.pin_memory = false;
+  auto unpinned = build(make_model(kG1), ds, 4, groups);
+  ASSERT_TRUE(unpinned.schedule.ok());
+  for (const Buffer& buf : unpinned.s().buffers) {
+    EXPECT_FALSE(buf.name.starts_with("fp32 master before pin_memory")) << buf.name;
+    EXPECT_FALSE(buf.name.starts_with("temp_buffer_bit16")) << buf.name;
   }
 }
 
