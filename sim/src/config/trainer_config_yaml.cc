@@ -1,8 +1,8 @@
 // The trainer config's YAML reader (yaml-cpp, Debian's libyaml-cpp-dev): top-level entries of one
 // mapping, each with its line and column. LLaMA-Factory and axolotl read their files with PyYAML's
 // safe_load, so what it would refuse (python tags) is refused here too, with the position.
-// GCC 12 reports -Wdangling-pointer inside yaml-cpp's node/impl.h for every use of a map
-// iterator's key/value proxy (a false positive: the proxy holds shared node pointers). Only here.
+// GCC 12 reports -Wdangling-pointer inside yaml-cpp's node/impl.h for uses of a map iterator's
+// key/value proxy within one expression (the proxy outlives them there). Only here.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wdangling-pointer"
 #endif
@@ -95,8 +95,10 @@ bool read_yaml_entries(const std::string& text, const std::string& path, std::ve
   if (!check_tags(root, path, d)) return false;
   std::set<std::string> seen;
   for (auto it = root.begin(); it != root.end(); ++it) {
-    const YAML::Node& k = it->first;
-    const YAML::Node& v = it->second;
+    // Copies, not references: `it->first` is a member of a proxy that dies with the statement
+    // (AddressSanitizer: stack-use-after-scope). A Node is a handle, cheap to copy.
+    const YAML::Node k = it->first;
+    const YAML::Node v = it->second;
     if (!k.IsScalar()) {
       d.error(at(path, k.Mark()), "",
               "unsupported YAML construct: a key that is not a plain name (a list or mapping)");
