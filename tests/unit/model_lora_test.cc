@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hf_config_testlib.h"
+#include "schedule/builders.h"
 #include "zerosim/lora.h"
 #include "zerosim/memory_model.h"
 #include "zerosim/model_loader.h"
@@ -237,6 +238,28 @@ TEST(Lora, AdaptersAddTheirFlopsAndActivations) {
   t.activation_checkpointing = true;
   EXPECT_EQ(activation_bytes(m, t, DType::BFloat16) - activation_bytes(base, t, DType::BFloat16),
             2048ull * 2 * 8 * 2);
+}
+
+TEST(Lora, BackwardSkipsTheFrozenWeightsGradientGemms) {
+  const ModelDesc base = zoo("llama2-7b");
+  const ModelDesc m = lora(base, 8, {"q_proj", "v_proj"});
+  // A Llama-2-7B block's matmul weights, all frozen: q, k, v, o (4096 x 4096 each) and gate, up,
+  // down (4096 x 11008 each); each costs 2 x numel FLOPs per token of weight gradient.
+  const double frozen = 2.0 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008);
+  EXPECT_DOUBLE_EQ(m.layers[1].frozen_weight_grad_flops_per_token, frozen);
+  EXPECT_DOUBLE_EQ(base.layers[1].frozen_weight_grad_flops_per_token, 0.0);
+  TrainingSettings t;
+  t.seq_len = 1024;
+  t.micro_batch = 2;
+  const double tokens = 2048;
+  // Full fine-tuning: backward is twice the forward. LoRA: twice the forward (input gradients of
+  // everything, weight gradients of the adapters, attention's s^2 terms) less the frozen weights'.
+  EXPECT_DOUBLE_EQ(schedule::layer_backward_flops(base, 1, t),
+                   2 * schedule::layer_forward_flops(base, 1, t));
+  EXPECT_DOUBLE_EQ(schedule::layer_backward_flops(m, 1, t),
+                   2 * schedule::layer_forward_flops(m, 1, t) - frozen * tokens);
+  // The embedding has no matmul, so nothing to skip.
+  EXPECT_DOUBLE_EQ(schedule::layer_backward_flops(m, 0, t), 0.0);
 }
 
 TEST(Lora, MixtralExpertAdaptersCountEveryExpertButComputeTopK) {

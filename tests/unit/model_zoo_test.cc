@@ -104,6 +104,34 @@ TEST(ModelZoo, LookupIgnoresCaseAndAcceptsDisplayNamesAndRepoIds) {
   EXPECT_EQ(gpt2->num_parameters(), 124439808u);
 }
 
+// Fine-tuning starts from the chat/instruct releases: each shares its base's config.json sizes
+// (same architecture, vocabulary and widths; only generation settings differ), so the repo id
+// names the same zoo model.
+TEST(ModelZoo, InstructAndChatRepoIdsNameTheirBaseModel) {
+  const std::vector<std::pair<std::string, std::string>> ids = {
+      {"meta-llama/Llama-2-7b-chat-hf", "llama2-7b"},
+      {"meta-llama/Llama-2-13b-chat-hf", "llama2-13b"},
+      {"meta-llama/Llama-2-70b-chat-hf", "llama2-70b"},
+      {"meta-llama/Meta-Llama-3-8B-Instruct", "llama3-8b"},
+      {"meta-llama/Meta-Llama-3-70B-Instruct", "llama3-70b"},
+      {"meta-llama/Llama-3.1-405B-Instruct", "llama3.1-405b"},
+      {"mistralai/Mistral-7B-Instruct-v0.1", "mistral-7b"},
+      {"mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b"},
+      {"Qwen/Qwen2-7B-Instruct", "qwen2-7b"},
+      {"google/gemma-7b-it", "gemma-7b"},
+      {"google/gemma-2-9b-it", "gemma2-9b"},
+      {"tiiuae/falcon-7b-instruct", "falcon-7b"},
+      {"Qwen/Qwen1.5-MoE-A2.7B-Chat", "qwen1.5-moe-a2.7b"}};
+  for (const auto& [id, name] : ids) {
+    auto r = load_zoo_model(id);
+    ASSERT_TRUE(r.ok()) << id << ": " << r.diagnostics().to_string();
+    EXPECT_EQ(r->name, name) << id;
+  }
+  // A later release whose config differs is not an alias (Mistral-7B-Instruct-v0.2: a 32k
+  // context, rope_theta 1e6, no sliding window): its config.json goes through --hf-config.
+  EXPECT_FALSE(load_zoo_model("mistralai/Mistral-7B-Instruct-v0.2").ok());
+}
+
 TEST(ModelZoo, UnknownNameSuggestsAndPointsToTheList) {
   auto r = load_zoo_model("llama2-7");
   ASSERT_FALSE(r.ok());

@@ -46,6 +46,10 @@ struct Layer {
   std::vector<std::uint32_t> param_ids;  ///< indices into ModelDesc::params, use order
   double fwd_flops_per_token = 0;  ///< forward FLOPs per token, excluding attention's s^2 term
   double attn_flops_per_token_per_ctx = 0;  ///< forward attention FLOPs per token per context token
+  /// The weight-gradient GEMMs of the layer's frozen weights, per token: autograd computes no
+  /// gradient for a weight with requires_grad = False, so backward skips them (2 x numel each,
+  /// times the share of tokens a routed expert sees). Backward = 2 x forward minus this.
+  double frozen_weight_grad_flops_per_token = 0;
 };
 
 /// Transformer hyper-parameters, when the model is a (decoder) transformer. Drives the activation

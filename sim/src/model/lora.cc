@@ -238,8 +238,11 @@ Result<ModelDesc> apply_lora(const ModelDesc& base, const LoraSpec& spec, DType 
     return fail<ModelDesc>(source, "", "the adapted model has more than 1e15 parameters");
 
   // Layers: ids remapped, each adapter used right after its base module, its matmuls counted.
+  // Every base weight is frozen, so backward skips all of the base's weight-gradient GEMMs: the
+  // base layer's forward matmul FLOPs (attention's s^2 terms have no weight and stay).
   for (const Layer& l : base.layers) {
     Layer n = l;
+    n.frozen_weight_grad_flops_per_token = l.fwd_flops_per_token;
     n.param_ids.clear();
     for (auto p : l.param_ids) {
       n.param_ids.push_back(remap[p]);

@@ -75,7 +75,8 @@ double tokens_bound(const PlanRequest& req, std::uint64_t micro_batch) {
   t.micro_batch = micro_batch;
   double flops = 0;
   for (std::uint32_t l = 0; l < req.model.layers.size(); ++l)
-    flops += 3 * schedule::layer_forward_flops(req.model, l, t);
+    flops += schedule::layer_forward_flops(req.model, l, t) +
+             schedule::layer_backward_flops(req.model, l, t);
   flops *= static_cast<double>(req.base.grad_accum_steps);
   const GemmShape g{req.model.arch ? req.model.arch->hidden : 0, micro_batch * t.seq_len};
   const ComputeRate r = compute_rate(req.cluster.gpu, req.base.lp_dtype(), g, std::nullopt);

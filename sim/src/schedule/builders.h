@@ -32,6 +32,8 @@ std::string overflow_note(const std::vector<std::uint32_t>& overflow_steps);
 
 /// Forward FLOPs of one layer for a micro-batch (fwd_flops_per_token x tokens + attention term).
 double layer_forward_flops(const ModelDesc& m, std::uint32_t layer, const TrainingSettings& t);
+/// Backward: twice the forward (input and weight gradients), less the frozen weights' gradients.
+double layer_backward_flops(const ModelDesc& m, std::uint32_t layer, const TrainingSettings& t);
 
 /// Activation bytes held from a layer's forward to its backward, per layer, summing to
 /// activation_bytes(model, t, lp): transformer blocks share the per-block term, the rest goes to
@@ -67,8 +69,8 @@ void emit_forward_backward_with(Emitter& e, const ModelDesc& m, const TrainingSe
         e.compute({OpKind::Recompute, next, layer_forward_flops(m, next, t),
                    "recompute " + m.layers[next].name});
       }
-      e.compute({OpKind::Backward, next, 2 * layer_forward_flops(m, next, t),
-                 "bwd " + m.layers[next].name});
+      e.compute(
+          {OpKind::Backward, next, layer_backward_flops(m, next, t), "bwd " + m.layers[next].name});
       if (next < activation_buffers.size() && activation_buffers[next] != kNone)
         e.free(activation_buffers[next]);
     }

@@ -16,6 +16,12 @@ double layer_forward_flops(const ModelDesc& m, std::uint32_t layer, const Traini
          l.attn_flops_per_token_per_ctx * tokens * static_cast<double>(t.seq_len);
 }
 
+double layer_backward_flops(const ModelDesc& m, std::uint32_t layer, const TrainingSettings& t) {
+  const double tokens = static_cast<double>(t.micro_batch) * static_cast<double>(t.seq_len);
+  const double skipped = m.layers[layer].frozen_weight_grad_flops_per_token * tokens;
+  return std::max(0.0, 2 * layer_forward_flops(m, layer, t) - skipped);
+}
+
 std::vector<Bytes> layer_activation_bytes(const ModelDesc& m, const TrainingSettings& t, DType lp) {
   std::vector<Bytes> out(m.layers.size(), 0);
   if (!m.arch || m.layers.empty()) return out;

@@ -288,7 +288,7 @@ void replay_event(s3::Context& cx, s3::Coordinator& co, s3::Reducer& red, const 
       compute_op(cx, OpKind::Recompute, ev, layer_forward_flops(cx.m, i, t), "recompute");
       break;
     case s3::HookKind::Backward:
-      compute_op(cx, OpKind::Backward, ev, 2 * layer_forward_flops(cx.m, i, t), "bwd");
+      compute_op(cx, OpKind::Backward, ev, layer_backward_flops(cx.m, i, t), "bwd");
       if (ev.last && cx.act_buf[i] != kNone) cx.e.free(cx.act_buf[i]);
       break;
     case s3::HookKind::GradReady: {

@@ -135,44 +135,100 @@ void convert_params(Context& cx) {
     cx.e.free(whole);
   }
   cx.e.marker("dist.barrier (create fp16 partitions)");
-  cx.lp_partitions = persistent_buffer(cx, "lp_param_buffer (LP partitions)",
-                                       BufferCategory::Param16, cx.lp, trainable, lp_pool);
+  // Under offload_param the flat buffer is param_groups_fp16_flat_cpu_memory, always pinned by
+  // copying a fresh torch.empty (stage3.py:857-858), whatever pin_memory says.
+  std::uint32_t unpinned = kNone;
+  if (cx.offload_param) {
+    unpinned = temp_buffer(cx, "fp16 flat CPU memory before pin_memory", BufferCategory::Temp,
+                           cx.lp, trainable, MemoryPool::Host);
+    cx.e.alloc(unpinned);
+  }
+  cx.lp_partitions =
+      persistent_buffer(cx, "lp_param_buffer (LP partitions)", BufferCategory::Param16, cx.lp,
+                        trainable, cx.offload_param ? MemoryPool::Pinned : lp_pool);
   cx.e.alloc(cx.lp_partitions);
+  if (unpinned != kNone) cx.e.free(unpinned);
   cx.data_op(OpKind::Copy, Stream::Compute, trainable, cx.lp, region(parts),
              region(cx.lp_partitions), "defragment LP partitions");
   cx.e.free(parts);
 }
 
-void master_weights(Context& cx) {
-  Elements scratch = 0;
+// _create_fp32_partitions (stage3.py:1031-1126): each sub-group's master is
+// `lp_flat.to(device, master dtype).clone()` (:1108-1110, :1119-1121), so the converted tensor
+// lives beside its clone and is dropped only when the next sub-group's conversion rebinds
+// `converted` (the last one when the function returns). Tensor.to returns the tensor itself when
+// dtype and device already match: then the clone is the only copy, and on the optimizer's own
+// device DeepSpeed takes the LP partitions as the master outright (:1112-1117; master_is_lp). The
+// masters are plain (pageable) tensors on the host under offload_optimizer: the clone of a
+// `.to("cpu")` is never pinned.
+void fp32_partitions(Context& cx) {
+  std::uint32_t converted = kNone;
   for (std::size_t i = 0; i < cx.plan.sub_groups.size(); ++i) {
+    if (cx.master_is_lp(i)) continue;
     const Elements sc = cx.plan.sub_groups[i].partition_numel;
     const bool cpu = cx.sg_on_cpu(i);
-    const MemoryPool pool = cpu ? cx.host_pool : MemoryPool::Device;
-    cx.master[i] = persistent_buffer(cx, "fp32 master [sub-group " + std::to_string(i) + "]",
+    const MemoryPool pool = cpu ? MemoryPool::Host : MemoryPool::Device;
+    const Stream st = cpu ? Stream::Host : Stream::Compute;
+    const std::string sg = std::to_string(i);
+    const Region lp = region(cx.lp_partitions, cx.sg_offset[i], sc);
+    Region from = lp;
+    if (cx.lp != cx.mw || cpu != cx.offload_param) {
+      const auto next = temp_buffer(cx, "converted fp32 partition [sub-group " + sg + "]",
+                                    BufferCategory::Temp, cx.mw, sc, pool);
+      cx.e.alloc(next);
+      cx.data_op(OpKind::Copy, st, sc, cx.mw, lp, region(next),
+                 "LP partitions to fp32, sub-group " + sg);
+      if (converted != kNone) cx.e.free(converted);
+      converted = next;
+      from = region(converted);
+    }
+    cx.master[i] = persistent_buffer(cx, "fp32 master [sub-group " + sg + "]",
                                      BufferCategory::Param32, cx.mw, sc, pool);
     cx.e.alloc(cx.master[i]);
-    // Adam's two moments are created lazily at the first step (allocated there).
+    cx.data_op(OpKind::Copy, st, sc, cx.mw, from, region(cx.master[i]),
+               "clone fp32 master, sub-group " + sg);
+  }
+  if (converted != kNone) cx.e.free(converted);
+  // Adam's two moments are created lazily at the first step (allocated there).
+  for (std::size_t i = 0; i < cx.plan.sub_groups.size(); ++i) {
+    const Elements sc = cx.plan.sub_groups[i].partition_numel;
     cx.adam[i] = persistent_buffer(cx, "Adam states [sub-group " + std::to_string(i) + "]",
-                                   BufferCategory::OptimState, cx.mw, 2 * sc, pool);
-    cx.data_op(OpKind::Copy, cpu ? Stream::Host : Stream::Compute, sc, cx.mw,
-               region(cx.lp_partitions, cx.sg_offset[i], sc), region(cx.master[i]),
-               "LP partitions to fp32 master, sub-group " + std::to_string(i));
-    if (cpu) {
-      cx.host_fp32_grads[i] =
-          persistent_buffer(cx, "fp32 grads [sub-group " + std::to_string(i) + "]",
-                            BufferCategory::Grad, cx.mw, sc, cx.host_pool);
-      cx.e.alloc(cx.host_fp32_grads[i]);
-    } else {
-      scratch = std::max(scratch, sc);
+                                   BufferCategory::OptimState, cx.mw, 2 * sc,
+                                   cx.sg_on_cpu(i) ? MemoryPool::Host : MemoryPool::Device);
+  }
+}
+
+// initialize_optimizer_states (stage3.py:1251-1312): a zeroed scratch of the largest sub-group on
+// the optimizer's device (the host under offload_optimizer, :328) that GPU sub-groups' .grad
+// narrow into, dropped when the function returns; each CPU sub-group's .grad is a zeroed buffer
+// of its own, pinned by copying when offload_optimizer.pin_memory (:1288-1291), so the pageable
+// zeros and the pinned copy coexist for a moment.
+void optimizer_states(Context& cx) {
+  Elements largest = 0;
+  for (const auto& sg : cx.plan.sub_groups) largest = std::max(largest, sg.partition_numel);
+  if (largest == 0) return;
+  const MemoryPool scratch_pool = cx.offload_opt ? MemoryPool::Host : MemoryPool::Device;
+  const auto scratch =
+      temp_buffer(cx, "init fp32 grad scratch", BufferCategory::Temp, cx.mw, largest, scratch_pool);
+  cx.e.alloc(scratch);
+  const bool pin = cx.offload_opt && cx.z.offload_optimizer.pin_memory;
+  for (std::size_t i = 0; i < cx.plan.sub_groups.size(); ++i) {
+    if (!cx.sg_on_cpu(i)) continue;
+    const Elements sc = cx.plan.sub_groups[i].partition_numel;
+    const std::string sg = std::to_string(i);
+    std::uint32_t zeros = kNone;
+    if (pin) {
+      zeros = temp_buffer(cx, "fp32 grads before pin_memory [sub-group " + sg + "]",
+                          BufferCategory::Temp, cx.mw, sc, MemoryPool::Host);
+      cx.e.alloc(zeros);
     }
+    cx.host_fp32_grads[i] =
+        persistent_buffer(cx, "fp32 grads [sub-group " + sg + "]", BufferCategory::Grad, cx.mw, sc,
+                          pin ? MemoryPool::Pinned : MemoryPool::Host);
+    cx.e.alloc(cx.host_fp32_grads[i]);
+    if (zeros != kNone) cx.e.free(zeros);
   }
-  if (scratch > 0) {  // every GPU sub-group's .grad briefly points into one scratch buffer
-    const auto buf =
-        temp_buffer(cx, "init fp32 grad scratch", BufferCategory::Temp, cx.mw, scratch);
-    cx.e.alloc(buf);
-    cx.e.free(buf);
-  }
+  cx.e.free(scratch);
 }
 
 void reduction_buffers(Context& cx) {
@@ -182,10 +238,20 @@ void reduction_buffers(Context& cx) {
                                cx.z.reduce_bucket_size, MemoryPool::Device);
     cx.e.alloc(cx.ipg);
   }
+  // Under offload_optimizer with pin_memory the zeros are made on the host and then pinned by
+  // copying (stage3.py:742-746): both exist for a moment.
+  std::uint32_t unpinned = kNone;
+  if (cx.offload_opt && cx.z.offload_optimizer.pin_memory) {
+    unpinned =
+        temp_buffer(cx, "grad_partitions_flat_buffer before pin_memory", BufferCategory::Temp,
+                    cx.ga, cx.plan.s3_partition_numel, MemoryPool::Host);
+    cx.e.alloc(unpinned);
+  }
   cx.grad_partitions = persistent_buffer(cx, "grad_partitions_flat_buffer", BufferCategory::Grad,
                                          cx.ga, cx.plan.s3_partition_numel,
                                          cx.offload_opt ? cx.host_pool : MemoryPool::Device);
   cx.e.alloc(cx.grad_partitions, Stream::Compute, kNone, true);  // torch.zeros (§7.1 step 8)
+  if (unpinned != kNone) cx.e.free(unpinned);
 }
 
 // Hook registration gathers each trainable param synchronously (output W*c) and re-partitions it.
@@ -214,9 +280,10 @@ void emit_init(Context& cx) {
   cx.e.set_phase(Phase::Init);
   cx.e.set_step(0, 0);
   convert_params(cx);
-  cx.e.marker("dist.barrier (setup for real optimizer)");
-  master_weights(cx);
-  cx.e.marker("dist.barrier (setup for real optimizer, after fp32 partitions)");
+  fp32_partitions(cx);
+  cx.e.marker("dist.barrier (setup for real optimizer, after fp32 partitions)");  // :716
+  optimizer_states(cx);
+  cx.e.marker("dist.barrier (setup for real optimizer, after optimizer states)");  // :725
   reduction_buffers(cx);
   hook_gathers(cx);
 }

@@ -169,6 +169,16 @@ struct Context {
   }
   /// offload_optimizer.ratio: sub-groups with index < floor((1 - ratio) * count) stay on the GPU.
   bool sg_on_cpu(std::size_t sg) const;
+  /// Whether sub-group sg's master weights are its LP partitions themselves: DeepSpeed keeps no
+  /// copy when they already have the master dtype on the optimizer's device (stage3.py:1112-1117,
+  /// e.g. fp32 training without offload).
+  bool master_is_lp(std::size_t sg) const { return lp == mw && !sg_on_cpu(sg) && !offload_param; }
+  /// Where sub-group sg's master weights live (its own buffer, or its LP partitions).
+  Region master_region(std::size_t sg) const {
+    return master_is_lp(sg)
+               ? region(lp_partitions, sg_offset[sg], plan.sub_groups[sg].partition_numel)
+               : region(master[sg]);
+  }
   /// A Collective op over the data-parallel group, with deps; input `src`, output `dst` (empty:
   /// in place); a sum's output is the reduction x `scale`.
   std::uint32_t collective(CollectiveKind k, Elements numel, Elements out, DType dt, ReduceOp r,

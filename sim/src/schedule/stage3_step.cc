@@ -16,7 +16,7 @@ namespace {
 UpdateCall update_call(const Context& cx, std::size_t sg, Region grad) {
   const Elements sc = cx.plan.sub_groups[sg].partition_numel;
   UpdateCall call;
-  call.master = region(cx.master[sg]);
+  call.master = cx.master_region(sg);
   call.grad = grad;
   call.exp_avg = region(cx.adam[sg], 0, sc);
   call.exp_avg_sq = region(cx.adam[sg], sc, sc);
@@ -56,11 +56,13 @@ void gpu_update(Context& cx, std::size_t sg, bool first_step) {
                        .call = update_call(cx, sg, region(g32)),
                        .label = "optimizer step" + tag});
   const Region lp_out = region(cx.lp_partitions, cx.sg_offset[sg], sc);
-  if (cx.offload_param)  // the LP partitions live on the host
-    cx.data_op(OpKind::DeviceToHost, Stream::Compute, sc, cx.lp, region(cx.master[sg]), lp_out,
+  if (cx.master_is_lp(sg)) {
+    // fp16_partitioned_groups_flat[i].data.copy_(itself): Tensor.copy_ returns at once.
+  } else if (cx.offload_param)  // the LP partitions live on the host
+    cx.data_op(OpKind::DeviceToHost, Stream::Compute, sc, cx.lp, cx.master_region(sg), lp_out,
                "master to LP partitions" + tag);
   else
-    cx.data_op(OpKind::WriteBack, Stream::Compute, sc, cx.lp, region(cx.master[sg]), lp_out,
+    cx.data_op(OpKind::WriteBack, Stream::Compute, sc, cx.lp, cx.master_region(sg), lp_out,
                "master to LP partitions" + tag);
   cx.e.free(g32);
   cx.pool.release(g32);
@@ -78,10 +80,10 @@ void cpu_update(Context& cx, std::size_t sg, bool first_step) {
                                        .label = "CPU optimizer step" + tag});
   const Region lp_out = region(cx.lp_partitions, cx.sg_offset[sg], sc);
   if (cx.offload_param)
-    cx.data_op(OpKind::WriteBack, Stream::Host, sc, cx.lp, region(cx.master[sg]), lp_out,
+    cx.data_op(OpKind::WriteBack, Stream::Host, sc, cx.lp, cx.master_region(sg), lp_out,
                "master to LP partitions" + tag, {st});
   else
-    cx.data_op(OpKind::HostToDevice, Stream::H2D, sc, cx.lp, region(cx.master[sg]), lp_out,
+    cx.data_op(OpKind::HostToDevice, Stream::H2D, sc, cx.lp, cx.master_region(sg), lp_out,
                "master to LP partitions" + tag, {st});
 }
 
