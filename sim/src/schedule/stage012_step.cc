@@ -15,16 +15,7 @@ namespace {
 
 Buffer step_buffer(std::string name, std::string spec, BufferCategory cat, MemoryPool pool,
                    DType dt, Elements numel, std::uint32_t slot, bool persistent) {
-  Buffer b;
-  b.name = std::move(name);
-  b.spec_id = std::move(spec);
-  b.category = cat;
-  b.pool = pool;
-  b.dtype = dt;
-  b.numel = numel;
-  b.slot = slot;
-  b.persistent = persistent;
-  return b;
+  return make_buffer(std::move(name), std::move(spec), cat, pool, dt, numel, persistent, slot);
 }
 
 }  // namespace
