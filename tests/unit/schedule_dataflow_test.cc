@@ -245,6 +245,15 @@ TEST(ScheduleDataflow, ReductionVariantsLandTheSameAverages) {
   auto per_owner = zero_config(2, 8, false);
   per_owner.zero.use_multi_rank_bucket_allreduce = false;  // reduce(dst=k) of k's slices
   expect_averaged_grads(build(make_model(kSizes), per_owner, 4), true);
+  // X4: with an fp32 communication dtype every chunk is flattened (cast) and copied back: the
+  // extra-large param's CHUNK_GT chunks by their owners, each reduce to an owner by its root.
+  for (const bool multi_rank : {true, false}) {
+    SCOPED_TRACE("fp32 communication, multi_rank " + std::to_string(multi_rank));
+    auto fp32_comm = zero_config(2, 8, false);
+    fp32_comm.communication_data_type = DType::Float32;
+    fp32_comm.zero.use_multi_rank_bucket_allreduce = multi_rank;
+    expect_averaged_grads(build(make_model(kSizes), fp32_comm, 4), true);
+  }
   auto all_reduce = zero_config(2, 8, false);
   all_reduce.zero.reduce_scatter = false;  // in place, post-scaled
   expect_averaged_grads(build(make_model(kSizes), all_reduce, 4), true);
@@ -317,6 +326,24 @@ TEST(ScheduleDataflow, EnginePathsAverageTheWholeModel) {
   bf16.grad_accum_dtype = DType::Float32;
   bf16.grad_accum_steps = 2;
   expect_averaged_grads(build(make_model(kSizes), bf16, 4), true);
+  // X9: with two param groups each group's bf16 grads are added into its own fp32 buffer.
+  expect_averaged_grads(
+      build(make_model(kSizes), bf16, 4, testlib::with_groups({{0, 1, 2}, {3, 4}})), true);
+}
+
+// fp32 training at stage 1/2: no cast before the update, which on a rank whose averaged_gradients
+// is one tensor reads grads_in_partition (or the kept grads) itself, so their frees come after it
+// (a Free before the update poisons what it reads).
+TEST(ScheduleDataflow, Fp32UpdatesReadTheirGradientsBeforeTheFrees) {
+  // (Without contiguous gradients the kept grads are still freed before the update: not carried.)
+  for (const int stage : {1, 2}) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    auto ds = zero_config(stage, 8, false);
+    ds.fp16 = false;
+    expect_averaged_grads(build(make_model(kSizes), ds, 4), true);
+    expect_averaged_grads(
+        build(make_model(kSizes), ds, 4, testlib::with_groups({{0, 1, 2}, {3, 4}})), true);
+  }
 }
 
 }  // namespace

@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "schedule_stage012_testlib.h"
 #include "schedule_stage3_test_util.h"
+#include "zerosim/schedule_io.h"
 
 namespace zerosim {
 namespace {
@@ -257,28 +260,149 @@ TEST(ScheduleOperands, G2GradsInPartitionAndAveragedGradients) {
 }
 
 // G3, use_multi_rank_bucket_allreduce=false: flush #2 reduces owner 1's slices p1 (3) and p0's
-// last element, flattened from buf1 [0:3] and [7:8], into rank 1's place (the reduce's output).
+// last element, flattened from buf1 [0:3] and [7:8], to rank 1 in the temporary; then rank 1 alone
+// copies the result back into those slices (X4: allreduce_and_copy's `rank ==
+// dist.get_rank()` copy, stage_1_and_2.py:1903-1906 at edaa722), a costed copy op.
 TEST(ScheduleOperands, G3ReduceToOwnerReadsAndWritesItsSlices) {
   auto ds = testlib::zero_config(2, 8, true);
   ds.zero.use_multi_rank_bucket_allreduce = false;
   const auto b = testlib::build(testlib::make_model({5, 3, 7}, {2, 1, 0}), ds, 4);
   ASSERT_TRUE(b.schedule.ok());
   const Schedule& s = b.s();
-  const Op* rd1 = nullptr;
-  for (const Op& op : s.ops)
+  const Op *rd1 = nullptr, *back = nullptr;
+  for (const Op& op : s.ops) {
     if (op.kind == OpKind::Collective && op.collective == CollectiveKind::Reduce && op.root == 1)
       rd1 = &op;
+    if (rd1 != nullptr && back == nullptr && op.kind == OpKind::Copy &&
+        op.label.ends_with(": copy back"))
+      back = &op;
+  }
   ASSERT_NE(rd1, nullptr);
   EXPECT_EQ(rd1->numel, 4u);
-  ASSERT_NE(rd1->dst.list, kNone);
-  const auto& pieces = s.lists[rd1->dst.list];
+  EXPECT_EQ(rd1->scale, 0.25);
+  // The flatten copy gathers the slices into the temporary; the reduce runs in place on it.
+  const Op& flatten = s.ops[static_cast<std::size_t>(rd1 - s.ops.data()) - 1];
+  ASSERT_EQ(flatten.kind, OpKind::Copy);
+  ASSERT_NE(flatten.src.list, kNone);
+  const auto& pieces = s.lists[flatten.src.list];
   ASSERT_EQ(pieces.size(), 2u);
-  EXPECT_EQ(s.buffers[pieces[0].buffer].name, "ipg[1]");
+  const std::uint32_t ipg1 = pieces[0].buffer;
+  EXPECT_EQ(s.buffers[ipg1].name, "ipg[1]");
   EXPECT_EQ(pieces[0].offset, 0u);
   EXPECT_EQ(pieces[0].length, 3u);
   EXPECT_EQ(pieces[1].offset, 7u);
   EXPECT_EQ(pieces[1].length, 1u);
-  EXPECT_EQ(rd1->scale, 0.25);
+  const std::uint32_t tmp = flatten.dst.buffer;
+  ASSERT_NE(tmp, kNone);
+  EXPECT_EQ(rd1->src.buffer, tmp);
+  EXPECT_EQ(s.buffers[tmp].spec_id, "T5");
+  EXPECT_TRUE(rd1->dst.empty());
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->stream, rd1->stream);
+  EXPECT_EQ(s.op_elements(*back, s.role_of(1)), 4u);
+  for (const std::uint32_t rank : {0u, 2u, 3u}) {
+    EXPECT_EQ(s.op_elements(*back, s.role_of(rank)), 0u) << rank;
+    EXPECT_TRUE(resolve_pieces(s, *back, back->dst, rank, false).empty()) << rank;
+  }
+  EXPECT_EQ(resolve_pieces(s, *back, back->src, 1, true),
+            (std::vector<OperandSpan>{{tmp, 0, 3}, {tmp, 3, 1}}));
+  EXPECT_EQ(resolve_pieces(s, *back, back->dst, 1, false),
+            (std::vector<OperandSpan>{{ipg1, 0, 3}, {ipg1, 7, 1}}));
+}
+
+// CHUNK_GT cuts an extra-large param's owner slices into several all-reduces (allreduce_and_scatter
+// with numel_per_bucket = reduce_bucket_size, stage_1_and_2.py:1314-1348 at edaa722): a 12-element
+// param at W = 4 (aligned to 16: S = 4, slices 4/4/4 on ranks 0-2) with R = 5 is reduced as
+// chunk [0, 8) (two slices, flattened) and chunk [8, 12) (one slice, in place). After the first,
+// ranks 0 and 1 each copy back their own slice (X4), ranks 2 and 3 nothing.
+TEST(ScheduleOperands, ChunkedAllReduceCopiesBackEachRanksSliceOfTheChunk) {
+  const auto b =
+      testlib::build(testlib::make_model({12}, {0}), testlib::zero_config(2, 5, false), 4);
+  ASSERT_TRUE(b.schedule.ok());
+  const Schedule& s = b.s();
+  ASSERT_EQ(s.layout.groups.front().partition, 4u);
+  std::vector<const Op*> ar, back;
+  for (const Op& op : s.ops) {
+    if (op.kind == OpKind::Collective && op.collective == CollectiveKind::AllReduce &&
+        op.phase != Phase::Step && op.dtype == DType::Float16)
+      ar.push_back(&op);
+    if (op.kind == OpKind::Copy && op.label.ends_with(": copy back")) back.push_back(&op);
+  }
+  ASSERT_EQ(ar.size(), 2u);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(ar[0]->numel, 8u);
+  EXPECT_EQ(ar[1]->numel, 4u);
+  const std::uint32_t tmp = ar[0]->src.buffer;
+  EXPECT_EQ(s.buffers[tmp].spec_id, "T5");
+  EXPECT_TRUE(ar[0]->dst.empty());
+  const std::uint32_t grad = ar[1]->src.buffer;  // the param's own gradient, in place
+  EXPECT_EQ(ar[1]->src.offset, 8u);
+  EXPECT_GT(back[0], ar[0]);
+  EXPECT_LT(back[0], ar[1]);
+  EXPECT_EQ(back[0]->stream, ar[0]->stream);
+  for (const std::uint32_t rank : {0u, 1u}) {
+    EXPECT_EQ(s.op_elements(*back[0], s.role_of(rank)), 4u) << rank;
+    EXPECT_EQ(resolve_pieces(s, *back[0], back[0]->src, rank, true),
+              (std::vector<OperandSpan>{{tmp, 4 * rank, 4}}));
+    EXPECT_EQ(resolve_pieces(s, *back[0], back[0]->dst, rank, false),
+              (std::vector<OperandSpan>{{grad, 4 * rank, 4}}));
+  }
+  for (const std::uint32_t rank : {2u, 3u}) {
+    EXPECT_EQ(s.op_elements(*back[0], s.role_of(rank)), 0u) << rank;
+    EXPECT_TRUE(resolve_pieces(s, *back[0], back[0]->dst, rank, false).empty()) << rank;
+  }
+}
+
+// The chunk copy-backs' derived operands (window, rank, into, packed) survive the JSON round trip,
+// and a bad value of each is refused with its pointer.
+TEST(ScheduleOperands, ChunkCopyBackOperandsRoundTripAndBadValuesAreRefused) {
+  auto ds = testlib::zero_config(2, 5, false);
+  ds.zero.use_multi_rank_bucket_allreduce = false;
+  ds.communication_data_type = DType::Float32;  // every reduce flattened (cast), copied back
+  const auto b = testlib::build(testlib::make_model({12, 3}, {1, 0}), ds, 4);
+  ASSERT_TRUE(b.schedule.ok());
+  const Schedule& s = b.s();
+  std::size_t k = s.derived.size();
+  for (std::size_t i = 0; i < s.derived.size() && k == s.derived.size(); ++i)
+    if (s.derived[i].rank != kNone && s.derived[i].packed) k = i;
+  ASSERT_LT(k, s.derived.size()) << "no root-only packed copy-back operand";
+  std::ostringstream out;
+  write_schedule_json(s, out);
+  const std::string text = out.str();
+  auto back = read_schedule_json(text, "chunks.json");
+  ASSERT_TRUE(back.ok()) << back.diagnostics().to_string();
+  EXPECT_EQ(back->derived, s.derived);
+  std::ostringstream again;
+  write_schedule_json(back.value(), again);
+  EXPECT_EQ(again.str(), text);
+  const DerivedOperand& d = s.derived[k];
+  const std::string ptr = "chunks.json: /derived/" + std::to_string(k);
+  const std::string key = "\"rank\":" + std::to_string(d.rank) +
+                          ",\"into\":" + std::to_string(d.into) + ",\"packed\":true";
+  ASSERT_NE(text.find(key), std::string::npos) << key;
+  const auto errors_with = [&](const std::string& replacement) {
+    std::string bad = text;
+    bad.replace(bad.find(key), key.size(), replacement);
+    auto r = read_schedule_json(bad, "chunks.json");
+    EXPECT_FALSE(r.ok()) << replacement;
+    return r.ok() ? std::string() : r.diagnostics().to_string();
+  };
+  EXPECT_NE(errors_with("\"rank\":9,\"into\":" + std::to_string(d.into) + ",\"packed\":true")
+                .find(ptr + "/rank: expected a rank below the world size (4), got 9"),
+            std::string::npos);
+  EXPECT_NE(errors_with("\"rank\":" + std::to_string(d.rank) + ",\"into\":99999,\"packed\":true")
+                .find(ptr + "/into: expected a buffer index"),
+            std::string::npos);
+  EXPECT_NE(errors_with("\"rank\":" + std::to_string(d.rank) + ",\"packed\":true")
+                .find(ptr + "/packed: expected \"into\" with packed, got none"),
+            std::string::npos);
+  EXPECT_NE(errors_with("\"rank\":" + std::to_string(d.rank) +
+                        ",\"into\":" + std::to_string(d.into) + ",\"packed\":3")
+                .find(ptr + "/packed"),
+            std::string::npos);
+  EXPECT_NE(errors_with("\"rank\":\"one\",\"into\":" + std::to_string(d.into) + ",\"packed\":true")
+                .find(ptr + "/rank"),
+            std::string::npos);
 }
 
 }  // namespace

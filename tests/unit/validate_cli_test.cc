@@ -139,17 +139,11 @@ TEST(ValidateCli, BadInputIsOneLine) {
   expect_one_line_error("validate" + s + " --no-data --host-memory-limit lots",
                         "--host-memory-limit");
   expect_one_line_error("validate" + s + " --no-data --stall-timeout 0", "--stall-timeout");
-  // Data mode is the default; a schedule the builders do not carry every operand of yet (fp32
-  // training: rank 0's one averaged gradient read uncast after grads_in_partition's Free) is
-  // refused with the first gap (op index, label, operand), pointing at --no-data.
-  const std::string uncast = tmp("fp32_uncast.json");
-  write(uncast, R"({"format": "zerosim-scenario", "version": 1, "model": {"param_list": ")" +
-                    scenario("tiny_params.json") +
-                    R"("}, "deepspeed": {"train_micro_batch_size_per_gpu": 1,
-                "fp16": {"enabled": false}, "zero_optimization": {"stage": 2}},
-                "cluster": {"gpu": "RTX-4090", "nodes": 1, "gpus_per_node": 4}})");
-  expect_one_line_error("validate --scenario " + uncast, "data mode: rank 0, op ");
-  expect_one_line_error("validate --scenario " + uncast, "run count-only with --no-data");
+  // Data mode is the default; a schedule that does not carry every operand (a paper-mode one, a
+  // traffic model) is refused in one line pointing at --no-data. (fp32 training at stage 2, the
+  // case used here before, is carried now: it runs in data mode.)
+  expect_one_line_error("validate" + s + " --mode paper", "data mode: /meta/mode");
+  expect_one_line_error("validate" + s + " --mode paper", "run count-only with --no-data");
   expect_one_line_error("validate" + s + " --seed -3", "--seed");
   expect_one_line_error("validate" + s + " --seed 1e400", "--seed");
   expect_one_line_error("validate" + s + " --data-memory-cap 0", "--data-memory-cap");

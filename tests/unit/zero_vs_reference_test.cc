@@ -25,7 +25,7 @@ namespace {
 struct Variant {
   std::string name;
   std::string zero;       ///< zero_optimization keys besides the stage
-  std::string precision;  ///< the fp16 / bf16 block
+  std::string precision;  ///< the fp16 / bf16 block (empty: fp32 training)
   int stage = 2;
   std::uint32_t grad_accum = 1;
   std::vector<std::uint32_t> overflow_steps;  ///< training.overflow_steps
@@ -63,8 +63,9 @@ Result<Schedule> build(const Variant& v, std::uint32_t world, std::uint32_t step
       std::string(ZEROSIM_SOURCE_DIR) +
       R"(/scenarios/tiny_params.json"}, "deepspeed": {"train_micro_batch_size_per_gpu": 1,
       "gradient_accumulation_steps": )" +
-      std::to_string(v.grad_accum) + ", " + v.precision + R"(, "zero_optimization": {"stage": )" +
-      std::to_string(v.stage) + (v.zero.empty() ? "" : ", " + v.zero) +
+      std::to_string(v.grad_accum) + (v.precision.empty() ? "" : ", " + v.precision) +
+      R"(, "zero_optimization": {"stage": )" + std::to_string(v.stage) +
+      (v.zero.empty() ? "" : ", " + v.zero) +
       R"(}}, "cluster": {"gpu": "RTX-4090", "nodes": 1, "gpus_per_node": )" +
       std::to_string(world) + R"(}, "training": {"seq_len": 64, "steps": )" +
       std::to_string(steps) + overflow + "}}";
@@ -124,6 +125,11 @@ TEST_P(ZeroVsReference, EveryRanksParametersEqualTheReference) {
   rs.lp = s.meta.lp;
   const ReferenceRun ref = reference_train(o.data_options, rs);
   const auto lp_at = [&](const HostRankResult& r, std::uint32_t b, Elements at) {
+    if (s.meta.lp == DType::Float32) {
+      float f;
+      std::memcpy(&f, r.buffers[b].data() + 4 * at, 4);
+      return f;
+    }
     std::uint16_t h;
     std::memcpy(&h, r.buffers[b].data() + 2 * at, 2);
     return s.meta.lp == DType::Float16 ? fp16_to_float(h) : bf16_to_float(h);
@@ -183,9 +189,20 @@ INSTANTIATE_TEST_SUITE_P(
         V("stage2_no_reduce_scatter", R"("reduce_scatter": false)", kFp16, 2),
         V("stage2_no_multi_rank_allreduce", R"("use_multi_rank_bucket_allreduce": false)", kFp16,
           2),
+        // X4's copy-backs: an extra-large param's owner slices cut by CHUNK_GT into several
+        // all-reduces, each cast to fp32 for the reduction (so flattened and copied back), and
+        // the reduces to each owner of a bucket flattened from several slices.
+        V("stage2_chunked_allreduce_fp32_comm",
+          R"("reduce_bucket_size": 5000, "allgather_bucket_size": 5000)",
+          R"("fp16": {"enabled": true}, "communication_data_type": "fp32")", 2),
+        V("stage2_no_multi_rank_small_buckets",
+          R"("use_multi_rank_bucket_allreduce": false, "reduce_bucket_size": 5000)", kFp16, 2),
         V("stage2_round_robin", R"("round_robin_gradients": true)", kFp16, 2),
         V("stage2_grad_accum", "", kFp16, 2, 2),
         V("stage2_fp16_overflow_step", "", kFp16, 2, 1, {1}), V("stage2_bf16", "", kBf16, 2),
+        // fp32 training: no cast before the update, which reads the one averaged gradient
+        // itself on a rank whose partition holds one tensor (the frees follow the update).
+        V("stage1_fp32", "", "", 1), V("stage2_fp32", "", "", 2),
         V("stage2_cpu_offload", R"("offload_optimizer": {"device": "cpu"})", kFp16, 2),
         V("stage2_cpu_offload_grad_accum", R"("offload_optimizer": {"device": "cpu"})", kFp16, 2,
           2),

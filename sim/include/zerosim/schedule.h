@@ -163,7 +163,9 @@ enum class DerivedKind : std::uint8_t {
   /// it, then zeros up to S_g (the padding). When buffer `flat` (kNone: none) has elements for the
   /// rank's role, S_g elements of it from its start instead (the step's flat copy, T6).
   AveragedGrads,
-  /// The slices the rank owns of flush plan `flush_plan`'s gradients, where the flush reduces them.
+  /// The slices the rank owns of flush plan `flush_plan`'s gradients, where the flush reduces them;
+  /// with a window, only those at its positions, and with `rank`, on that rank only (a reduction
+  /// chunk's copy-back, X4).
   OwnedGrads,
   /// The same slices at (flat offset - rank x S_g) of `buffers[group]`, a partition-shaped buffer
   /// per param group (the offload fp32 gradient partitions, B4).
@@ -183,6 +185,17 @@ struct DerivedOperand {
   std::uint32_t flat = kNone;            ///< AveragedGrads
   std::uint32_t flush_plan = kNone;      ///< OwnedGrads, OwnedPartition
   std::vector<std::uint32_t> buffers{};  ///< OwnedPartition: per param group
+  /// OwnedGrads: only the slices at plan positions [window, window + window_length) (a slice's
+  /// position is its entry's offset plus where it starts in the tensor; one reduction chunk of the
+  /// bucket); window_length 0: every position. Windows are cut at owner-slice boundaries (a slice
+  /// crossing one is clipped).
+  Elements window = 0, window_length = 0;
+  std::uint32_t rank = kNone;  ///< OwnedGrads: only on this rank (a reduce's root); kNone: every
+  /// OwnedGrads: the slices in buffer `into` instead of where the entries are: at position - window
+  /// (the temporary a chunk of the bucket was flattened into), or with `packed` one after another
+  /// from its start (the temporary of one owner's flattened slices); kNone: where the entries are.
+  std::uint32_t into = kNone;
+  bool packed = false;
   friend bool operator==(const DerivedOperand&, const DerivedOperand&) = default;
 };
 

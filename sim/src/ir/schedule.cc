@@ -209,11 +209,26 @@ void resolve_derived(const Schedule& s, const DerivedOperand& d, std::uint32_t r
     case DerivedKind::OwnedGrads:
     case DerivedKind::OwnedPartition: {
       if (d.flush_plan >= s.flush_plans.size()) return;
+      if (d.kind == DerivedKind::OwnedGrads && d.rank != kNone && rank != d.rank) return;
+      Elements packed_at = 0;
       for (const FlushEntry& e : s.flush_plans[d.flush_plan].entries) {
         const auto [lo, hi] = owned_slice(s, e.tensor, rank);
         if (hi <= lo) continue;
         if (d.kind == DerivedKind::OwnedGrads) {
-          out.push_back({e.buffer, e.offset + lo, hi - lo});
+          Elements at = e.offset + lo, end = e.offset + hi;
+          if (d.window_length > 0) {
+            at = std::max(at, d.window);
+            end = std::min(end, d.window + d.window_length);
+            if (end <= at) continue;
+          }
+          if (d.into == kNone) {
+            out.push_back({e.buffer, at, end - at});
+          } else if (d.packed) {
+            out.push_back({d.into, packed_at, end - at});
+            packed_at += end - at;
+          } else {
+            out.push_back({d.into, at - d.window, end - at});
+          }
           continue;
         }
         const TensorInfo& ti = s.tensors[e.tensor];

@@ -600,6 +600,21 @@ void Lowering::check_derived_table() {
         for (std::size_t g = 0; g < d.buffers.size(); ++g)
           idx(ptr + "/buffers/" + str(g), "buffer", d.buffers[g], s_.buffers.size(),
               "the schedule has no buffers");
+        if (d.kind == DerivedKind::OwnedPartition &&
+            (d.window_length != 0 || d.rank != kNone || d.into != kNone || d.packed))
+          error(ptr,
+                "expected no window, rank, into or packed on an owned_partition operand, got "
+                "one");
+        if (d.window > UINT64_MAX - d.window_length)
+          error(ptr + "/window_length", "expected a window ending below 2^64, got " +
+                                            str(d.window) + " + " + str(d.window_length));
+        if (d.rank != kNone && d.rank >= s_.meta.world)
+          error(ptr + "/rank", "expected a rank below the world size (" + str(s_.meta.world) +
+                                   "), got " + str(d.rank));
+        if (d.into != kNone)
+          idx(ptr + "/into", "buffer", d.into, s_.buffers.size(), "the schedule has no buffers");
+        if (d.packed && d.into == kNone)
+          error(ptr + "/packed", "expected \"into\" with packed, got none");
         break;
     }
   }

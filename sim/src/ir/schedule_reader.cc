@@ -519,8 +519,13 @@ void ScheduleReader::read(JsonReader& root) {
         read_uint(dr, "flat", 0, kU32Max - 1, d.flat);
         read_uint(dr, "flush_plan", 0, kU32Max - 1, d.flush_plan);
         read_uints(dr, "buffers", kU32Max - 1, d.buffers);
-        dr.reject_unknown(
-            {"kind", "pass", "set", "flush", "group", "flat", "flush_plan", "buffers"});
+        read_uint(dr, "window", 0, UINT64_MAX, d.window);
+        read_uint(dr, "window_length", 0, UINT64_MAX, d.window_length);
+        read_uint(dr, "rank", 0, kU32Max - 1, d.rank);
+        read_uint(dr, "into", 0, kU32Max - 1, d.into);
+        if (auto v = dr.get_bool("packed")) d.packed = *v;
+        dr.reject_unknown({"kind", "pass", "set", "flush", "group", "flat", "flush_plan", "buffers",
+                           "window", "window_length", "rank", "into", "packed"});
       }
     }
   if (auto updates = root.child("updates"))

@@ -168,6 +168,11 @@ ojson derived_json(const DerivedOperand& o) {
   if (o.flat != d.flat) j["flat"] = o.flat;
   if (o.flush_plan != d.flush_plan) j["flush_plan"] = o.flush_plan;
   if (o.buffers != d.buffers) j["buffers"] = o.buffers;
+  if (o.window != d.window) j["window"] = o.window;
+  if (o.window_length != d.window_length) j["window_length"] = o.window_length;
+  if (o.rank != d.rank) j["rank"] = o.rank;
+  if (o.into != d.into) j["into"] = o.into;
+  if (o.packed != d.packed) j["packed"] = o.packed;
   return j;
 }
 

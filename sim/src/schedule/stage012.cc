@@ -13,22 +13,6 @@
 
 namespace zerosim::schedule {
 namespace s12 {
-namespace {
-
-Buffer flat_buffer(std::string name, std::string spec, BufferCategory cat, MemoryPool pool,
-                   DType dt, Elements numel) {
-  Buffer b;
-  b.name = std::move(name);
-  b.spec_id = std::move(spec);
-  b.category = cat;
-  b.pool = pool;
-  b.dtype = dt;
-  b.numel = numel;
-  b.persistent = true;
-  return b;
-}
-
-}  // namespace
 
 ZeroOptimizer::ZeroOptimizer(const Config& cfg, Emitter& e, SlotTable& slots, EngineModule& module)
     : cfg_(cfg),
@@ -47,8 +31,8 @@ void ZeroOptimizer::init() {
   for (std::size_t g = 0; g < cfg_.plan.groups.size(); ++g) {
     const FlatGroup& fg = cfg_.plan.groups[g];
     const std::string name = "bit16_groups_flat[" + std::to_string(g) + "]";
-    flat_.bit16_flat.push_back(e_.buffer(
-        flat_buffer(name, "B1", BufferCategory::Param16, MemoryPool::Device, cfg_.lp, fg.aligned)));
+    flat_.bit16_flat.push_back(e_.buffer(make_buffer(
+        name, "B1", BufferCategory::Param16, MemoryPool::Device, cfg_.lp, fg.aligned, true)));
     e_.alloc(flat_.bit16_flat.back());
     module_.flatten_into(fg, flat_.bit16_flat.back(), true, name);
   }
@@ -61,8 +45,8 @@ void ZeroOptimizer::init() {
     // Pinned offload: the unpinned fp32 copy pin_memory copies B2 from (CpuOffload).
     const std::uint32_t unpinned = cfg_.offload ? offload_.unpinned_master(g, s) : kNone;
     flat_.fp32_partition.push_back(e_.buffer(
-        flat_buffer("single_partition_of_fp32_groups[" + gs + "]", "B2", BufferCategory::Param32,
-                    cfg_.offload ? cfg_.host_pool : MemoryPool::Device, cfg_.mw, s)));
+        make_buffer("single_partition_of_fp32_groups[" + gs + "]", "B2", BufferCategory::Param32,
+                    cfg_.offload ? cfg_.host_pool : MemoryPool::Device, cfg_.mw, s, true)));
     e_.alloc(flat_.fp32_partition.back());
     e_.copy({.dtype = cfg_.mw,
              .elements = s,

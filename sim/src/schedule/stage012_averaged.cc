@@ -13,14 +13,8 @@ namespace zerosim::schedule::s12 {
 namespace {
 
 Buffer kept_buffer(std::string name, std::string spec, DType dt, std::uint32_t slot) {
-  Buffer b;
-  b.name = std::move(name);
-  b.spec_id = std::move(spec);
-  b.category = BufferCategory::Grad;
-  b.pool = MemoryPool::Device;
-  b.dtype = dt;
-  b.slot = slot;
-  return b;
+  return make_buffer(std::move(name), std::move(spec), BufferCategory::Grad, MemoryPool::Device, dt,
+                     0, false, slot);
 }
 
 }  // namespace

@@ -235,6 +235,21 @@ void IpgBuckets::reduce_chunk(CollectiveKind k, Elements total, std::size_t piec
              .src = region(tmp),
              .dst = src,
              .label = tag + ": copy back"});
+  } else if (copy_back && back.window_length > 0) {  // the owned slices of one chunk
+    const DerivedOperand owned{.kind = DerivedKind::OwnedGrads,
+                               .flush_plan = back.plan,
+                               .window = back.window,
+                               .window_length = back.window_length,
+                               .rank = back.root};
+    DerivedOperand in_tmp = owned;
+    in_tmp.into = tmp;
+    in_tmp.packed = back.root != kNone;  // one owner's slices were flattened one after another
+    e_.copy({.stream = st,
+             .dtype = cfg_.cd,
+             .slot = back.slot,
+             .src = e_.derived(std::move(in_tmp)),
+             .dst = e_.derived(owned),
+             .label = tag + ": copy back"});
   } else if (copy_back) {  // the rank's owned slices only
     e_.copy({.stream = st,
              .dtype = cfg_.cd,
@@ -276,7 +291,9 @@ const std::vector<PlannedReduction>& IpgBuckets::owner_reductions(IpgPass& pass,
           pieces.push_back({bucket, chunk_slices[i].offset, chunk_slices[i].length});
         src = list_region(e_.list(std::move(pieces)));
       }
-      out.push_back({total, chunk_slices[b].offset, e - b, root, src});
+      const Elements span =
+          chunk_slices[e - 1].offset + chunk_slices[e - 1].length - chunk_slices[b].offset;
+      out.push_back({total, chunk_slices[b].offset, span, e - b, root, src});
     }
   };
   if (cfg_.multi_rank) {
@@ -316,7 +333,21 @@ void IpgBuckets::reduce_contiguous(IpgPass& pass, std::uint32_t f, Stream st,
     const bool to_owner = red.root != kNone;
     if (to_owner && cfg_.overlap) e_.sync(tag + ": synchronize before reduce");
     CopyBack back;
-    if (!to_owner && reductions.size() == 1 && pass.owned_slot[f] != kNone) {
+    const bool flattened = red.pieces > 1 || cfg_.cd != cfg_.lp;  // else reduced in place
+    if (flattened && (to_owner || reductions.size() > 1)) {
+      // One chunk of several, or one owner's slices: each rank copies back what it owns there
+      // (allreduce_and_copy_with_multiple_ranks), the root what it was reduced to (X4).
+      back = {.copied = true,
+              .slot = slots_.owned_chunk(
+                  tag + ": owned slices at bucket positions [" + std::to_string(red.offset) + ", " +
+                      std::to_string(red.offset + red.span) + ")" +
+                      (to_owner ? " on rank " + std::to_string(red.root) : std::string()),
+                  fl.params, red.offset, red.span, red.root),
+              .plan = pass.flush_plan[f],
+              .window = red.offset,
+              .window_length = red.span,
+              .root = red.root};
+    } else if (!to_owner && reductions.size() == 1 && pass.owned_slot[f] != kNone) {
       // The flush's one all-reduce: each rank copies back the slices it owns (X4), from the
       // temporary at their bucket offset less the chunk's.
       FlushPlan in_tmp;

@@ -22,13 +22,23 @@ namespace {
 
 Buffer wrapper_buffer(std::string name, BufferCategory cat, DType dt, Elements numel,
                       std::string spec = "") {
-  Buffer b;
-  b.name = std::move(name);
-  b.spec_id = std::move(spec);
-  b.category = cat;
-  b.dtype = dt;
-  b.numel = numel;
-  b.persistent = true;
+  return make_buffer(std::move(name), std::move(spec), cat, MemoryPool::Device, dt, numel, true);
+}
+
+// The wrapper's fp32 master of group g, allocated and (when it has elements) copied from `src`,
+// its slice of the flat 16-bit params: FP16_Optimizer's and BF16_Optimizer's __init__ alike.
+std::uint32_t master_from_lp(Emitter& e, const Config& cfg, std::size_t g, Elements master,
+                             Region src) {
+  const std::string gs = std::to_string(g);
+  const std::uint32_t b =
+      e.buffer(wrapper_buffer("fp32 master [" + gs + "]", BufferCategory::Param32, cfg.mw, master));
+  e.alloc(b);
+  if (master > 0)
+    e.copy({.dtype = cfg.mw,
+            .elements = master,
+            .src = src,
+            .dst = region(b),
+            .label = "fp32 master from the LP params of group " + gs});
   return b;
 }
 
@@ -104,15 +114,7 @@ class Fp16Optimizer final : public EngineOptimizer {
     for (std::size_t g = 0; g < cfg_.plan.groups.size(); ++g) {
       const Elements master = cfg_.plan.groups[g].numel;
       const std::string gs = std::to_string(g);
-      master_.push_back(e_.buffer(
-          wrapper_buffer("fp32 master [" + gs + "]", BufferCategory::Param32, cfg_.mw, master)));
-      e_.alloc(master_.back());
-      if (master > 0)
-        e_.copy({.dtype = cfg_.mw,
-                 .elements = master,
-                 .src = region(flat_[g], 0, master),
-                 .dst = region(master_.back()),
-                 .label = "fp32 master from the LP params of group " + gs});
+      master_.push_back(master_from_lp(e_, cfg_, g, master, region(flat_[g], 0, master)));
       adam_.push_back(adam_states("optimizer states [" + gs + "]", 2 * master, ""));
     }
   }
@@ -196,15 +198,7 @@ class Bf16Optimizer final : public EngineOptimizer {
       const FlatGroup& fg = cfg_.plan.groups[g];
       const std::string gs = std::to_string(g);
       const Elements master = fg.partition;
-      master_.push_back(e_.buffer(
-          wrapper_buffer("fp32 master [" + gs + "]", BufferCategory::Param32, cfg_.mw, master)));
-      e_.alloc(master_.back());
-      if (master > 0)
-        e_.copy({.dtype = cfg_.mw,
-                 .elements = master,
-                 .src = rank_slice(flat_[g], master),
-                 .dst = region(master_.back()),
-                 .label = "fp32 master from the LP params of group " + gs});
+      master_.push_back(master_from_lp(e_, cfg_, g, master, rank_slice(flat_[g], master)));
       fp32_grads_.push_back(e_.buffer(wrapper_buffer("fp32 gradient buffer (full) [" + gs + "]",
                                                      BufferCategory::Grad, cfg_.ga, fg.aligned)));
       e_.alloc(fp32_grads_.back(), Stream::Compute, kNone, true);  // torch.zeros

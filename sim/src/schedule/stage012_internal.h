@@ -21,8 +21,11 @@ namespace zerosim::schedule::s12 {
 
 /// What a slot measures for a rank r (each value is piecewise constant in r, see compute_roles).
 enum class SlotKind : std::uint8_t {
-  Touching,    ///< Σ full numel of `params` touching partition r (in their own groups)
-  OwnedSlice,  ///< Σ over `params` of the slice partition r owns
+  Touching,  ///< Σ full numel of `params` touching partition r (in their own groups)
+  /// Σ over `params` of the slice partition r owns; with a window only its part at bucket
+  /// positions [window, window + window_length) (the params laid end to end in order), with an
+  /// owner only on rank `owner` (zero elsewhere)
+  OwnedSlice,
   FirstTouch,  ///< grads_in_partition(r) if flush `flush` of pass `pass` is the first to touch r
   Padding,   ///< Σ_g padding of partition r in group g (the zeros appended to averaged_gradients)
   FlatCopy,  ///< S_g if r's averaged-gradient list of group `group` holds more than one tensor
@@ -35,6 +38,8 @@ struct SlotDef {
   std::uint32_t group = 0;
   std::uint32_t pass = 0;
   std::uint32_t flush = 0;
+  Elements window = 0, window_length = 0;  ///< OwnedSlice: window_length 0 is the whole bucket
+  std::uint32_t owner = kNone;             ///< OwnedSlice: kNone is every rank
 };
 
 /// Collects slot definitions while the program is emitted; slots with the same definition are
@@ -43,6 +48,10 @@ class SlotTable {
  public:
   std::uint32_t touching(std::string name, std::vector<std::uint32_t> params);
   std::uint32_t owned_slice(std::string name, std::vector<std::uint32_t> params);
+  /// The owned slices of one reduction chunk: bucket positions [window, window + length), on
+  /// rank `owner` only unless kNone.
+  std::uint32_t owned_chunk(std::string name, std::vector<std::uint32_t> params, Elements window,
+                            Elements length, std::uint32_t owner);
   std::uint32_t padding();
   std::uint32_t flat_copy(std::uint32_t group);
   /// Registers a pass's flush lists; returns its id for first_touch.
@@ -55,9 +64,9 @@ class SlotTable {
  private:
   std::uint32_t add(SlotDef d);
   std::vector<SlotDef> defs_;
-  std::map<
-      std::tuple<SlotKind, std::vector<std::uint32_t>, std::uint32_t, std::uint32_t, std::uint32_t>,
-      std::uint32_t>
+  std::map<std::tuple<SlotKind, std::vector<std::uint32_t>, std::uint32_t, std::uint32_t,
+                      std::uint32_t, Elements, Elements, std::uint32_t>,
+           std::uint32_t>
       index_;
   std::vector<std::vector<std::vector<std::uint32_t>>> passes_;
 };
@@ -95,6 +104,7 @@ struct PlannedInsert {
 struct PlannedReduction {
   Elements total = 0;
   Elements offset = 0;  ///< bucket offset of the first slice (the input when `pieces` is 1)
+  Elements span = 0;    ///< bucket positions from `offset` to the last slice's end
   std::size_t pieces = 0;
   std::uint32_t root = kNone;
   Region src{};  ///< the slices in the bucket: one range (all-reduce) or a list (one owner's)
@@ -105,15 +115,18 @@ struct PlannedReduction {
 /// gradient_reduction_w_predivide, stage_1_and_2.py:1285-1286 at edaa722; each gradient of a
 /// non-contiguous bucket, allreduce_and_copy :1904-1906), or only the slices the local rank owns
 /// (allreduce_and_copy_with_multiple_ranks :1305-1311): `slot` OwnedSlice of the flush, `plan`
-/// and `in_tmp` its owned slices where the flush reduces them and in the temporary. Absent
-/// (`copied` false): the collective writes the slices itself and the copy is not costed (a
-/// multi-chunk reduction or one reduced to its owner: the rank-dependent part of a chunk has no
-/// slot yet).
+/// and `in_tmp` its owned slices where the flush reduces them and in the temporary. A chunk of a
+/// flush cut by CHUNK_GT (`window_length` > 0) copies back the owned slices at its bucket
+/// positions; a reduce to one owner (`root`) copies back on the root only (allreduce_and_copy
+/// :1903-1906, allreduce_bucket's cast back :1870-1872), its slices packed in the temporary.
+/// Absent (`copied` false): the collective writes the slices itself (no flatten: in place).
 struct CopyBack {
   bool copied = false;
   std::uint32_t slot = kNone;    ///< kNone: every rank copies `total`
   std::uint32_t plan = kNone;    ///< the flush plan whose owned slices go back (slot != kNone)
   std::uint32_t in_tmp = kNone;  ///< the same entries at their offsets in the temporary
+  Elements window = 0, window_length = 0;  ///< a chunk's bucket positions (length 0: all)
+  std::uint32_t root = kNone;              ///< a reduce's root: only it copies back
 };
 
 /// One backward's (or boundary pass's) bucket history. The last flush is the epilogue's (possibly

@@ -14,15 +14,8 @@ namespace {
 
 Buffer module_buffer(std::string name, std::string spec, BufferCategory cat, DType dt,
                      Elements numel, bool persistent) {
-  Buffer b;
-  b.name = std::move(name);
-  b.spec_id = std::move(spec);
-  b.category = cat;
-  b.pool = MemoryPool::Device;
-  b.dtype = dt;
-  b.numel = numel;
-  b.persistent = persistent;
-  return b;
+  return make_buffer(std::move(name), std::move(spec), cat, MemoryPool::Device, dt, numel,
+                     persistent);
 }
 
 }  // namespace

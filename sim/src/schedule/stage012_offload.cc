@@ -13,16 +13,8 @@ namespace {
 
 Buffer offload_buffer(std::string name, std::string spec, MemoryPool pool, DType dt, Elements numel,
                       std::uint32_t slot = kNone) {
-  Buffer b;
-  b.name = std::move(name);
-  b.spec_id = std::move(spec);
-  b.category = BufferCategory::Grad;
-  b.pool = pool;
-  b.dtype = dt;
-  b.numel = numel;
-  b.slot = slot;
-  b.persistent = true;
-  return b;
+  return make_buffer(std::move(name), std::move(spec), BufferCategory::Grad, pool, dt, numel, true,
+                     slot);
 }
 
 // A host transient of __init__ (unpinned memory, not persistent).

@@ -32,6 +32,22 @@
 
 namespace zerosim::schedule::s12 {
 
+/// A buffer of the pieces: `numel` elements on every rank, or with `slot` the role's value of that
+/// slot (then numel is 0); `persistent`: lives to the end once allocated.
+inline Buffer make_buffer(std::string name, std::string spec, BufferCategory cat, MemoryPool pool,
+                          DType dt, Elements numel, bool persistent, std::uint32_t slot = kNone) {
+  Buffer b;
+  b.name = std::move(name);
+  b.spec_id = std::move(spec);
+  b.category = cat;
+  b.pool = pool;
+  b.dtype = dt;
+  b.numel = numel;
+  b.slot = slot;
+  b.persistent = persistent;
+  return b;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Config
 

@@ -19,7 +19,8 @@
 namespace zerosim::schedule::s12 {
 
 std::uint32_t SlotTable::add(SlotDef d) {
-  auto key = std::make_tuple(d.kind, d.params, d.group, d.pass, d.flush);
+  auto key = std::make_tuple(d.kind, d.params, d.group, d.pass, d.flush, d.window, d.window_length,
+                             d.owner);
   auto it = index_.find(key);
   if (it != index_.end()) return it->second;
   const auto id = static_cast<std::uint32_t>(defs_.size());
@@ -41,6 +42,18 @@ std::uint32_t SlotTable::owned_slice(std::string name, std::vector<std::uint32_t
   d.kind = SlotKind::OwnedSlice;
   d.name = std::move(name);
   d.params = std::move(params);
+  return add(std::move(d));
+}
+
+std::uint32_t SlotTable::owned_chunk(std::string name, std::vector<std::uint32_t> params,
+                                     Elements window, Elements length, std::uint32_t owner) {
+  SlotDef d;
+  d.kind = SlotKind::OwnedSlice;
+  d.name = std::move(name);
+  d.params = std::move(params);
+  d.window = window;
+  d.window_length = length;
+  d.owner = owner;
   return add(std::move(d));
 }
 
@@ -97,20 +110,63 @@ Span span_of(const PartitionPlan& plan, const ModelDesc& m, std::uint32_t p) {
   return sp;
 }
 
+// The part of span `sp` (of a param at bucket position `base`) at bucket positions [w, w + len):
+// the same span cut down to the elements inside (n 0 when none are).
+Span window_of(Span sp, Elements base, Elements w, Elements len) {
+  const Elements from = std::max(base, w), to = std::min(base + sp.n, w + len);
+  if (to <= from) {
+    sp.n = 0;
+    return sp;
+  }
+  sp.start += from - base;
+  sp.n = to - from;
+  sp.lo = static_cast<std::uint32_t>(sp.start / sp.s);
+  sp.hi = static_cast<std::uint32_t>((sp.start + sp.n - 1) / sp.s);
+  return sp;
+}
+
+// Calls f(span) for each param of a windowed OwnedSlice slot: its part inside the window.
+template <class F>
+void for_each_window_span(const ModelDesc& m, const PartitionPlan& plan, const SlotDef& d, F f) {
+  Elements base = 0;
+  for (std::uint32_t p : d.params) {
+    const Span sp = span_of(plan, m, p);
+    if (sp.valid && sp.n > 0) f(window_of(sp, base, d.window, d.window_length));
+    base += m.params[p].numel;
+  }
+}
+
 class Segments {
  public:
-  Segments(const ModelDesc& m, const PartitionPlan& plan) : world_(plan.world) {
+  Segments(const ModelDesc& m, const PartitionPlan& plan, const SlotTable& slots)
+      : world_(plan.world) {
     starts_.push_back(0);
     auto add = [&](std::uint64_t r) {
       if (r < world_) starts_.push_back(static_cast<std::uint32_t>(r));
     };
-    for (std::uint32_t p = 0; p < m.params.size(); ++p) {
-      const Span sp = span_of(plan, m, p);
-      if (!sp.valid) continue;
+    auto add_span = [&](const Span& sp) {
       add(sp.lo);
       add(std::uint64_t{sp.lo} + 1);
       add(sp.hi);
       add(std::uint64_t{sp.hi} + 1);
+    };
+    for (std::uint32_t p = 0; p < m.params.size(); ++p) {
+      const Span sp = span_of(plan, m, p);
+      if (!sp.valid) continue;
+      add_span(sp);
+    }
+    // A reduction chunk's owned slices change where its window cuts a param, and a reduce's copy
+    // back is its root's alone.
+    for (const SlotDef& d : slots.defs()) {
+      if (d.kind != SlotKind::OwnedSlice) continue;
+      if (d.owner != kNone) {
+        add(d.owner);
+        add(std::uint64_t{d.owner} + 1);
+      }
+      if (d.window_length > 0)
+        for_each_window_span(m, plan, d, [&](const Span& sp) {
+          if (sp.n > 0) add_span(sp);
+        });
     }
     for (const FlatGroup& fg : plan.groups) {
       if (fg.partition == 0 || fg.numel >= fg.aligned) continue;
@@ -214,19 +270,34 @@ class SparseSlots {
       add_range(seg_.at(sp.lo), seg_.at(std::uint64_t{sp.hi} + 1), sp.n);
     }
   }
-  void add_owned(const std::vector<std::uint32_t>& params) {
-    for (std::uint32_t p : params) {
+  // The slice of `sp` each rank owns, added on its segments (on `owner`'s only unless kNone).
+  void add_owned_span(const Span& sp, std::uint32_t owner) {
+    if (sp.n == 0) return;
+    const Elements end = sp.start + sp.n;
+    const std::uint64_t lo = sp.lo, hi = sp.hi;
+    if (owner != kNone) {
+      if (owner < lo || owner > hi) return;
+      const Elements from = std::max<Elements>(sp.start, Elements{owner} * sp.s);
+      const Elements to = std::min<Elements>(end, (Elements{owner} + 1) * sp.s);
+      add_range(seg_.at(owner), seg_.at(std::uint64_t{owner} + 1), to - from);
+      return;
+    }
+    if (lo == hi) {
+      add_range(seg_.at(lo), seg_.at(lo + 1), sp.n);
+      return;
+    }
+    add_range(seg_.at(lo), seg_.at(lo + 1), (lo + 1) * sp.s - sp.start);
+    if (hi > lo + 1) add_range(seg_.at(lo + 1), seg_.at(hi), sp.s);
+    add_range(seg_.at(hi), seg_.at(hi + 1), end - hi * sp.s);
+  }
+  void add_owned(const SlotDef& d) {
+    if (d.window_length > 0) {
+      for_each_window_span(m_, plan_, d, [&](const Span& sp) { add_owned_span(sp, d.owner); });
+      return;
+    }
+    for (std::uint32_t p : d.params) {
       const Span sp = span_of(plan_, m_, p);
-      if (!sp.valid || sp.n == 0) continue;
-      const Elements end = sp.start + sp.n;
-      const std::uint64_t lo = sp.lo, hi = sp.hi;
-      if (lo == hi) {
-        add_range(seg_.at(lo), seg_.at(lo + 1), sp.n);
-        continue;
-      }
-      add_range(seg_.at(lo), seg_.at(lo + 1), (lo + 1) * sp.s - sp.start);
-      if (hi > lo + 1) add_range(seg_.at(lo + 1), seg_.at(hi), sp.s);
-      add_range(seg_.at(hi), seg_.at(hi + 1), end - hi * sp.s);
+      if (sp.valid) add_owned_span(sp, d.owner);
     }
   }
 
@@ -258,7 +329,7 @@ class SparseSlots {
           flush_column(slot);
           break;
         case SlotKind::OwnedSlice:
-          add_owned(d.params);
+          add_owned(d);
           flush_column(slot);
           break;
         case SlotKind::Padding:
@@ -325,7 +396,7 @@ class SparseSlots {
 
 std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan,
                                     const SlotTable& slots, Diagnostics& diags) {
-  const Segments seg(m, plan);
+  const Segments seg(m, plan, slots);
   // RankRole keeps a dense value per slot: a model of 10^15 parameters in thousands of tensors at
   // 2^20 ranks asked for tens of GB of them. Refused up front instead.
   if (!check_role_table(seg.size(), slots.defs().size(), plan.world, diags)) return {};

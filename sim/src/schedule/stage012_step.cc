@@ -15,16 +15,7 @@ namespace {
 
 Buffer step_buffer(std::string name, std::string spec, BufferCategory cat, MemoryPool pool,
                    DType dt, Elements numel, std::uint32_t slot, bool persistent) {
-  Buffer b;
-  b.name = std::move(name);
-  b.spec_id = std::move(spec);
-  b.category = cat;
-  b.pool = pool;
-  b.dtype = dt;
-  b.numel = numel;
-  b.slot = slot;
-  b.persistent = persistent;
-  return b;
+  return make_buffer(std::move(name), std::move(spec), cat, pool, dt, numel, persistent, slot);
 }
 
 }  // namespace
@@ -117,11 +108,20 @@ void ZeroStep::update_on_gpu(std::uint32_t g, bool last) {
              .label = "cast grads to the master dtype"});
     e_.free(t6);
   }
-  if (last) averaged_.release();  // dropping the last group's averaged_gradients frees them
+  // Dropping the last group's averaged_gradients frees them (stage_1_and_2.py:2372 at edaa722).
+  // Without a cast (fp32 training, or fp32 gradient accumulation with an fp32 master) `.to(fp32)`
+  // returns the flat gradient itself (:2361), which on a rank whose averaged_gradients is one
+  // tensor is a view of grads_in_partition (or of the kept grads): that storage lives until `del
+  // single_grad_partition` after the update (:2383), so the frees follow the update then. (On a
+  // rank with several tensors the view is the flat copy and DeepSpeed frees them one update
+  // earlier: the ledger holds them that much longer in fp32.)
+  const bool uncast = grad_mw == t6;
+  if (last && !uncast) averaged_.release();
   if (g >= b3_.size() || b3_[g] == kNone) alloc_adam(g, MemoryPool::Device);  // first update
   // The flat T6 itself (or the one averaged gradient) when no cast is needed.
-  optimizer_op(s, Stream::Compute, g, grad_mw == t6 ? flat : region(grad_mw));
+  optimizer_op(s, Stream::Compute, g, uncast ? flat : region(grad_mw));
   e_.free(grad_mw);
+  if (last && uncast) averaged_.release();
   e_.copy({.kind = OpKind::WriteBack,
            .dtype = cfg_.lp,
            .elements = s,
