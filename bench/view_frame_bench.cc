@@ -11,8 +11,10 @@
 // Run (Release build, bench and viewer on): build/bench/view_frame_bench
 #include <benchmark/benchmark.h>
 #include <imgui.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "draw/viewer.h"
@@ -20,6 +22,13 @@
 #include "render/headless_renderer.h"
 
 namespace {
+
+// Per process (two bench runs at once on one machine must not share or remove each other's file).
+std::string bench_temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("zerosim_" + std::to_string(getpid()) + "_" + name))
+      .string();
+}
 
 // GPT-2 XL, ZeRO-2, 64 ranks measured on the host backend, written to `trace`; false if not.
 bool make_xl64_trace(benchmark::State& state, const std::string& trace) {
@@ -34,7 +43,7 @@ bool make_xl64_trace(benchmark::State& state, const std::string& trace) {
 }
 
 void BM_ViewerFrameGpt2Xl64Ranks(benchmark::State& state) {
-  const std::string trace = "/tmp/zerosim_view_frame_bench_xl64.json";
+  const std::string trace = bench_temp_path("view_frame_bench_xl64.json");
   if (!make_xl64_trace(state, trace)) return;
   const zerosim::view::OpenedTrace opened = zerosim::view::open_trace(trace);
   zerosim::view::Viewer viewer(opened, nullptr);
@@ -62,7 +71,7 @@ void BM_ViewerFrameGpt2Xl64Ranks(benchmark::State& state) {
 BENCHMARK(BM_ViewerFrameGpt2Xl64Ranks)->Args({1600, 900})->Unit(benchmark::kMillisecond);
 
 void BM_ViewerRenderedFrameGpt2Xl64Ranks(benchmark::State& state) {
-  const std::string trace = "/tmp/zerosim_view_rendered_bench_xl64.json";
+  const std::string trace = bench_temp_path("view_rendered_bench_xl64.json");
   if (!make_xl64_trace(state, trace)) return;
   const zerosim::view::OpenedTrace opened = zerosim::view::open_trace(trace);
   std::remove(trace.c_str());

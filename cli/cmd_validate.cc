@@ -30,8 +30,8 @@ std::vector<FlagSpec> validate_flags() {
                "buffers and numerics, when the schedule carries every operand)"});
   f.push_back({"--seed", "N", "data mode: seed of the synthetic gradients and weights; default 1"});
   f.push_back({"--data-memory-cap", "BYTES",
-               "data mode: every rank's buffers together at most this; default 17179869184 "
-               "(16 GiB)"});
+               "data mode: every rank's buffers together at most this, their caches of released "
+               "pages included; default 17179869184 (16 GiB)"});
   f.push_back({"--output", "FILE", "write the measured trace (zerosim trace JSON)"});
   f.push_back({"--collectives-out", "FILE", "write the measured collective log (JSON lines)"});
   f.push_back({"--host-memory-limit", "BYTES", "device bytes per rank; over it a rank fails"});

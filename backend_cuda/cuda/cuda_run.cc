@@ -10,6 +10,7 @@
 #include "id_broadcast.h"
 #include "ring_plan.h"
 #include "zerosim/collective_model.h"
+#include "zerosim/comm_record.h"
 #include "zerosim/cuda_backend.h"
 
 namespace zerosim::cuda {
@@ -76,19 +77,7 @@ exec::Status run_rank(const Schedule& s, const ScheduleGraph& g, const CudaOptio
   run.trace.ranks.push_back(std::move(tr));
   for (const exec::ExecutedCollective& c : r.collectives) {
     const Op& op = s.ops[c.op];
-    CommRecord cr;
-    cr.op = c.op;
-    cr.rank = rank;
-    cr.kind = op.collective;
-    cr.phase = op.phase;
-    cr.step = op.step;
-    cr.bucket = op.bucket;
-    cr.numel = op.numel;
-    cr.out_numel = op.out_numel;
-    cr.dtype = op.dtype;
-    cr.group_size = s.comms[op.comm].size;
-    const Elements count = op.collective == CollectiveKind::ReduceScatter ? op.out_numel : op.numel;
-    cr.bytes = collective_algbw_bytes(op.collective, count, op.dtype, cr.group_size).value_or(0);
+    CommRecord cr = schedule_comm_record(s, c.op, rank);
     // The trace's sent/received are the ring's per-rank wire bytes (trace.h), as the host backend
     // and the simulator write them: a model figure here, since NCCL may pick another algorithm.
     // What NCCL was handed (count x dtype size) is CudaRankResult::collectives.
@@ -103,14 +92,8 @@ exec::Status run_rank(const Schedule& s, const ScheduleGraph& g, const CudaOptio
         cr.dur_ns = sp.dur_ns;
         break;
       }
-    if (cr.dur_ns > 0 && world) {
-      cr.algbw_gbps = static_cast<double>(cr.bytes) / static_cast<double>(cr.dur_ns);
-      cr.busbw_gbps = cr.algbw_gbps * collective_busbw_factor(op.collective, cr.group_size);
-    }
+    if (world) set_comm_bandwidths(cr, collective_busbw_factor(op.collective, cr.group_size));
     cr.algorithm = world ? "nccl" : "none";
-    cr.micro_step = op.micro_step;
-    cr.reduce_op = op.reduce_op;
-    if (op.root != kNone) cr.root = s.comms[op.comm].rank_at(rank, op.root);
     run.trace.comms.push_back(std::move(cr));
   }
   run.trace.spans.insert(run.trace.spans.end(), spans.begin(), spans.end());

@@ -227,6 +227,30 @@ struct Walk {
 
 }  // namespace
 
+long double data_buffer_peaks(const Schedule& s) {
+  long double total = 0;
+  for (std::uint32_t role = 0; role < s.roles.size(); ++role) {
+    Bytes cur = 0, peak = 0;
+    for (const Op& op : s.ops) {
+      if (op.kind != OpKind::Alloc && op.kind != OpKind::Free) continue;
+      const Bytes b = s.buffer_numel(op.buffer, role) * dtype_size(s.buffers[op.buffer].dtype);
+      cur = op.kind == OpKind::Alloc ? cur + b : cur - std::min(cur, b);
+      peak = std::max(peak, cur);
+    }
+    total += static_cast<long double>(peak) * static_cast<long double>(s.roles[role].rank_count());
+  }
+  return total;
+}
+
+std::size_t page_cache_limit(const Schedule& s, Bytes memory_cap) {
+  constexpr std::size_t kDefault = std::size_t{1} << 30;
+  if (memory_cap == 0 || s.meta.world == 0) return kDefault;
+  const long double left = static_cast<long double>(memory_cap) - data_buffer_peaks(s);
+  if (left <= 0) return 0;
+  const long double share = left / static_cast<long double>(s.meta.world);
+  return share >= static_cast<long double>(kDefault) ? kDefault : static_cast<std::size_t>(share);
+}
+
 Status data_mode_gap(const Schedule& s, const DataCheckOptions& o) {
   if (s.meta.mode != "deepspeed")
     return Diagnostic{Severity::Error, "data mode", "/meta/mode",
@@ -236,18 +260,7 @@ Status data_mode_gap(const Schedule& s, const DataCheckOptions& o) {
                       "run count-only with --no-data"};
   // Every rank's buffers at their peaks: the memory data mode would take from this process.
   if (o.memory_cap > 0) {
-    long double total = 0;
-    for (std::uint32_t role = 0; role < s.roles.size(); ++role) {
-      Bytes cur = 0, peak = 0;
-      for (const Op& op : s.ops) {
-        if (op.kind != OpKind::Alloc && op.kind != OpKind::Free) continue;
-        const Bytes b = s.buffer_numel(op.buffer, role) * dtype_size(s.buffers[op.buffer].dtype);
-        cur = op.kind == OpKind::Alloc ? cur + b : cur - std::min(cur, b);
-        peak = std::max(peak, cur);
-      }
-      total +=
-          static_cast<long double>(peak) * static_cast<long double>(s.roles[role].rank_count());
-    }
+    const long double total = data_buffer_peaks(s);
     if (total > static_cast<long double>(o.memory_cap))
       return Diagnostic{Severity::Error, "data mode", "",
                         "expected every rank's buffers to fit in " + std::to_string(o.memory_cap) +

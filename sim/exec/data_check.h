@@ -8,6 +8,7 @@
 // (scenarios/README.md "Not carried yet"). Private to sim/exec.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "zerosim/executor.h"
@@ -22,6 +23,16 @@ struct DataCheckOptions {
   /// with this process's memory.
   Bytes memory_cap = 0;
 };
+
+/// Every rank's buffers at their peaks together (the sum over roles of a role's Alloc/Free peak
+/// times its rank count): what data mode backs with this process's memory, before its page cache.
+long double data_buffer_peaks(const Schedule& s);
+
+/// The per-rank page-reuse cache data mode's storage may keep (host_storage.h BlockCache): 1 GiB
+/// (a stage 1/2 IPG bucket of 5e8 fp16 elements fits), or less under `memory_cap`: each rank gets
+/// an equal share of what the buffers' peaks leave under it, so buffers and caches together stay
+/// within the cap (0 when the peaks fill it; memory_cap 0: no cap).
+std::size_t page_cache_limit(const Schedule& s, Bytes memory_cap);
 
 /// nullopt: data mode can run `s`; otherwise the first gap, naming the op, its label, the rank
 /// and the operand. O(roles x operand pieces x log).

@@ -13,7 +13,7 @@
 #include "host_data.h"
 #include "host_world.h"
 #include "ring_plan.h"
-#include "zerosim/collective_model.h"
+#include "zerosim/comm_record.h"
 #include "zerosim/schedule_io.h"
 
 namespace zerosim::exec {
@@ -101,8 +101,6 @@ struct RankState {
   std::vector<OpSpan> spans, times;
 };
 
-std::uint32_t group_size_of(const Schedule& s, const Op& op) { return s.comms[op.comm].size; }
-
 std::vector<std::uint32_t> traced_ranks(const Schedule& s, const HostOptions& o) {
   std::vector<std::uint32_t> r = o.trace_ranks;
   if (r.empty())
@@ -161,31 +159,12 @@ Trace make_measured_trace(const Schedule& s, const HostRun& run,
     const std::vector<OpSpan>& times = states[r.rank].times;
     for (std::size_t k = 0; k < r.collectives.size(); ++k) {
       const ExecutedCollective& c = r.collectives[k];
-      const Op& op = s.ops[c.op];
-      CommRecord cr;
-      cr.op = c.op;
-      cr.rank = r.rank;
-      cr.kind = op.collective;
-      cr.phase = op.phase;
-      cr.step = op.step;
-      cr.bucket = op.bucket;
-      cr.numel = op.numel;
-      cr.out_numel = op.out_numel;
-      cr.dtype = op.dtype;
-      const std::uint32_t group = group_size_of(s, op);
-      cr.group_size = group;
-      // nccl-tests' S with NCCL's count, as the simulator's records (cost_model.cc).
-      const Elements count =
-          op.collective == CollectiveKind::ReduceScatter ? op.out_numel : op.numel;
-      cr.bytes = collective_algbw_bytes(op.collective, count, op.dtype, group).value_or(0);
+      CommRecord cr = schedule_comm_record(s, c.op, r.rank);
       cr.bytes_sent = c.bytes_sent;
       cr.bytes_received = c.bytes_received;
       cr.start_ns = times[k].start_ns;
       cr.dur_ns = times[k].end_ns - times[k].start_ns;
-      cr.algorithm = group <= 1 ? "none" : "ring";
-      if (op.root != kNone) cr.root = s.comms[op.comm].rank_at(r.rank, op.root);
-      cr.micro_step = op.micro_step;
-      cr.reduce_op = op.reduce_op;
+      cr.algorithm = cr.group_size <= 1 ? "none" : "ring";
       t.comms.push_back(std::move(cr));
     }
   }
@@ -244,6 +223,8 @@ Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOp
   run.ranks.resize(world);
   std::vector<RankState> states(world);
   const std::vector<std::uint32_t> traced = traced_ranks(s, o);
+  // The ranks' page caches share what the buffers leave under the data-memory cap.
+  const std::size_t page_cache = o.data ? page_cache_limit(s, o.data_options.memory_cap) : 0;
   std::vector<std::thread> threads;
   threads.reserve(world);
   const auto t0 = HostWorld::Clock::now();
@@ -254,7 +235,7 @@ Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOp
       out.role = s.role_of(r);
       const bool spans = std::binary_search(traced.begin(), traced.end(), r);
       std::unique_ptr<DataPath> data;
-      if (o.data) data = std::make_unique<DataPath>(s, o.data_options, r, rings);
+      if (o.data) data = std::make_unique<DataPath>(s, o.data_options, r, rings, page_cache);
       CountingDevice dev(hw, s, o, r, spans, out, data.get());
       TrackingAllocator alloc(o.memory_limit);
       // The device curve: a sample after every Alloc/Free of a device buffer.

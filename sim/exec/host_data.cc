@@ -52,13 +52,14 @@ float initial_weight(std::uint64_t seed, std::uint32_t rank, std::uint32_t buffe
   return 0.25f * SyntheticGrads(mix(seed ^ 0x5EEDull), rank, 0, 0, buffer)(index);
 }
 
-DataPath::DataPath(const Schedule& s, const DataOptions& o, std::uint32_t rank, RingRegistry& rings)
+DataPath::DataPath(const Schedule& s, const DataOptions& o, std::uint32_t rank, RingRegistry& rings,
+                   std::size_t page_cache)
     : s_(s),
       o_(o),
       rank_(rank),
       rings_(rings),
       store_(s.buffers.size()),
-      cache_(std::size_t{1} << 30),  // a stage 1/2 IPG bucket (5e8 fp16 elements) fits
+      cache_(page_cache),
       live_(s.buffers.size(), false),
       scaler_(s.meta.lp == DType::Float16 ? o.initial_loss_scale : 1.0),
       loss_scaled_(s.meta.lp == DType::Float16),

@@ -45,7 +45,9 @@ float initial_weight(std::uint64_t seed, std::uint32_t rank, std::uint32_t buffe
 
 class DataPath {
  public:
-  DataPath(const Schedule& s, const DataOptions& o, std::uint32_t rank, RingRegistry& rings);
+  /// `page_cache`: the bytes of released blocks kept for reuse (data_check.h page_cache_limit).
+  DataPath(const Schedule& s, const DataOptions& o, std::uint32_t rank, RingRegistry& rings,
+           std::size_t page_cache = std::size_t{1} << 30);
   Status allocate(std::uint32_t buffer, Bytes bytes, bool zero_fill, bool init_weights);
   Status release(std::uint32_t buffer);
   Status work(const WorkCall& c);
@@ -57,6 +59,8 @@ class DataPath {
   std::uint64_t skipped_steps() const { return skipped_; }
   /// A live buffer's storage (tests; a backend's readout). Precondition: the buffer is live.
   unsigned char* bytes(std::uint32_t buffer) { return store_[buffer].data.data(); }
+  /// Bytes of released blocks the page cache holds now (at most the constructor's page_cache).
+  std::size_t cached_bytes() const { return cache_.held(); }
   /// Every live buffer's bytes (empty: not live).
   std::vector<std::vector<unsigned char>> take_buffers();
 

@@ -17,9 +17,10 @@ Diagnostic ring_error(std::string message) {
   return Diagnostic{Severity::Error, "host ring", "", std::move(message), {}};
 }
 
+// d[i] = op(a[i], s[i]); d may be a (the two-operand form: d = op(d, s)).
 template <class T, class Op>
-void combine(T* d, const T* s, Elements n, Op op) {
-  for (Elements i = 0; i < n; ++i) d[i] = op(d[i], s[i]);
+void combine(T* d, const T* a, const T* s, Elements n, Op op) {
+  for (Elements i = 0; i < n; ++i) d[i] = op(a[i], s[i]);
 }
 
 template <class T>
@@ -32,57 +33,68 @@ T max_nan(T a, T b) {  // NaN propagates, as torch.max does
 // 16-bit floats: widen, combine in float32, round back (per element, per step). Sum and max are
 // separate loops: the sum's vectorises (the op test inside the loop kept it scalar).
 template <float (*Widen)(std::uint16_t), std::uint16_t (*Narrow)(float)>
-void combine16(std::uint16_t* d, const std::uint16_t* s, Elements n, ReduceOp op) {
+void combine16(std::uint16_t* d, const std::uint16_t* a, const std::uint16_t* s, Elements n,
+               ReduceOp op) {
   if (op == ReduceOp::Max)
-    for (Elements i = 0; i < n; ++i) d[i] = Narrow(max_nan(Widen(d[i]), Widen(s[i])));
+    for (Elements i = 0; i < n; ++i) d[i] = Narrow(max_nan(Widen(a[i]), Widen(s[i])));
   else
-    for (Elements i = 0; i < n; ++i) d[i] = Narrow(Widen(d[i]) + Widen(s[i]));
+    for (Elements i = 0; i < n; ++i) d[i] = Narrow(Widen(a[i]) + Widen(s[i]));
 }
 
 }  // namespace
 
 ZEROSIM_VECTOR_CLONES
-void reduce_into(void* dst, const void* src, Elements n, DType dtype, ReduceOp op) {
+void reduce_from(void* dst, const void* a, const void* src, Elements n, DType dtype, ReduceOp op) {
   const bool mx = op == ReduceOp::Max;
   switch (dtype) {
-    case DType::Float32:
+    case DType::Float32: {
+      auto* d = static_cast<float*>(dst);
+      const auto *x = static_cast<const float*>(a), *y = static_cast<const float*>(src);
       if (mx)
-        combine(static_cast<float*>(dst), static_cast<const float*>(src), n, max_nan<float>);
+        combine(d, x, y, n, max_nan<float>);
       else
-        combine(static_cast<float*>(dst), static_cast<const float*>(src), n,
-                [](float a, float b) { return a + b; });
+        combine(d, x, y, n, [](float u, float v) { return u + v; });
       break;
-    case DType::Float64:
+    }
+    case DType::Float64: {
+      auto* d = static_cast<double*>(dst);
+      const auto *x = static_cast<const double*>(a), *y = static_cast<const double*>(src);
       if (mx)
-        combine(static_cast<double*>(dst), static_cast<const double*>(src), n, max_nan<double>);
+        combine(d, x, y, n, max_nan<double>);
       else
-        combine(static_cast<double*>(dst), static_cast<const double*>(src), n,
-                [](double a, double b) { return a + b; });
+        combine(d, x, y, n, [](double u, double v) { return u + v; });
       break;
+    }
     case DType::Float16:
       combine16<fp16_to_float, float_to_fp16>(static_cast<std::uint16_t*>(dst),
+                                              static_cast<const std::uint16_t*>(a),
                                               static_cast<const std::uint16_t*>(src), n, op);
       break;
     case DType::BFloat16:
       combine16<bf16_to_float, float_to_bf16>(static_cast<std::uint16_t*>(dst),
+                                              static_cast<const std::uint16_t*>(a),
                                               static_cast<const std::uint16_t*>(src), n, op);
       break;
     case DType::UInt8:
-      combine(static_cast<std::uint8_t*>(dst), static_cast<const std::uint8_t*>(src), n,
-              [mx](std::uint8_t a, std::uint8_t b) {
-                return static_cast<std::uint8_t>(mx ? std::max(a, b) : a + b);
+      combine(static_cast<std::uint8_t*>(dst), static_cast<const std::uint8_t*>(a),
+              static_cast<const std::uint8_t*>(src), n, [mx](std::uint8_t u, std::uint8_t v) {
+                return static_cast<std::uint8_t>(mx ? std::max(u, v) : u + v);
               });
       break;
     case DType::Int64:
-      combine(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(src), n,
-              [mx](std::int64_t a, std::int64_t b) {
+      combine(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(a),
+              static_cast<const std::int64_t*>(src), n, [mx](std::int64_t u, std::int64_t v) {
                 // Wrapping sum, as two's-complement hardware adds (no UB).
-                return mx ? std::max(a, b)
-                          : static_cast<std::int64_t>(static_cast<std::uint64_t>(a) +
-                                                      static_cast<std::uint64_t>(b));
+                return mx ? std::max(u, v)
+                          : static_cast<std::int64_t>(static_cast<std::uint64_t>(u) +
+                                                      static_cast<std::uint64_t>(v));
               });
       break;
   }
+}
+
+void reduce_into(void* dst, const void* src, Elements n, DType dtype, ReduceOp op) {
+  reduce_from(dst, dst, src, n, dtype, op);
 }
 
 HostRing::HostRing(std::uint32_t n, std::size_t chunk_bytes, std::size_t slots,
@@ -104,7 +116,7 @@ HostRing::HostRing(std::uint32_t n, std::size_t chunk_bytes, std::size_t slots,
 unsigned char* HostRing::scratch(std::uint32_t r, const void* from, std::size_t bytes) {
   std::vector<unsigned char>& w = scratch_[r];
   if (w.size() < bytes) w.resize(bytes);  // grows to the largest call, then stays
-  if (bytes) std::memcpy(w.data(), from, bytes);
+  if (from && bytes) std::memcpy(w.data(), from, bytes);
   return w.data();
 }
 
@@ -214,23 +226,39 @@ Status HostRing::reduce_scatter(std::uint32_t r, const void* in, void* out, Elem
                                 DType dtype, ReduceOp op) {
   const Bytes e = dtype_size(dtype), block = out_count * e;
   if (n_ <= 1 || out_count == 0) {
-    if (n_ == 1 && block) std::memcpy(out, in, block);
+    if (n_ == 1 && block) std::memmove(out, in, block);
     return std::nullopt;
   }
-  unsigned char* work = scratch(r, in, block * n_);
+  const auto* src = static_cast<const unsigned char*>(in);
+  auto* dst = static_cast<unsigned char*>(out);
+  // Step k receives block d's partial sum from the left and adds this rank's own block d to it;
+  // the sum goes to the right at step k + 1. The partial sums alternate between two blocks of
+  // scratch so that the one being sent is not the one being written, and the last step (block r)
+  // writes the output: the input is read in place, never copied whole (and never written: an
+  // output inside it is written at the last step only, as its own block, element by element).
+  const bool copy_in =  // an output overlapping the input other than as block r: copy it first
+      dst < src + block * n_ && src < dst + block && dst != src + r * block;
+  unsigned char* work = scratch(r, nullptr, block * (copy_in ? n_ + 2 : 2));
+  if (copy_in) {
+    std::memcpy(work, in, block * n_);
+    src = work;
+  }
+  unsigned char* partial = work + (copy_in ? block * n_ : 0);
   const auto mod = [this](std::int64_t v) {
     return static_cast<std::uint32_t>(((v % n_) + n_) % n_);
   };
+  const unsigned char* sending = src + mod(std::int64_t{r} - 1) * block;  // step 0: its own block
   for (std::uint32_t k = 0; k + 1 < n_; ++k) {
-    const std::uint32_t s = mod(std::int64_t{r} - k - 1), d = mod(std::int64_t{r} - k - 2);
-    unsigned char* dst = work + d * block;
-    if (Status st = exchange(r, work + s * block, block, block,
+    const std::uint32_t d = mod(std::int64_t{r} - k - 2);
+    unsigned char* sum = k + 2 == n_ ? dst : partial + (k % 2) * block;
+    const unsigned char* mine = src + d * block;
+    if (Status st = exchange(r, sending, block, block,
                              [&](const unsigned char* p, std::size_t len, std::size_t off) {
-                               reduce_into(dst + off, p, len / e, dtype, op);
+                               reduce_from(sum + off, mine + off, p, len / e, dtype, op);
                              }))
       return st;
+    sending = sum;
   }
-  std::memcpy(out, work + r * block, block);
   return std::nullopt;
 }
 
@@ -279,23 +307,33 @@ Status HostRing::reduce(std::uint32_t r, const void* in, void* out, Elements cou
   const Bytes e = dtype_size(dtype);
   const std::size_t bytes = count * e;
   if (count == 0) return std::nullopt;
-  // The partial sum this rank forwards (the root's is the result).
-  unsigned char* partial = scratch(r, in, bytes);
-  if (n_ > 1) {
-    const bool first = r == (root + 1) % n_;  // the chain starts at the root's right neighbour
-    const std::size_t pieces = (bytes + chunk_ - 1) / chunk_;
-    for (std::size_t i = 0; i < pieces; ++i) {
-      if (!first) {
-        Status st = recv(r, i, [&](const unsigned char* p, std::size_t len, std::size_t off) {
-          reduce_into(partial + off, p, len / e, dtype, op);
-        });
-        if (st) return st;
-      }
-      if (r != root)
-        if (Status st = send(r, partial, bytes, i)) return st;
-    }
+  const auto* src = static_cast<const unsigned char*>(in);
+  if (n_ <= 1) {
+    if (r == root && out) std::memmove(out, in, bytes);
+    return std::nullopt;
   }
-  if (r == root && out) std::memcpy(out, partial, bytes);
+  const bool first = r == (root + 1) % n_;  // the chain starts at the root's right neighbour
+  // The partial sum this rank forwards is its input plus what arrives from the left, written to
+  // scratch (the root's: to the output, which may be the input itself, element by element); the
+  // chain's first rank forwards its input as it is. No copy of the input first.
+  auto* dst = static_cast<unsigned char*>(out);
+  // The root writes the output directly unless it is missing or overlaps the input elsewhere.
+  const bool via_scratch =
+      r != root || !dst || (dst != src && dst < src + bytes && src < dst + bytes);
+  unsigned char* sum = nullptr;
+  if (!first) sum = via_scratch ? scratch(r, nullptr, bytes) : dst;
+  const std::size_t pieces = (bytes + chunk_ - 1) / chunk_;
+  for (std::size_t i = 0; i < pieces; ++i) {
+    if (!first) {
+      Status st = recv(r, i, [&](const unsigned char* p, std::size_t len, std::size_t off) {
+        reduce_from(sum + off, src + off, p, len / e, dtype, op);
+      });
+      if (st) return st;
+    }
+    if (r != root)
+      if (Status st = send(r, first ? src : sum, bytes, i)) return st;
+  }
+  if (r == root && dst && sum != dst) std::memmove(dst, sum, bytes);
   return std::nullopt;
 }
 

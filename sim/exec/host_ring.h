@@ -26,6 +26,10 @@ namespace zerosim::exec {
 
 /// dst[i] = op(dst[i], src[i]) for `count` elements of `dtype` (sum or max).
 void reduce_into(void* dst, const void* src, Elements count, DType dtype, ReduceOp op);
+/// dst[i] = op(a[i], src[i]): the same arithmetic, the sum written elsewhere (dst may be a), so a
+/// ring step reads its own input in place instead of reducing into a copy of it.
+void reduce_from(void* dst, const void* a, const void* src, Elements count, DType dtype,
+                 ReduceOp op);
 
 class HostRing {
  public:
@@ -72,9 +76,11 @@ class HostRing {
   std::chrono::milliseconds timeout_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<RingBytes> counted_;
-  /// Per rank: the working copy reduce_scatter and reduce compute in, kept between calls (a
-  /// bucketed schedule reduces every bucket through it: no allocation, no fresh pages per call).
+  /// Per rank: the partial sums reduce_scatter (two blocks) and reduce (the buffer) forward, kept
+  /// between calls (a bucketed schedule reduces every bucket through it: no allocation, no fresh
+  /// pages per call). The input itself is read in place, not copied here.
   std::vector<std::vector<unsigned char>> scratch_;
+  /// At least `bytes` of rank r's scratch, holding a copy of `from` when it is not null.
   unsigned char* scratch(std::uint32_t r, const void* from, std::size_t bytes);
   std::atomic<bool> aborted_{false};
 };

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli_testlib.h"
+#include "temp_path.h"
 
 namespace zerosim::clitest {
 namespace {
@@ -69,7 +70,7 @@ TEST(CliLora, QloraPlanCarriesTheQuantizedBaseAndItsState) {
 TEST(CliLora, SimulateAndScheduleRunALoraModel) {
   CliRun s = run_cli("simulate --model gpt2-small --gpus 2 --stage 3 --lora-rank 4");
   EXPECT_EQ(s.exit_code, 0) << s.err;
-  const std::string path = ::testing::TempDir() + "cli_lora_schedule.json";
+  const std::string path = zerosim::testutil::unique_temp_path("cli_lora_schedule.json");
   CliRun sc = run_cli(
       "schedule --model gpt2-small --gpus 2 --stage 2 --lora-rank 4 --lora-dropout 0.1 -o " + path);
   EXPECT_EQ(sc.exit_code, 0) << sc.err;
@@ -89,7 +90,7 @@ TEST(CliLora, ScenarioTakesTheFlagsAsModelLoraKeys) {
 }
 
 TEST(CliLora, ScenarioModelLoraBlockIsAppliedAfterItsDeepSpeedConfig) {
-  const std::string path = ::testing::TempDir() + "cli_lora_scenario.json";
+  const std::string path = zerosim::testutil::unique_temp_path("cli_lora_scenario.json");
   {
     std::ofstream f(path);
     f << R"({"format": "zerosim-scenario", "version": 1,

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli_testlib.h"
+#include "temp_path.h"
 
 namespace zerosim {
 namespace {
@@ -53,7 +54,7 @@ TEST(CliModelInputs, PrecisionTakesDeepSpeedSpellingsInAnyCase) {
 
 TEST(CliModelInputs, HfConfigAcceptsAModelDirectory) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(::testing::TempDir()) / "zerosim_model_dir_test";
+  const fs::path dir = fs::path(zerosim::testutil::unique_temp_path("model_dir_test"));
   fs::create_directories(dir);
   const std::string config = R"({"model_type": "mixtral", "vocab_size": 32000,
       "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
@@ -64,7 +65,7 @@ TEST(CliModelInputs, HfConfigAcceptsAModelDirectory) {
   const auto r = run_cli("plan --zero-init --hf-config " + dir.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(first_line(r.out).find("46,702,792,704 parameters"), std::string::npos) << r.out;
-  const fs::path empty = fs::path(::testing::TempDir()) / "zerosim_empty_model_dir_test";
+  const fs::path empty = fs::path(zerosim::testutil::unique_temp_path("empty_model_dir_test"));
   fs::create_directories(empty);
   expect_one_line_error("plan --hf-config " + empty.string(),
                         empty.string() + ": a directory without a config.json");

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli_testlib.h"
+#include "temp_path.h"
 
 namespace {
 
@@ -23,7 +24,7 @@ std::string scenario(const std::string& name) {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "zerosim_overrides_" + name;
+  const std::string path = zerosim::testutil::unique_temp_path("overrides_" + name);
   std::ofstream(path) << text;
   return path;
 }
@@ -213,7 +214,7 @@ TEST(CliBuckets, ReduceBucketSizeZeroReducesEachGradientAlone) {
       write_temp("bucket0.json",
                  R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
           "zero_optimization": {"stage": 2, "reduce_bucket_size": 0, "allgather_bucket_size": 0}})");
-  const std::string log = ::testing::TempDir() + "zerosim_overrides_bucket0.jsonl";
+  const std::string log = zerosim::testutil::unique_temp_path("overrides_bucket0.jsonl");
   CliRun r = run_cli("schedule --param-list " + data("param_lists/tiny_mlp.json") +
                      " --world-size 2 --steps 1 --ds-config " + ds + " --collectives-out " + log);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -233,7 +234,7 @@ TEST(CliBuckets, ReduceBucketSizeZeroReducesEachGradientAlone) {
 
 TEST(CliArgs, DashOIsOutput) {
   // Issue 13: README's `schedule ... -o schedule.json` was refused.
-  const std::string out = ::testing::TempDir() + "zerosim_overrides_dash_o.json";
+  const std::string out = zerosim::testutil::unique_temp_path("overrides_dash_o.json");
   std::remove(out.c_str());
   CliRun r = run_cli("schedule --model gpt2-small --gpus 2 --stage 2 -o " + out);
   ASSERT_EQ(r.exit_code, 0) << r.err;

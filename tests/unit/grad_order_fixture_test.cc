@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_path.h"
 #include "zerosim/model_loader.h"
 
 namespace zerosim {
@@ -64,7 +65,7 @@ namespace zerosim {
 namespace {
 
 std::string write_temp(const std::string& name, const nlohmann::json& j) {
-  const std::string path = ::testing::TempDir() + "zerosim_grad_order_" + name + ".json";
+  const std::string path = zerosim::testutil::unique_temp_path("grad_order_" + name + ".json");
   std::ofstream(path) << j.dump();
   return path;
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli_testlib.h"
+#include "temp_path.h"
 #include "zerosim/memory_model.h"
 #include "zerosim/model_loader.h"
 #include "zerosim/planner.h"
@@ -172,7 +173,7 @@ TEST(NumericEdges, TwoToThe24GpusPlanExactly) {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = zerosim::testutil::unique_temp_path(name);
   FILE* f = std::fopen(path.c_str(), "w");
   std::fputs(text.c_str(), f);
   std::fclose(f);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_testlib.h"
+#include "temp_path.h"
 
 namespace zerosim {
 namespace {
@@ -47,7 +48,7 @@ TEST(PlanZeroInitFlag, DecidesTheStage3InitPeak) {
 }
 
 TEST(SimulateSteadyByDefault, RunsAWarmupStepAndReportsBoth) {
-  const std::string summary = ::testing::TempDir() + "zerosim_steady_default.json";
+  const std::string summary = zerosim::testutil::unique_temp_path("steady_default.json");
   auto r =
       run_cli("simulate --model gpt2-small --gpus 4 --stage 3 --seq-len 512 --summary " + summary);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -75,7 +76,7 @@ TEST(OneTrafficDefinition, PlanEqualsSimulateSummary) {
   for (int stage = 0; stage <= 3; ++stage) {
     SCOPED_TRACE("stage " + std::to_string(stage));
     const std::string summary =
-        ::testing::TempDir() + "zerosim_traffic_" + std::to_string(stage) + ".json";
+        zerosim::testutil::unique_temp_path("traffic_" + std::to_string(stage) + ".json");
     auto sim = run_cli("simulate --model gpt2-small --gpus 4 --seq-len 512 --stage " +
                        std::to_string(stage) + " --summary " + summary);
     ASSERT_EQ(sim.exit_code, 0) << sim.err;

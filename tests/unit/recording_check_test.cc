@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli_testlib.h"
+#include "temp_path.h"
 #include "zerosim/recording.h"
 
 namespace zerosim {
@@ -24,7 +25,7 @@ const std::string kRec = data("recordings/tiny_gloo_2ranks");
 
 // A private copy of the shipped recording to break.
 std::string copy_recording(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("zerosim_rec_" + name);
+  const fs::path dir = fs::path(zerosim::testutil::unique_temp_path("rec_" + name));
   fs::remove_all(dir);
   fs::copy(kRec, dir, fs::copy_options::recursive);
   return dir.string();

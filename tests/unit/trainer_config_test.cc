@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "temp_path.h"
 #include "unit/cli_testlib.h"
 
 namespace zerosim {
@@ -290,7 +291,7 @@ TEST(TrainerCli, AFlagEqualToTheFileIsFineADifferentOneIsOneLine) {
 }
 
 TEST(TrainerCli, FileValueAgainstAnExplicitDsConfigValueIsRefusedAsTheTrainerDoes) {
-  const std::string dir = ::testing::TempDir() + "trainer_cli_mismatch";
+  const std::string dir = zerosim::testutil::unique_temp_path("trainer_cli_mismatch");
   ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
   {
     std::ofstream(dir + "/ds.json") << R"({"train_micro_batch_size_per_gpu": 4,
@@ -344,7 +345,7 @@ TEST(TrainerCli, AxolotlBf16AutoFollowsTheGpu) {
 // TrainingArguments' defaults count too: fp16.enabled: true in the ds_config against a trainer
 // config that sets neither bf16 nor fp16 is the Trainer's mismatch error.
 TEST(TrainerCli, ADefaultAgainstAnExplicitDsConfigValueIsRefused) {
-  const std::string dir = ::testing::TempDir() + "trainer_cli_default_mismatch";
+  const std::string dir = zerosim::testutil::unique_temp_path("trainer_cli_default_mismatch");
   ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
   {
     std::ofstream(dir + "/ds.json") << R"({"train_micro_batch_size_per_gpu": "auto",

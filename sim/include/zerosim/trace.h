@@ -194,8 +194,8 @@ struct CommKindSummary {
   CollectiveKind kind = CollectiveKind::AllReduce;
   std::uint64_t calls = 0;
   Bytes bytes = 0;           ///< Σ S
-  Bytes bytes_sent = 0;      ///< per rank (ring)
-  Bytes bytes_received = 0;  ///< per rank (ring)
+  Bytes bytes_sent = 0;      ///< per rank (ring; the largest rank's Σ over calls)
+  Bytes bytes_received = 0;  ///< per rank (ring; the largest rank's Σ over calls)
   SimTime time_ns = 0;       ///< Σ durations
 };
 
@@ -272,6 +272,11 @@ struct CommTiming {
   Bytes bytes_sent = 0;
   Bytes bytes_received = 0;
   SimTime dur_ns = 0;
+  /// Reduce/broadcast: the root as a rank (kNone: none) and the communicator's size. A call
+  /// recorded once for every rank (kAllRanks) carries the busiest rank's bytes; the ends of the
+  /// chain (ring_plan.h) send or receive nothing, which the per-rank largest must not count.
+  std::uint32_t root = kNone;
+  std::uint32_t group_size = 1;
 };
 
 class SummaryBuilder {
@@ -294,6 +299,8 @@ class SummaryBuilder {
 
  private:
   struct State;
+  void add_idle_ends(const CommTiming& c, std::size_t slot);
+  void subtract_idle_ends();
   std::unique_ptr<State> state_;
 };
 

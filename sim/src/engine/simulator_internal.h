@@ -75,7 +75,7 @@ Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
                  const TraceMeta& meta);
 /// Feeds the same spans and comm records to `b` (the fields the summary reads: SpanTiming,
 /// CommTiming), without building a Trace.
-void add_ops(const Program& p, const LoopOutput& loop, SummaryBuilder& b);
+void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, SummaryBuilder& b);
 /// Feeds one rank per role (role order): its representative with the ledger's peaks and OOM.
 void add_roles(const Schedule& s, const std::vector<RoleMemory>& memory, SummaryBuilder& b);
 /// The written trace's ranks: role 0, the peak role, then the lowest other roles, up to max_roles,

@@ -127,7 +127,7 @@ Result<SimulationResult> simulate(const Schedule& schedule, const ScheduleGraph&
   // optimizer states created by the first one exist, as in the planner's steady-state report).
   const TraceMeta meta = make_meta(schedule, gpu, options, cost.value(), capacity);
   SummaryBuilder summary(meta);
-  sim::add_ops(program.value(), loop.value(), summary);
+  sim::add_ops(schedule, program.value(), loop.value(), summary);
   out.memory = loop->ledger.analyze(capacity, summary.steady_from_ns());
   for (RoleMemory& m : out.memory)  // the ledger's buffers are unnamed (make_ledger says why)
     if (m.oom && m.oom->buffer < schedule.buffers.size())

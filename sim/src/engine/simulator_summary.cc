@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/simulator_internal.h"
+#include "zerosim/comm_record.h"
 
 namespace zerosim::sim {
 namespace {
@@ -36,9 +37,15 @@ Span make_span(const Schedule& s, const Program& p, const LoopOutput& loop, std:
 }
 
 // What the summary reads of a collective call (the trace's record carries the same values).
-CommTiming comm_timing(const Program& p, const CollectiveCall& call, const LoopOutput& loop) {
+CommTiming comm_timing(const Schedule& s, const Program& p, const CollectiveCall& call,
+                       const LoopOutput& loop) {
   const CompiledOp& op = p.ops[call.op];
+  const Op& sop = s.ops[call.op];
+  const CommGroup& g = s.comms[sop.comm];
   CommTiming t;
+  t.group_size = g.size;
+  // The root as a rank of the group the first rank belongs to (as make_comm records it).
+  if (sop.root != kNone) t.root = g.rank_at(g.first, sop.root);
   t.kind = call.kind;
   t.phase = op.phase;
   t.step = op.step;
@@ -49,42 +56,19 @@ CommTiming comm_timing(const Program& p, const CollectiveCall& call, const LoopO
   return t;
 }
 
-// The trace's record of a collective call: comm_timing's fields and what only the trace shows.
+// The trace's record of a collective call: the schedule's fields (comm_record.h, shared with the
+// backends) and comm_timing's costs and times.
 CommRecord make_comm(const Schedule& s, const Program& p, const CollectiveCall& call,
                      const LoopOutput& loop) {
-  const std::uint32_t i = call.op;
-  const Op& op = s.ops[i];
-  const CollectiveCost& c = call.cost;
-  const CommTiming t = comm_timing(p, call, loop);
-  CommRecord r;
-  r.op = i;
-  r.kind = t.kind;
-  r.phase = t.phase;
-  r.step = t.step;
-  r.bucket = op.bucket;
-  r.numel = op.numel;
-  r.out_numel = op.out_numel;
-  r.dtype = op.dtype;
-  r.group_size = s.comms[op.comm].size;
-  r.bytes = t.bytes;
+  const CommTiming t = comm_timing(s, p, call, loop);
+  CommRecord r = schedule_comm_record(s, call.op, kAllRanks);
+  r.bytes = t.bytes;  // the cost model's S: schedule_comm_record's, asked for the same count
   r.bytes_sent = t.bytes_sent;
   r.bytes_received = t.bytes_received;
-  r.start_ns = loop.ops[i].start_ns;
+  r.start_ns = loop.ops[call.op].start_ns;
   r.dur_ns = t.dur_ns;
-  r.algbw_gbps = 0;
-  r.busbw_gbps = 0;
-  if (r.dur_ns > 0) {
-    r.algbw_gbps = static_cast<double>(r.bytes) / static_cast<double>(r.dur_ns);  // B/ns = GB/s
-    r.busbw_gbps = r.algbw_gbps * c.busbw_factor;
-  }
-  r.algorithm = c.algorithm;
-  r.micro_step = op.micro_step;
-  r.reduce_op = op.reduce_op;
-  r.root = kNone;
-  if (op.root != kNone) {  // the root as a rank (of the group the first rank belongs to)
-    const CommGroup& g = s.comms[op.comm];
-    r.root = g.rank_at(g.first, op.root);
-  }
+  set_comm_bandwidths(r, call.cost.busbw_factor);
+  r.algorithm = call.cost.algorithm;
   return r;
 }
 
@@ -141,7 +125,7 @@ Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
   return t;
 }
 
-void add_ops(const Program& p, const LoopOutput& loop, SummaryBuilder& b) {
+void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, SummaryBuilder& b) {
   // The summary's fields only, from the compact ops (no names, no pass over the large schedule
   // ops), handed over a chunk at a time: a call per span was a fifth of the summary's cost.
   constexpr std::size_t kChunk = 256;
@@ -171,7 +155,7 @@ void add_ops(const Program& p, const LoopOutput& loop, SummaryBuilder& b) {
   std::array<CommTiming, kChunk> comms;
   n = 0;
   for (const CollectiveCall& call : p.collectives) {
-    comms[n] = comm_timing(p, call, loop);
+    comms[n] = comm_timing(s, p, call, loop);
     if (++n == kChunk) {
       b.add(std::span<const CommTiming>(comms.data(), n));
       n = 0;

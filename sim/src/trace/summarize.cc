@@ -121,6 +121,10 @@ struct SummaryBuilder::State {
   // Bytes sent per rank: [0] the init phase, [1 + k] step k (the one traffic definition).
   std::map<std::uint32_t, std::vector<Bytes>> sent;
   std::map<std::uint32_t, RolePeakSummary> roles;  // a role's peak is its largest rank's
+  // Rooted calls recorded for every rank (the simulator's): per rank at an end of the chain, the
+  // bytes the kAllRanks figures count that it does not send / receive (see idle_ends).
+  std::map<std::uint32_t, std::array<Bytes, kCollectiveKindCount>> idle_sent, idle_received;
+  std::map<std::uint32_t, std::vector<Bytes>> idle_step_sent;  // by slot, as `sent`
   bool time_closed = false;
   std::uint32_t last_rank = 0;  // the timeline of the previous span (most traces have one)
   Timeline* last = nullptr;
@@ -168,8 +172,8 @@ void SummaryBuilder::add(std::span<const SpanTiming> spans) {
 }
 
 void SummaryBuilder::add(const CommRecord& c) {
-  const CommTiming t{c.rank,  c.kind,       c.phase,          c.step,
-                     c.bytes, c.bytes_sent, c.bytes_received, c.dur_ns};
+  const CommTiming t{c.rank,       c.kind,           c.phase,  c.step, c.bytes,
+                     c.bytes_sent, c.bytes_received, c.dur_ns, c.root, c.group_size};
   add(std::span<const CommTiming>(&t, 1));
 }
 
@@ -191,6 +195,59 @@ void SummaryBuilder::add(std::span<const CommTiming> comms) {
     std::vector<Bytes>& sent = *st.last_sent;
     const std::size_t slot = c.phase == Phase::Init ? 0 : std::size_t{c.step} + 1;
     if (slot < sent.size()) sent[slot] = saturating_add(sent[slot], c.bytes_sent);
+    add_idle_ends(c, slot);
+  }
+}
+
+// NCCL's ring reduce and broadcast are a chain (src/device/reduce.h, broadcast.h: the root's ring
+// neighbour only sends or only receives): for reduce the root sends nothing and its right
+// neighbour receives nothing; for broadcast the root receives nothing and its left neighbour sends
+// nothing (ring_plan.h, the host backend's plan). A call recorded for every rank carries the
+// busiest rank's bytes, so with roots that move between calls (a reduce per partition owner) the
+// busiest rank's sum over calls is below the sum of the busiest ranks: each rank's own sum is the
+// kAllRanks sum less what it skips as an end. Only for a communicator spanning the world, whose
+// ranks the record names (root, group size); the trace does not carry a smaller group's layout.
+void SummaryBuilder::add_idle_ends(const CommTiming& c, std::size_t slot) {
+  State& st = *state_;
+  const std::uint32_t n = c.group_size;
+  if (c.rank != kAllRanks || c.root == kNone || n <= 1 || n != st.out.meta.world || c.root >= n)
+    return;
+  const bool reduce = c.kind == CollectiveKind::Reduce;
+  if (!reduce && c.kind != CollectiveKind::Broadcast) return;
+  const std::uint32_t no_send = reduce ? c.root : (c.root + n - 1) % n;
+  const std::uint32_t no_receive = reduce ? (c.root + 1) % n : c.root;
+  const auto k = static_cast<std::size_t>(c.kind);
+  Bytes& s = st.idle_sent[no_send][k];
+  s = saturating_add(s, c.bytes_sent);
+  Bytes& r = st.idle_received[no_receive][k];
+  r = saturating_add(r, c.bytes_received);
+  std::vector<Bytes>& steps = st.idle_step_sent[no_send];
+  steps.resize(std::size_t{st.out.meta.steps} + 1, 0);
+  if (slot < steps.size()) steps[slot] = saturating_add(steps[slot], c.bytes_sent);
+}
+
+// The kAllRanks figures less the least any rank skips (nothing when some rank is never an end).
+void SummaryBuilder::subtract_idle_ends() {
+  State& st = *state_;
+  const auto all = st.comm.find(kAllRanks);
+  if (all == st.comm.end() || st.idle_sent.empty()) return;
+  const std::uint32_t world = st.out.meta.world;
+  const auto least = [world](const auto& per_rank, auto&& value) {
+    if (per_rank.size() < world) return Bytes{0};
+    Bytes m = UINT64_MAX;
+    for (const auto& [rank, v] : per_rank) m = std::min(m, value(v));
+    return m;
+  };
+  for (std::size_t k = 0; k < kCollectiveKindCount; ++k) {
+    const auto at = [k](const std::array<Bytes, kCollectiveKindCount>& v) { return v[k]; };
+    all->second[k].bytes_sent -= std::min(all->second[k].bytes_sent, least(st.idle_sent, at));
+    all->second[k].bytes_received -=
+        std::min(all->second[k].bytes_received, least(st.idle_received, at));
+  }
+  std::vector<Bytes>& sent = st.sent[kAllRanks];
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    const auto at = [i](const std::vector<Bytes>& v) { return i < v.size() ? v[i] : Bytes{0}; };
+    sent[i] -= std::min(sent[i], least(st.idle_step_sent, at));
   }
 }
 
@@ -254,6 +311,7 @@ void SummaryBuilder::add(const TraceRank& r, const std::vector<TraceCounter>& co
 Summary SummaryBuilder::finish() {
   steady_from_ns();
   Summary& out = state_->out;
+  subtract_idle_ends();
   State::ByKind all{};
   for (const auto& [rank, kinds] : state_->comm)
     for (std::size_t k = 0; k < kCollectiveKindCount; ++k) {

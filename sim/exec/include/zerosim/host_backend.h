@@ -51,8 +51,10 @@ struct DataOptions {
   /// Steps whose backward produces an inf (rank 0, the first gradient of micro-step 0): the
   /// schedule's --overflow-steps, so the data overflows exactly where the schedule skips.
   std::vector<std::uint32_t> overflow_steps;
-  Bytes memory_cap = Bytes{16} << 30;  ///< every rank's buffers together (0: no cap)
-  bool keep_buffers = false;           ///< HostRankResult::buffers (tests)
+  /// Every rank's buffers together (0: no cap); the ranks' page caches get what the buffers'
+  /// peaks leave under it (data_check.h page_cache_limit).
+  Bytes memory_cap = Bytes{16} << 30;
+  bool keep_buffers = false;  ///< HostRankResult::buffers (tests)
 };
 
 struct HostOptions {
