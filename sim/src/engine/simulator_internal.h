@@ -1,13 +1,14 @@
 // Private pieces of simulate() (engine.h), split over simulator*.cc:
 //   simulator_compile.cc  costs the lowered schedule (schedule_graph.h) into compact per-op
 //                         records the loop reads;
-//   simulator.cc          the event loop (streams, deps, Sync, the EventQueue) and the memory
-//                         ledger filled from its times;
+//   simulator.cc          the event loop (streams, deps, Sync, a pending completion per stream)
+//                         and the memory ledger filled from its times;
 //   simulator_summary.cc  the summary (steps, exposed communication, traffic, peaks, OOM) and the
 //                         in-memory trace (spans, comm records, counters, metadata);
 //   simulator_run.cc      simulate() itself and the metadata notes.
-// Ops are large (labels, deps vectors); every later pass reads the compact Program instead, which
-// keeps a simulated step of Llama-2-70B (15k ops) in cache.
+// Ops are large (labels, deps vectors, operands); every later pass reads the compact Program and
+// the graph's per-op arrays instead, which keeps a simulated step of Llama-2-70B (16k ops) in
+// cache.
 #pragma once
 
 #include <array>
@@ -19,19 +20,14 @@
 
 namespace zerosim::sim {
 
-/// What the event loop and the summary need of one op (48 bytes).
+/// What the event loop and the summary need of one op besides the graph's per-op arrays (gates,
+/// communicator order, deps: the loop reads those in place): 16 bytes.
 struct CompiledOp {
   SimTime duration_ns = 0;
-  std::uint32_t deps_begin = 0;  ///< [deps_begin, deps_end) in Program::deps
-  std::uint32_t deps_end = 0;
-  std::uint32_t gate = kNone;  ///< the latest Sync before this op
-  std::uint32_t prev_call =
-      kNone;  ///< collectives: the previous collective on the same communicator
-  std::uint32_t step = 0;
-  std::uint32_t buffer = kNone;
   OpKind kind = OpKind::Marker;
   Stream stream = Stream::Compute;
   Phase phase = Phase::Forward;
+  std::uint32_t step = 0;
 };
 
 /// One collective call and its cost.
