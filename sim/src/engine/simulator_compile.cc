@@ -156,18 +156,19 @@ Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const Cos
   p.graph = &graph;
   Diagnostics d;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
-  p.ops.reserve(n);  // filled per op: constructing them first would write them twice
-  p.bytes.reserve(n);
+  p.ops = OpArray<CompiledOp>(n);  // every element written below
+  p.bytes = OpArray<Bytes>(n);
   p.collectives.reserve(graph.collectives.size());
   SeenCalls seen;
   seen.reserve(64);
   PiecesPerLayer pieces;
   std::vector<std::uint32_t> compute_ops;  // host time is applied once the pieces are counted
+  compute_ops.reserve(n);
   const std::uint32_t first_step = s.ops.empty() ? 0 : s.ops.front().step;
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
-    p.ops.push_back({0, op.kind, op.stream, op.phase, op.step});
-    p.bytes.push_back(0);
+    p.ops[i] = {0, op.kind, op.stream, op.phase, op.step};
+    p.bytes[i] = 0;
     if (!costed(op.kind)) continue;  // most ops (allocs, frees, grad-ready markers)
     // lower_schedule checked every collective's comm index.
     const CommGroup& comm = op.kind == OpKind::Collective ? s.comms[op.comm] : s.comms.front();

@@ -12,7 +12,9 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "zerosim/engine.h"
@@ -21,13 +23,31 @@
 namespace zerosim::sim {
 
 /// What the event loop and the summary need of one op besides the graph's per-op arrays (gates,
-/// communicator order, deps: the loop reads those in place): 16 bytes.
+/// communicator order, deps: the loop reads those in place): 16 bytes. Trivial (no member
+/// initialisers): compile() writes every field of every op, so nothing is zeroed first.
 struct CompiledOp {
-  SimTime duration_ns = 0;
-  OpKind kind = OpKind::Marker;
-  Stream stream = Stream::Compute;
-  Phase phase = Phase::Forward;
-  std::uint32_t step = 0;
+  SimTime duration_ns;
+  OpKind kind;
+  Stream stream;
+  Phase phase;
+  std::uint32_t step;
+};
+
+/// A fixed-size array whose elements start uninitialised, for per-op arrays that are written in
+/// full: a std::vector would zero (or construct) every element first, and a push_back per op pays a
+/// capacity test, which together were a quarter of compile().
+template <class T>
+class OpArray {
+ public:
+  OpArray() = default;
+  explicit OpArray(std::size_t n) : data_(std::make_unique_for_overwrite<T[]>(n)), size_(n) {}
+  std::size_t size() const { return size_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  std::size_t size_ = 0;
 };
 
 /// One collective call and its cost.
@@ -41,12 +61,12 @@ struct CollectiveCall {
 /// with every op's cost. `graph` must outlive the program.
 struct Program {
   const ScheduleGraph* graph = nullptr;
-  std::vector<CompiledOp> ops;
+  OpArray<CompiledOp> ops;
   const std::vector<std::uint32_t>& deps() const { return graph->deps; }
   const std::array<std::vector<std::uint32_t>, kStreamCount>& lanes() const { return graph->lanes; }
   const std::vector<std::uint32_t>& memory_ops() const { return graph->memory_ops; }
   std::vector<CollectiveCall> collectives;  ///< program order
-  std::vector<Bytes> bytes;                 ///< per op: bytes touched or S
+  OpArray<Bytes> bytes;                     ///< per op: bytes touched or S
 };
 
 /// Costs every op of the lowered schedule for the timing role (graph.max_slots). Errors: a cost
