@@ -14,7 +14,8 @@
 //     no later op starts before it (the host thread is blocked until it returns);
 //   * zero-cost ops (Alloc, Free, Marker, GradReady, Sync) finish when they start; among ops ready
 //     at the same time the lowest program index starts first;
-//   * timed ops complete through an EventQueue ordered by (int64 ns, seq) (event_queue.h).
+//   * timed ops complete in (int64 ns, seq) order, EventQueue's (event_queue.h): one pending
+//     completion per stream, since a stream runs one op at a time.
 // Memory events follow program order, as the CUDA caching allocator sees them (the host allocates
 // and frees when it issues an op), each stamped with its op's start time raised to the previous
 // memory event's stamp, so the memory curve's time axis is monotone.

@@ -5,6 +5,10 @@
 // become startable when something it waits for finishes, so starting at `now` is exact. Among
 // startable stream heads the lowest program index starts first (a fixed order, hence deterministic
 // memory events at equal times). Zero-cost ops finish inline without going through the queue.
+// The future-event list is one pending completion per stream: a stream runs one op at a time, so
+// at most kStreamCount events are ever pending, and the earliest by (time, scheduling order) — the
+// EventQueue's order (event_queue.h) — is found by scanning them; the radix heap's refills cost
+// more than that scan at this size.
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -15,8 +19,6 @@
 
 namespace zerosim::sim {
 namespace {
-
-constexpr std::uint32_t kOpDone = 1;  // EventQueue kind: a = op index
 
 // One ledger buffer per schedule buffer (same index). A slot buffer lists only the roles where it
 // is non-zero; the per-slot lists are computed once (roles x slots, the size of the role table).
@@ -72,10 +74,8 @@ MemoryLedger make_ledger(const Schedule& s, const std::vector<std::uint32_t>& me
 // times may interleave them differently (a prefetch on the gather stream can run before an earlier
 // free on the compute stream). Each event is stamped with its op's start time, raised to the
 // previous memory event's stamp so that the memory curve's time axis never goes back.
-// `start_ns`: per op, its start (nullptr: every event stamped 0, the memory-only ledger). `ops`:
-// the compiled ops or the schedule's (kind and buffer are the same; the compiled ones are smaller).
-template <class OpList>
-Diagnostics record_memory(const Schedule& s, const OpList& ops,
+// `start_ns`: per op, its start (nullptr: every event stamped 0, the memory-only ledger).
+Diagnostics record_memory(const Schedule& s, const std::vector<Op>& ops,
                           const std::vector<std::uint32_t>& memory_ops,
                           const std::vector<OpTiming>* start_ns, MemoryLedger& ledger) {
   Diagnostics d;
@@ -99,8 +99,16 @@ Diagnostics record_memory(const Schedule& s, const OpList& ops,
 
 class EventLoop {
  public:
-  EventLoop(const Schedule& s, const Program& p, LoopOutput& out) : s_(s), p_(p), out_(out) {
-    done_.assign(p.ops.size(), 0);
+  EventLoop(const Schedule& s, const Program& p, LoopOutput& out)
+      : s_(s),
+        p_(p),
+        out_(out),
+        gate_(p.graph->gate.data()),
+        prev_call_(p.graph->prev_call.data()),
+        dep_offsets_(p.graph->dep_offsets.data()),
+        deps_(p.graph->deps.data()) {
+    done_.assign(p.ops.size(), Done::No);
+    blocked_on_.fill(kNone);
     for (std::uint8_t l = 0; l < kStreamCount; ++l) {
       if (!p.lanes()[l].empty()) used_[used_count_++] = l;  // most programs use 2-3 streams
       waiting_[l] = p.lanes()[l].empty() ? kNone : p.lanes()[l][0];
@@ -108,39 +116,62 @@ class EventLoop {
   }
 
   Diagnostics run() {
-    start_ready(0);
-    while (!failed_) {
-      const auto e = queue_.pop();
-      if (!e) break;
-      finish(e->a, e->t);
-      start_ready(e->t);
+    SimTime now = 0;
+    for (;;) {  // one call site of start_ready, so that it is inlined into the loop
+      start_ready(now);
+      if (failed_ || pending_ == 0) break;
+      // The earliest pending completion; ties: the one scheduled first (EventQueue's order).
+      std::size_t next = kStreamCount;
+      for (std::size_t u = 0; u < used_count_; ++u) {
+        const std::size_t l = used_[u];
+        if (seq_[l] == 0) continue;
+        if (next == kStreamCount || end_at_[l] < end_at_[next] ||
+            (end_at_[l] == end_at_[next] && seq_[l] < seq_[next]))
+          next = l;
+      }
+      seq_[next] = 0;
+      --pending_;
+      now = end_at_[next];
+      finish(running_[next], now);
     }
     if (!failed_ && prefix_done_ < p_.ops.size()) report_deadlock();
     return std::move(diags_);
   }
 
  private:
-  // Whether the head op i of stream `lane` may start. Deps only ever become done, so the scan
-  // resumes where it stopped (dep_pos_): an op waiting on many deps costs O(deps) in total.
-  bool startable(std::uint32_t i, std::size_t lane) {
-    const CompiledOp& op = p_.ops[i];
-    if (op.gate != kNone && done_[op.gate] == 0) return false;
-    if (op.prev_call != kNone && done_[op.prev_call] == 0) return false;
-    if (op.kind == OpKind::Sync && prefix_done_ < i) return false;
+  bool done(std::uint32_t i) const { return done_[i] == Done::Yes; }
+
+  // kNone when the head op i of stream `lane` may start; otherwise an unfinished op it waits for
+  // (its gate, its previous call, the first unfinished op before a Sync, or a dep): until that op
+  // finishes the answer stays no. Deps only ever become done, so the scan resumes where it stopped
+  // (dep_pos_): an op waiting on many deps costs O(deps) in total.
+  std::uint32_t waits_on(std::uint32_t i, std::size_t lane) {
+    const std::uint32_t gate = gate_[i], prev = prev_call_[i];
+    if (gate != kNone && !done(gate)) return gate;
+    if (prev != kNone && !done(prev)) return prev;
+    if (p_.ops[i].kind == OpKind::Sync && prefix_done_ < i)
+      return static_cast<std::uint32_t>(prefix_done_);
     std::uint32_t& k = dep_pos_[lane];
-    if (k < op.deps_begin) k = op.deps_begin;
-    while (k < op.deps_end && done_[p_.deps()[k]] != 0) ++k;
-    return k == op.deps_end;
+    const std::uint32_t begin = dep_offsets_[i], end = dep_offsets_[i + 1];
+    if (k < begin) k = begin;
+    while (k < end && done(deps_[k])) ++k;
+    return k == end ? kNone : deps_[k];
   }
 
-  // Starts startable stream heads, lowest program index first, until none is left.
-  void start_ready(SimTime now) {
+  // Starts startable stream heads, lowest program index first, until none is left. A head that
+  // waits on an unfinished op is not tested again before that op finishes (blocked_on_).
+  [[gnu::always_inline]] void start_ready(SimTime now) {
+    const std::size_t used_count = used_count_;
     for (;;) {
       std::uint32_t pick = kNone;
-      for (std::size_t u = 0; u < used_count_; ++u) {
+      for (std::size_t u = 0; u < used_count; ++u) {
         const std::size_t l = used_[u];
         const std::uint32_t i = waiting_[l];  // kNone (never below pick): busy or drained
-        if (i < pick && startable(i, l)) pick = i;
+        if (i >= pick) continue;
+        std::uint32_t& on = blocked_on_[l];
+        if (on != kNone && !done(on)) continue;
+        on = waits_on(i, l);
+        if (on == kNone) pick = i;
       }
       if (pick == kNone) return;
       start(pick, now);
@@ -168,16 +199,20 @@ class EventLoop {
       failed_ = true;
       return;
     }
-    if (!queue_.schedule(now + dur, kOpDone, i)) {
+    if (dur < 0) {
       diags_.error("simulator", "/ops/" + std::to_string(i), "internal error: event in the past");
       failed_ = true;
+      return;
     }
+    end_at_[lane] = now + dur;
+    seq_[lane] = next_seq_++;
+    running_[lane] = i;
+    ++pending_;
   }
 
   // Idle time of the compute stream before op i, and the stream of what it waited for last.
   void note_blocking(std::uint32_t i, SimTime now) {
     if (now <= compute_free_) return;
-    const CompiledOp& op = p_.ops[i];
     std::uint32_t blocker = kNone;
     SimTime latest = -1;
     const auto consider = [&](std::uint32_t j) {
@@ -186,10 +221,10 @@ class EventLoop {
         blocker = j;
       }
     };
-    for (std::uint32_t k = op.deps_begin; k < op.deps_end; ++k) consider(p_.deps()[k]);
-    consider(op.gate);
-    consider(op.prev_call);
-    if (op.kind == OpKind::Sync) consider(latest_op_);
+    for (std::uint32_t k = dep_offsets_[i]; k < dep_offsets_[i + 1]; ++k) consider(deps_[k]);
+    consider(gate_[i]);
+    consider(prev_call_[i]);
+    if (p_.ops[i].kind == OpKind::Sync) consider(latest_op_);
     out_.blocked_ns[i] = now - compute_free_;
     out_.blocker[i] = blocker;
   }
@@ -197,16 +232,18 @@ class EventLoop {
   void finish(std::uint32_t i, SimTime now) {
     const CompiledOp& op = p_.ops[i];
     out_.ops[i].end_ns = now;
-    done_[i] = 1;
+    done_[i] = Done::Yes;
     const auto lane = static_cast<std::size_t>(op.stream);  // idle: its next op waits
     waiting_[lane] = head_[lane] < p_.lanes()[lane].size() ? p_.lanes()[lane][head_[lane]] : kNone;
+    blocked_on_[lane] = kNone;
     if (op.stream == Stream::Compute) compute_free_ = now;
     if (now >= latest_end_) {  // ties: the later finisher, as the blocker of a Sync
       latest_end_ = now;
       latest_op_ = i;
     }
     if (i == prefix_done_)  // the prefix only grows when its first unfinished op finishes
-      while (prefix_done_ < done_.size() && done_[prefix_done_] != 0) ++prefix_done_;
+      while (prefix_done_ < done_.size() && done(static_cast<std::uint32_t>(prefix_done_)))
+        ++prefix_done_;
   }
 
   void report_deadlock() {
@@ -215,13 +252,12 @@ class EventLoop {
       const std::uint32_t i = p_.lanes()[l][head_[l]];
       const CompiledOp& op = p_.ops[i];
       std::string why;
-      if (op.gate != kNone && done_[op.gate] == 0)
-        why = "the sync at op " + std::to_string(op.gate);
-      if (op.prev_call != kNone && done_[op.prev_call] == 0)
-        why = "the collective at op " + std::to_string(op.prev_call);
-      for (std::uint32_t k = op.deps_begin; k < op.deps_end; ++k)
-        if (done_[p_.deps()[k]] == 0)
-          why = "op " + std::to_string(p_.deps()[k]) + " " + quote(s_.ops[p_.deps()[k]].label);
+      if (gate_[i] != kNone && !done(gate_[i])) why = "the sync at op " + std::to_string(gate_[i]);
+      if (prev_call_[i] != kNone && !done(prev_call_[i]))
+        why = "the collective at op " + std::to_string(prev_call_[i]);
+      for (std::uint32_t k = dep_offsets_[i]; k < dep_offsets_[i + 1]; ++k)
+        if (!done(deps_[k]))
+          why = "op " + std::to_string(deps_[k]) + " " + quote(s_.ops[deps_[k]].label);
       if (op.kind == OpKind::Sync && why.empty())
         why = "op " + std::to_string(prefix_done_) + " (sync)";
       diags_.error("simulator", "/ops/" + std::to_string(i),
@@ -236,7 +272,19 @@ class EventLoop {
   LoopOutput& out_;
   Diagnostics diags_;
   bool failed_ = false;
-  EventQueue queue_;
+  // The lowering's per-op arrays (schedule_graph.h), read in place.
+  const std::uint32_t* gate_;
+  const std::uint32_t* prev_call_;
+  const std::uint32_t* dep_offsets_;
+  const std::uint32_t* deps_;
+  // Per stream, while it runs an op: that op, its end and its scheduling number (0: none pending).
+  std::array<SimTime, kStreamCount> end_at_{};
+  std::array<std::uint64_t, kStreamCount> seq_{};
+  std::array<std::uint32_t, kStreamCount> running_{};
+  std::uint64_t next_seq_ = 1;
+  std::size_t pending_ = 0;
+  // Per stream: an unfinished op its head waits on (kNone: not known, test the head).
+  std::array<std::uint32_t, kStreamCount> blocked_on_{};
   std::array<std::size_t, kStreamCount> head_{};
   std::array<std::uint32_t, kStreamCount> dep_pos_{};  // deps of the head op known to be done
   // Per stream: its head op p_.lanes()[l][head_[l]] while the stream is idle; kNone while it runs
@@ -244,7 +292,10 @@ class EventLoop {
   std::array<std::uint32_t, kStreamCount> waiting_{};
   std::array<std::uint8_t, kStreamCount> used_{};  // streams with ops
   std::size_t used_count_ = 0;
-  std::vector<std::uint8_t> done_;
+  // Per op: finished. An enum, not a uint8_t: stores through a character type may alias every
+  // member, so the compiler would reload them all after each one.
+  enum class Done : std::uint8_t { No, Yes };
+  std::vector<Done> done_;
   std::size_t prefix_done_ = 0;      // ops [0, prefix_done_) have all finished
   SimTime compute_free_ = 0;         // end of the last compute-stream op
   std::uint32_t latest_op_ = kNone;  // the op that finished last
@@ -263,7 +314,7 @@ Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p) {
   Diagnostics d = loop.run();
   if (d.has_errors()) return d;
   out.ledger = make_ledger(s, p.memory_ops());
-  d = record_memory(s, p.ops, p.memory_ops(), &out.ops, out.ledger);
+  d = record_memory(s, s.ops, p.memory_ops(), &out.ops, out.ledger);
   if (d.has_errors()) return d;
   return out;
 }

@@ -2,10 +2,10 @@
 // checked it and holds the lanes, deps, Sync gates and communicator order) that costs every op for
 // the timing role and copies what the event loop reads per op into one compact record.
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <map>
 #include <string>
-#include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -14,9 +14,29 @@
 namespace zerosim::sim {
 namespace {
 
-using CallKey = std::tuple<CollectiveKind, Elements, Elements, DType, std::uint32_t>;
-
-using SeenCalls = std::map<CallKey, std::size_t>;
+// The collectives costed so far, by (kind, numel, out_numel, dtype, communicator): most calls
+// repeat one of a few sizes (an all-gather per module and layer), so each is costed once. A hash
+// table: an ordered map's tuple comparisons were a sixth of compile's own time.
+struct CallKey {
+  CollectiveKind kind;
+  Elements numel;
+  Elements out_numel;
+  DType dtype;
+  std::uint32_t comm;
+  friend bool operator==(const CallKey&, const CallKey&) = default;
+};
+struct CallKeyHash {
+  std::size_t operator()(const CallKey& k) const {
+    // splitmix64's finaliser over the fields: the sizes differ in few bits.
+    std::uint64_t h = k.numel * 0x9E3779B97F4A7C15ULL ^ k.out_numel;
+    h ^= (std::uint64_t{k.comm} << 16) ^ (static_cast<std::uint64_t>(k.kind) << 8) ^
+         static_cast<std::uint64_t>(k.dtype);
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBULL;
+    return static_cast<std::size_t>(h ^ (h >> 31));
+  }
+};
+using SeenCalls = std::unordered_map<CallKey, std::size_t, CallKeyHash>;
 
 bool is_compute(OpKind k) {
   return k == OpKind::Forward || k == OpKind::Backward || k == OpKind::Recompute;
@@ -72,7 +92,7 @@ class HostTimes {
 };
 
 // Kinds without a cost: the compiled op's zero duration and bytes stand.
-bool costed(OpKind k) {
+constexpr bool costed_kind(OpKind k) {
   switch (k) {
     case OpKind::Alloc:
     case OpKind::Free:
@@ -85,6 +105,16 @@ bool costed(OpKind k) {
     default:
       return true;
   }
+}
+// As a table: one load per op instead of the switch's compare chain.
+constexpr std::array<bool, kOpKindCount> kCosted = [] {
+  std::array<bool, kOpKindCount> t{};
+  for (std::size_t k = 0; k < kOpKindCount; ++k) t[k] = costed_kind(static_cast<OpKind>(k));
+  return t;
+}();
+bool costed(OpKind k) {
+  const auto at = static_cast<std::size_t>(k);
+  return at < kOpKindCount && kCosted[at];
 }
 
 // Costs op i (a costed kind) into p (collectives are costed once per distinct call: one
@@ -126,26 +156,19 @@ Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const Cos
   p.graph = &graph;
   Diagnostics d;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
-  p.ops.resize(n);
-  p.bytes.reserve(n);  // filled per op: zeroing it first would write it twice
+  p.ops = OpArray<CompiledOp>(n);  // every element written below
+  p.bytes = OpArray<Bytes>(n);
   p.collectives.reserve(graph.collectives.size());
   SeenCalls seen;
+  seen.reserve(64);
   PiecesPerLayer pieces;
   std::vector<std::uint32_t> compute_ops;  // host time is applied once the pieces are counted
+  compute_ops.reserve(n);
   const std::uint32_t first_step = s.ops.empty() ? 0 : s.ops.front().step;
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
-    CompiledOp& c = p.ops[i];
-    c.kind = op.kind;
-    c.stream = op.stream;
-    c.phase = op.phase;
-    c.step = op.step;
-    c.buffer = op.buffer;
-    c.gate = graph.gate[i];
-    c.prev_call = graph.prev_call[i];
-    c.deps_begin = graph.dep_offsets[i];
-    c.deps_end = graph.dep_offsets[i + 1];
-    p.bytes.push_back(0);
+    p.ops[i] = {0, op.kind, op.stream, op.phase, op.step};
+    p.bytes[i] = 0;
     if (!costed(op.kind)) continue;  // most ops (allocs, frees, grad-ready markers)
     // lower_schedule checked every collective's comm index.
     const CommGroup& comm = op.kind == OpKind::Collective ? s.comms[op.comm] : s.comms.front();

@@ -1,17 +1,20 @@
 // Private pieces of simulate() (engine.h), split over simulator*.cc:
 //   simulator_compile.cc  costs the lowered schedule (schedule_graph.h) into compact per-op
 //                         records the loop reads;
-//   simulator.cc          the event loop (streams, deps, Sync, the EventQueue) and the memory
-//                         ledger filled from its times;
+//   simulator.cc          the event loop (streams, deps, Sync, a pending completion per stream)
+//                         and the memory ledger filled from its times;
 //   simulator_summary.cc  the summary (steps, exposed communication, traffic, peaks, OOM) and the
 //                         in-memory trace (spans, comm records, counters, metadata);
 //   simulator_run.cc      simulate() itself and the metadata notes.
-// Ops are large (labels, deps vectors); every later pass reads the compact Program instead, which
-// keeps a simulated step of Llama-2-70B (15k ops) in cache.
+// Ops are large (labels, deps vectors, operands); every later pass reads the compact Program and
+// the graph's per-op arrays instead, which keeps a simulated step of Llama-2-70B (16k ops) in
+// cache.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "zerosim/engine.h"
@@ -19,19 +22,32 @@
 
 namespace zerosim::sim {
 
-/// What the event loop and the summary need of one op (48 bytes).
+/// What the event loop and the summary need of one op besides the graph's per-op arrays (gates,
+/// communicator order, deps: the loop reads those in place): 16 bytes. Trivial (no member
+/// initialisers): compile() writes every field of every op, so nothing is zeroed first.
 struct CompiledOp {
-  SimTime duration_ns = 0;
-  std::uint32_t deps_begin = 0;  ///< [deps_begin, deps_end) in Program::deps
-  std::uint32_t deps_end = 0;
-  std::uint32_t gate = kNone;  ///< the latest Sync before this op
-  std::uint32_t prev_call =
-      kNone;  ///< collectives: the previous collective on the same communicator
-  std::uint32_t step = 0;
-  std::uint32_t buffer = kNone;
-  OpKind kind = OpKind::Marker;
-  Stream stream = Stream::Compute;
-  Phase phase = Phase::Forward;
+  SimTime duration_ns;
+  OpKind kind;
+  Stream stream;
+  Phase phase;
+  std::uint32_t step;
+};
+
+/// A fixed-size array whose elements start uninitialised, for per-op arrays that are written in
+/// full: a std::vector would zero (or construct) every element first, and a push_back per op pays a
+/// capacity test, which together were a quarter of compile().
+template <class T>
+class OpArray {
+ public:
+  OpArray() = default;
+  explicit OpArray(std::size_t n) : data_(std::make_unique_for_overwrite<T[]>(n)), size_(n) {}
+  std::size_t size() const { return size_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  std::size_t size_ = 0;
 };
 
 /// One collective call and its cost.
@@ -45,12 +61,12 @@ struct CollectiveCall {
 /// with every op's cost. `graph` must outlive the program.
 struct Program {
   const ScheduleGraph* graph = nullptr;
-  std::vector<CompiledOp> ops;
+  OpArray<CompiledOp> ops;
   const std::vector<std::uint32_t>& deps() const { return graph->deps; }
   const std::array<std::vector<std::uint32_t>, kStreamCount>& lanes() const { return graph->lanes; }
   const std::vector<std::uint32_t>& memory_ops() const { return graph->memory_ops; }
   std::vector<CollectiveCall> collectives;  ///< program order
-  std::vector<Bytes> bytes;                 ///< per op: bytes touched or S
+  OpArray<Bytes> bytes;                     ///< per op: bytes touched or S
 };
 
 /// Costs every op of the lowered schedule for the timing role (graph.max_slots). Errors: a cost
