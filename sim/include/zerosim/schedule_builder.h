@@ -42,6 +42,9 @@ struct ScheduleInput {
   /// through `zerosim simulate` or `schedule` still pass the full check (plan_simulate_test builds
   /// them so).
   std::optional<LayoutCheck> self_check = LayoutCheck::Replan;
+  /// Op::label filled in. false: every label empty, for a caller that never shows one (the
+  /// planner: its rows report memory, traffic and time, and a label is only text).
+  bool labels = true;
 };
 
 /// Stage 3 without zero.Init: the init buffer holding every whole param before partitioning (an

@@ -125,93 +125,94 @@ std::uint32_t Emitter::temp(const std::string& name, Elements numel, DType dt, B
 }
 
 // A capacity hint, nothing else: the program's length is about proportional to tensors x steps x
-// micro-steps (Llama-3.1-405B at 1024 ranks, 2 steps: ~21 ops per tensor and step at stage 3, 5-9
-// at stages 0-2), so that many are reserved up front instead of letting ~50,000 Ops (~250 bytes
-// each, with a label and deps to move) be moved by every doubling: 4 % of `zerosim plan`'s 405B
-// sweep. Called after the builder's meta is filled (stage, steps, micro-steps).
+// micro-steps (Llama-3.1-405B at 1024 ranks, 2 steps: ~21 ops per tensor and step at stage 3, ~22
+// with optimizer offload, ~28 with parameter offload, 5-9 at stages 0-2), so that many are
+// reserved up front instead of letting ~50,000 Ops (~250 bytes each, with a label and deps to
+// move) be moved by every doubling: 4 % of `zerosim plan`'s 405B sweep, and the doubled vector
+// (28 MB for stage 3 with parameter offload) a quarter of its page faults. Reserved pages that no
+// op reaches are never touched, so the hint errs high. Called after the builder's meta is filled
+// (stage, steps, micro-steps).
 void Emitter::reserve_ops(std::size_t tensors) {
-  const std::size_t per_tensor_step = s_.meta.stage == 3 ? 24 : 10;
+  const std::size_t per_tensor_step = s_.meta.stage == 3 ? 30 : 10;
   const std::size_t hint = 64 + tensors * per_tensor_step *
                                     std::max<std::size_t>(s_.meta.steps, 1) *
                                     std::max<std::size_t>(s_.meta.grad_accum, 1);
   s_.ops.reserve(std::min<std::size_t>(hint, std::size_t{1} << 22));
 }
 
-std::uint32_t Emitter::append(Op&& o) {  // by reference: one ~250-byte move per op, not two
+// The op is made in place at the end of the program and filled there: built on the stack and
+// moved in, each op cost one more ~250-byte copy (the Op, its label and deps) and a destruction.
+Op& Emitter::start(OpKind kind, Stream st) {
+  Op& o = s_.ops.emplace_back();
+  o.kind = kind;
+  o.stream = st;
   o.phase = phase_;
   o.step = step_;
   o.micro_step = micro_step_;
+  return o;
+}
+
+std::uint32_t Emitter::finish(Op& o) {
+  if (!labels_) std::string().swap(o.label);  // a label built without Emitter::label
   const auto lane = static_cast<std::size_t>(o.stream);
-  s_.ops.push_back(std::move(o));
   const auto index = static_cast<std::uint32_t>(s_.ops.size() - 1);
   if (lane < kStreamCount) last_on_[lane] = index;
   return index;
 }
 
 std::uint32_t Emitter::alloc(std::uint32_t buf, Stream st, std::uint32_t flush, bool zero_fill) {
-  Op o;
-  o.kind = OpKind::Alloc;
-  o.stream = st;
+  Op& o = start(OpKind::Alloc, st);
   o.buffer = buf;
   o.zero_fill = zero_fill;
   o.bucket = flush;
-  return append(std::move(o));
+  return finish(o);
 }
 
 std::uint32_t Emitter::adopt(std::uint32_t buf, std::uint32_t flush_plan, Stream st) {
-  Op o;
-  o.kind = OpKind::Alloc;
-  o.stream = st;
+  Op& o = start(OpKind::Alloc, st);
   o.buffer = buf;
   o.slot = s_.buffers[buf].slot;
   if (o.slot == kNone) o.elements = s_.buffers[buf].numel;
   o.src.flush_grads = flush_plan;
-  return append(std::move(o));
+  return finish(o);
 }
 
 std::uint32_t Emitter::free(std::uint32_t buf, Stream st, std::uint32_t flush) {
-  Op o;
-  o.kind = OpKind::Free;
-  o.stream = st;
+  Op& o = start(OpKind::Free, st);
   o.buffer = buf;
   o.bucket = flush;
-  return append(std::move(o));
+  return finish(o);
 }
 
 std::uint32_t Emitter::marker(std::string label, Stream st, std::vector<std::uint32_t> deps) {
-  Op o;
-  o.kind = OpKind::Marker;
-  o.stream = st;
+  Op& o = start(OpKind::Marker, st);
   o.deps = std::move(deps);
   o.label = std::move(label);
-  return append(std::move(o));
+  return finish(o);
 }
 
 std::uint32_t Emitter::sync(std::string label) {
-  Op o;
-  o.kind = OpKind::Sync;
+  Op& o = start(OpKind::Sync);
   o.label = std::move(label);
-  return append(std::move(o));
+  return finish(o);
 }
 
 std::uint32_t Emitter::wait_stream(Stream waiter, Stream on) {
   const std::uint32_t last = last_on(on);
   if (last == kNone || waiter == on) return kNone;
-  return marker(std::string("wait ") + std::string(stream_name(on)), waiter, {last});
+  return marker(label("wait ", stream_name(on)), waiter, {last});
 }
 
 std::uint32_t Emitter::compute(ComputeSpec c) {
-  Op o;
-  o.kind = c.kind;
+  Op& o = start(c.kind);
   o.layer = c.layer;
   o.flops = c.flops;
   o.label = std::move(c.label);
-  return append(std::move(o));
+  return finish(o);
 }
 
 std::uint32_t Emitter::grad_ready(GradSpec g) {
-  Op o;
-  o.kind = OpKind::GradReady;
+  Op& o = start(OpKind::GradReady);
   o.param = g.param;
   o.elements = g.elements;
   o.dtype = g.dtype;
@@ -220,13 +221,11 @@ std::uint32_t Emitter::grad_ready(GradSpec g) {
   o.copy_mode = g.mode;
   o.scale = g.scale;
   o.label = std::move(g.label);
-  return append(std::move(o));
+  return finish(o);
 }
 
 std::uint32_t Emitter::copy(CopySpec c) {
-  Op o;
-  o.kind = c.kind;
-  o.stream = c.stream;
+  Op& o = start(c.kind, c.stream);
   o.elements = c.elements;
   o.slot = c.slot;
   o.dtype = c.dtype;
@@ -242,31 +241,27 @@ std::uint32_t Emitter::copy(CopySpec c) {
     if (last != kNone) o.deps.push_back(last);
   }
   o.label = std::move(c.label);
-  return append(std::move(o));
+  return finish(o);
 }
 
 std::uint32_t Emitter::grad_stat(GradStatSpec g) {
-  Op o;
-  o.kind = g.kind;
-  o.stream = g.stream;
+  Op& o = start(g.kind, g.stream);
   o.dtype = g.dtype;
   o.elements = g.elements;
   o.src = g.src;
   o.dst = g.dst;
   o.copy_mode = g.mode;
   o.label = std::move(g.label);
-  return append(std::move(o));
+  return finish(o);
 }
 
 std::uint32_t Emitter::collective(CollectiveSpec c) {
-  Op o;
-  o.kind = OpKind::Collective;
+  Op& o = start(OpKind::Collective, c.stream);
   o.collective = c.kind;
   o.numel = c.numel;
   o.out_numel = c.out_numel;
   o.dtype = c.dtype;
   o.reduce_op = c.op;
-  o.stream = c.stream;
   o.root = c.root;
   o.comm = c.comm;
   o.bucket = c.flush;
@@ -275,13 +270,11 @@ std::uint32_t Emitter::collective(CollectiveSpec c) {
   o.scale = c.scale;
   o.deps = std::move(c.deps);
   o.label = std::move(c.label);
-  return append(std::move(o));
+  return finish(o);
 }
 
 std::uint32_t Emitter::optimizer_step(UpdateSpec u) {
-  Op o;
-  o.kind = OpKind::OptimizerStep;
-  o.stream = u.stream;
+  Op& o = start(OpKind::OptimizerStep, u.stream);
   o.elements = u.elements;
   o.dtype = u.dtype;
   if (!(u.call == UpdateCall{})) {  // interned: every step repeating a call shares it
@@ -291,7 +284,7 @@ std::uint32_t Emitter::optimizer_step(UpdateSpec u) {
   }
   o.deps = std::move(u.deps);
   o.label = std::move(u.label);
-  return append(std::move(o));
+  return finish(o);
 }
 
 }  // namespace zerosim::schedule

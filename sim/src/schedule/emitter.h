@@ -11,7 +11,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -161,6 +163,19 @@ class Emitter {
   std::uint32_t optimizer_step(UpdateSpec u);
   std::uint32_t grad_stat(GradStatSpec g);
 
+  /// Whether ops carry labels (ScheduleInput::labels); off, every op's label is empty.
+  void set_labels(bool on) { labels_ = on; }
+  bool labels() const { return labels_; }
+  /// An op label: `parts` (strings, string views, literals, integers in decimal) concatenated, or
+  /// "" when labels are off, without building it: the planner never shows a label, and making
+  /// them (a few hundred thousand strings for the Llama-3.1-405B sweep) was a fifth of its work.
+  template <class... Parts>
+  std::string label(const Parts&... parts) const {
+    std::string out;
+    if (labels_) (append_part(out, parts), ...);
+    return out;
+  }
+
   /// Index of the latest op appended on stream `st` through this emitter, or kNone.
   std::uint32_t last_on(Stream st) const {
     const auto lane = static_cast<std::size_t>(st);
@@ -178,9 +193,20 @@ class Emitter {
   void reserve_ops(std::size_t tensors);
 
  private:
-  std::uint32_t append(Op&& o);
+  /// A new op at the end of the program with the current phase, step and micro-step; finish()
+  /// completes it and returns its index.
+  Op& start(OpKind kind, Stream st = Stream::Compute);
+  std::uint32_t finish(Op& o);
+  template <class T>
+  static void append_part(std::string& out, const T& part) {
+    if constexpr (std::is_integral_v<T>)
+      out += std::to_string(part);
+    else
+      out += std::string_view(part);
+  }
 
   Schedule& s_;
+  bool labels_ = true;
   std::array<std::uint32_t, kStreamCount> last_on_ = [] {
     std::array<std::uint32_t, kStreamCount> a{};
     a.fill(kNone);

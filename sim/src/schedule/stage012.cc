@@ -86,7 +86,7 @@ void ZeroOptimizer::on_grad(IpgPass& pass, std::size_t& cursor, std::uint32_t p,
                  .dst = grouped ? region(module_.grad(p), 0, cfg_.m.params[p].numel) : Region{},
                  .mode = mode,
                  .scale = cfg_.loss_scale_gas,
-                 .label = "grad ready " + cfg_.pname(p)});
+                 .label = e_.label("grad ready ", cfg_.pname(p))});
   if (!grouped) return;  // no optimizer group: no hook
   buckets_.on_first_hook();
   if (cfg_.ga_attr && module_.grad(p) != kNone) {
@@ -252,6 +252,7 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
                           "expected a stage 0-2 flat layout, got a stage 3 plan");
   Schedule s;
   Emitter e(s, in.plan->world);
+  e.set_labels(in.labels);
   const s12::Config cfg(in);
   s12::fill_meta(cfg, s);
   e.reserve_ops(in.model->params.size());

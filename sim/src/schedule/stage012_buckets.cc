@@ -193,18 +193,19 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
 std::uint32_t IpgBuckets::flush_collective(CollectiveKind k, Elements numel, Stream st,
                                            const std::string& tag, std::uint32_t seq, Region src,
                                            std::uint32_t root, Region dst) {
-  return e_.collective({.kind = k,
-                        .dtype = cfg_.cd,
-                        .numel = numel,
-                        .out_numel = numel,
-                        .op = ReduceOp::Sum,
-                        .root = root,
-                        .flush = seq,
-                        .src = src,
-                        .dst = dst,
-                        .scale = cfg_.average,
-                        .stream = st,
-                        .label = collective_label(tag, k, numel, numel, root)});
+  return e_.collective(
+      {.kind = k,
+       .dtype = cfg_.cd,
+       .numel = numel,
+       .out_numel = numel,
+       .op = ReduceOp::Sum,
+       .root = root,
+       .flush = seq,
+       .src = src,
+       .dst = dst,
+       .scale = cfg_.average,
+       .stream = st,
+       .label = e_.labels() ? collective_label(tag, k, numel, numel, root) : std::string()});
 }
 
 // One reduction of `total` elements gathered from `pieces` slices (`src`: a region or a list):
@@ -223,7 +224,7 @@ void IpgBuckets::reduce_chunk(CollectiveKind k, Elements total, std::size_t piec
              .elements = total,
              .src = src,
              .dst = region(tmp),
-             .label = tag + ": flatten"});
+             .label = e_.label(tag, ": flatten")});
   }
   const bool copy_back = flatten && back.copied;
   flush_collective(k, total, st, tag, seq, flatten ? region(tmp) : src, root,
@@ -234,7 +235,7 @@ void IpgBuckets::reduce_chunk(CollectiveKind k, Elements total, std::size_t piec
              .elements = total,
              .src = region(tmp),
              .dst = src,
-             .label = tag + ": copy back"});
+             .label = e_.label(tag, ": copy back")});
   } else if (copy_back && back.window_length > 0) {  // the owned slices of one chunk
     const DerivedOperand owned{.kind = DerivedKind::OwnedGrads,
                                .flush_plan = back.plan,
@@ -249,14 +250,14 @@ void IpgBuckets::reduce_chunk(CollectiveKind k, Elements total, std::size_t piec
              .slot = back.slot,
              .src = e_.derived(std::move(in_tmp)),
              .dst = e_.derived(owned),
-             .label = tag + ": copy back"});
+             .label = e_.label(tag, ": copy back")});
   } else if (copy_back) {  // the rank's owned slices only
     e_.copy({.stream = st,
              .dtype = cfg_.cd,
              .slot = back.slot,
              .src = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = back.in_tmp}),
              .dst = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = back.plan}),
-             .label = tag + ": copy back"});
+             .label = e_.label(tag, ": copy back")});
   }
   if (flatten) e_.free(tmp, st);
 }
@@ -331,7 +332,7 @@ void IpgBuckets::reduce_contiguous(IpgPass& pass, std::uint32_t f, Stream st,
   const auto& reductions = owner_reductions(pass, f);
   for (const PlannedReduction& red : reductions) {
     const bool to_owner = red.root != kNone;
-    if (to_owner && cfg_.overlap) e_.sync(tag + ": synchronize before reduce");
+    if (to_owner && cfg_.overlap) e_.sync(e_.label(tag, ": synchronize before reduce"));
     CopyBack back;
     const bool flattened = red.pieces > 1 || cfg_.cd != cfg_.lp;  // else reduced in place
     if (flattened && (to_owner || reductions.size() > 1)) {
@@ -369,7 +370,7 @@ void IpgBuckets::reduce_contiguous(IpgPass& pass, std::uint32_t f, Stream st,
 void IpgBuckets::reduce_fallback(const PlannedFlush& fl, Stream st, const std::string& tag,
                                  std::uint32_t seq) {
   if (fl.params.empty()) return;
-  if (cfg_.overlap) e_.sync(tag + ": synchronize before all_reduce");
+  if (cfg_.overlap) e_.sync(e_.label(tag, ": synchronize before all_reduce"));
   // One tensor is reduced in place in its own gradient; several are flattened first (their
   // grads in insertion order) and the result copied back into them.
   std::vector<Piece> grads;
@@ -394,7 +395,7 @@ void IpgBuckets::flush(IpgPass& pass, std::uint32_t f, std::uint32_t set, bool b
   const PlannedFlush& fl = pass.flushes[f];
   const std::uint32_t seq = flush_seq_++;
   const Stream st = cfg_.reduce_stream();
-  const std::string tag = "flush " + std::to_string(seq);
+  const std::string tag = e_.label("flush ", seq);
   drop_deferred(st);
   if (cfg_.contiguous) {
     if (cfg_.overlap) {  // AVERAGE_TENSOR: reduce stream waits for compute, compute for the
@@ -426,7 +427,7 @@ void IpgBuckets::flush(IpgPass& pass, std::uint32_t f, std::uint32_t set, bool b
                                   .pass = pass.grad_pass,
                                   .set = set,
                                   .flush = f}),
-               .label = tag + ": copy the rank's grads into grads_in_partition"});
+               .label = e_.label(tag, ": copy the rank's grads into grads_in_partition")});
     }
   } else if (cfg_.stage == 2) {
     // Non-owned grads are dropped, owned ones kept whole; with overlap the drop waits for the next
@@ -451,8 +452,7 @@ void IpgBuckets::insert(IpgPass& pass, std::size_t i, std::uint32_t set, bool bo
            .dst = region(ipg_[ins.buffer_index], ins.offset),
            .param = ins.param,
            .flush = flush_seq_,  // the flush that will reduce this bucket
-           .label = "copy " + cfg_.pname(ins.param) + " into ipg[" +
-                    std::to_string(ins.buffer_index) + "]"});
+           .label = e_.label("copy ", cfg_.pname(ins.param), " into ipg[", ins.buffer_index, "]")});
   module_.free_grad(ins.param);  // p.grad now views the bucket
 }
 

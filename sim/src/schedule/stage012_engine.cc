@@ -144,7 +144,7 @@ void emit_engine_program(const Config& cfg, Emitter& e, EngineModule& module,
                                             .dst = region(module.grad(p), 0, cfg.m.params[p].numel),
                                             .mode = add ? CopyMode::Add : CopyMode::Assign,
                                             .scale = cfg.loss_scale_gas,
-                                            .label = "grad ready " + cfg.pname(p)});
+                                            .label = e.label("grad ready ", cfg.pname(p))});
                             });
       opt.backward_epilogue(micro);
       if (!boundary) continue;

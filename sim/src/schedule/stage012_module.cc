@@ -136,15 +136,16 @@ std::uint32_t EngineModule::emit_params(bool trainable_persistent) {
     }
   // engine _broadcast_model: every param from rank 0, in module.parameters() order (§7.1 item 1).
   for (std::uint32_t p = 0; p < m.params.size(); ++p)
-    e_.collective(
-        {.kind = CollectiveKind::Broadcast,
-         .dtype = cfg_.lp,
-         .numel = m.params[p].numel,
-         .out_numel = m.params[p].numel,
-         .root = 0,
-         .src = home_[p],
-         .label = collective_label("broadcast " + cfg_.pname(p), CollectiveKind::Broadcast,
-                                   m.params[p].numel, m.params[p].numel, 0)});
+    e_.collective({.kind = CollectiveKind::Broadcast,
+                   .dtype = cfg_.lp,
+                   .numel = m.params[p].numel,
+                   .out_numel = m.params[p].numel,
+                   .root = 0,
+                   .src = home_[p],
+                   .label = e_.labels() ? collective_label("broadcast " + cfg_.pname(p),
+                                                           CollectiveKind::Broadcast,
+                                                           m.params[p].numel, m.params[p].numel, 0)
+                                        : std::string()});
   return module;
 }
 

@@ -79,6 +79,7 @@ Context::Context(Schedule& s, const ScheduleInput& in, const Walk& w)
       reduce_stream(overlap ? Stream::Reduce : Stream::Compute) {
   const bool pinned = offload_opt ? z.offload_optimizer.pin_memory : z.offload_param.pin_memory;
   host_pool = pinned ? MemoryPool::Pinned : MemoryPool::Host;
+  e.set_labels(in.labels);
   const auto n_sg = plan.sub_groups.size();
   master.assign(n_sg, kNone);
   adam.assign(n_sg, kNone);
@@ -264,8 +265,8 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
 
 void compute_op(s3::Context& cx, OpKind k, const s3::HookEvent& ev, double flops,
                 const char* what) {
-  std::string label = std::string(what) + " " + cx.m.layers[ev.index].name;
-  if (ev.module != kNone && ev.module < cx.walk.modules.size())
+  std::string label = cx.e.label(what, " ", cx.m.layers[ev.index].name);
+  if (cx.e.labels() && ev.module != kNone && ev.module < cx.walk.modules.size())
     label += " [" + cx.walk.modules[ev.module].name + "]";
   cx.e.compute({k, ev.index, flops * ev.share, std::move(label)});
 }
@@ -300,7 +301,7 @@ void replay_event(s3::Context& cx, s3::Coordinator& co, s3::Reducer& red, const 
                                       .dtype = cx.lp,
                                       .src = region(co.storage(i), 0, cx.n(i)),
                                       .dst = region(cx.grad_buf[i]),
-                                      .label = "grad ready " + cx.m.params[i].name}));
+                                      .label = cx.e.label("grad ready ", cx.m.params[i].name)}));
       break;
     }
   }

@@ -109,11 +109,11 @@ void Coordinator::fetch(std::uint32_t module, bool backward) {
   if (mode_ == Mode::Complete && (step_id_ >= trace_.size() || trace_[step_id_] != module))
     invalidate();
   if (mode_ == Mode::Record) recorded_.push_back(module);
-  const std::string what = std::string(backward ? "bwd " : "fwd ") + mod.name;
+  const std::string what = cx_.e.label(backward ? "bwd " : "fwd ", mod.name);
   std::vector<std::uint32_t> to_gather;
   for (auto p : mod.params)
     if (ps_[p].status == Status::NotAvailable) to_gather.push_back(p);
-  if (!to_gather.empty()) gather(to_gather, "fetch " + what);
+  if (!to_gather.empty()) gather(to_gather, cx_.e.label("fetch ", what));
   for (auto p : mod.params) {
     if (!contains(ps_[p].active, module)) ps_[p].active.push_back(module);
     if (ps_[p].handle != kNone) wait(p);
@@ -125,7 +125,7 @@ void Coordinator::fetch(std::uint32_t module, bool backward) {
   std::vector<std::uint32_t> deps;
   if (cx_.gather_stream != Stream::Compute && last_gather_op_ != kNone)
     deps.push_back(last_gather_op_);
-  cx_.e.marker("fetch " + what, Stream::Compute, std::move(deps));
+  cx_.e.marker(cx_.e.label("fetch ", what), Stream::Compute, std::move(deps));
   if (mode_ == Mode::Complete) {
     consume_own(mod);
     prefetch();
@@ -253,11 +253,11 @@ void Coordinator::gather_single(std::uint32_t p, const std::string& why, std::ui
                              .length = c,
                              .rank_stride = c,
                              .limit = cx_.n(p)}}),
-                "own partition into the all-reduce buffer: " + cx_.m.params[p].name);
+                cx_.e.label("own partition into the all-reduce buffer: ", cx_.m.params[p].name));
   last_gather_op_ = cx_.collective(
       k, reduce ? out : c, out, cx_.lp, reduce ? ReduceOp::Sum : ReduceOp::None, gs,
-      why + ": " + cx_.m.params[p].name, {}, kNone, reduce ? region(cx_.padded_buf[p]) : own,
-      reduce ? Region{} : region(cx_.padded_buf[p]));
+      cx_.e.label(why, ": ", cx_.m.params[p].name), {}, kNone,
+      reduce ? region(cx_.padded_buf[p]) : own, reduce ? Region{} : region(cx_.padded_buf[p]));
   if (tmp != kNone) {
     cx_.e.free(tmp, gs);
     cx_.pool.release(tmp);
@@ -302,7 +302,7 @@ void Coordinator::gather_coalesced(const std::vector<std::uint32_t>& params, con
   cx_.data_op(OpKind::Copy, gs, sum_c, cx_.lp, own, into, "own partitions into the staging slot");
   last_gather_op_ =
       cx_.collective(k, gather ? sum_c : out, out, cx_.lp, gather ? ReduceOp::None : ReduceOp::Sum,
-                     gs, why + ": " + std::to_string(params.size()) + " params", {}, kNone,
+                     gs, cx_.e.label(why, ": ", params.size(), " params"), {}, kNone,
                      gather ? into : region(staging), gather ? region(staging) : Region{});
   if (tmp != kNone) {
     cx_.e.free(tmp, gs);
@@ -333,7 +333,7 @@ void Coordinator::wait(std::uint32_t p) {
                                        .block_stride = sum_c}
                                : Piece{handles_[hid].staging, prefix_n, cx_.n(q)};
         cx_.data_op(OpKind::Copy, gs, cx_.n(q), cx_.lp, cx_.pieces({from}), region(cx_.full_buf[q]),
-                    "assemble " + cx_.m.params[q].name);
+                    cx_.e.label("assemble ", cx_.m.params[q].name));
         ps_[q].storage = cx_.full_buf[q];
       }
       prefix_c += cx_.c(q);
@@ -407,11 +407,11 @@ void Coordinator::gather_persistent() {
     const Region in = staged ? rank_slice(cx_.padded_buf[p], cx_.c(p)) : cx_.own_partition(p);
     if (staged)
       cx_.data_op(OpKind::HostToDevice, Stream::Compute, cx_.c(p), cx_.lp, cx_.own_partition(p), in,
-                  "H2D partition of persistent " + cx_.m.params[p].name);
+                  cx_.e.label("H2D partition of persistent ", cx_.m.params[p].name));
     cx_.collective(CollectiveKind::AllGather, cx_.c(p), cx_.c(p) * cx_.world, cx_.lp,
                    ReduceOp::None, Stream::Compute,
-                   "post-step gather of persistent " + cx_.m.params[p].name, {}, kNone, in,
-                   region(cx_.padded_buf[p]));
+                   cx_.e.label("post-step gather of persistent ", cx_.m.params[p].name), {}, kNone,
+                   in, region(cx_.padded_buf[p]));
     ps_[p].status = Status::Available;  // outside the coordinator: n_available is not counted
     ps_[p].storage = cx_.padded_buf[p];
     ++issued;

@@ -41,7 +41,7 @@ void broadcasts(Context& cx, const std::string& what, std::uint32_t whole) {
   Elements at = 0;
   for (std::uint32_t p = 0; p < cx.m.params.size(); ++p) {
     cx.collective(CollectiveKind::Broadcast, cx.n(p), cx.n(p), cx.lp, ReduceOp::None,
-                  Stream::Compute, what + " " + cx.m.params[p].name, {}, 0,
+                  Stream::Compute, cx.e.label(what, " ", cx.m.params[p].name), {}, 0,
                   region(whole, at, cx.n(p)));
     at += cx.n(p);
   }
@@ -114,12 +114,13 @@ void convert_params(Context& cx) {
                                      cx.lp, cx.n(p));
       cx.e.alloc(whole);
       cx.collective(CollectiveKind::Broadcast, cx.n(p), cx.n(p), cx.lp, ReduceOp::None,
-                    Stream::Compute, "zero.Init broadcast " + name, {}, 0, region(whole));
+                    Stream::Compute, cx.e.label("zero.Init broadcast ", name), {}, 0,
+                    region(whole));
       const std::uint32_t into = cx.sg_of_param[p] != kNone ? parts : cx.frozen_partitions;
       if (into != kNone && cx.c(p) > 0)  // X2: the rank keeps its chunk
         cx.data_op(OpKind::Copy, Stream::Compute, cx.c(p), cx.lp,
                    cx.pieces({whole_chunk(cx, whole, 0, p)}),
-                   region(into, cx.part_offset[p], cx.c(p)), "partition " + name);
+                   region(into, cx.part_offset[p], cx.c(p)), cx.e.label("partition ", name));
       cx.e.free(whole);
     }
   } else {
@@ -265,11 +266,13 @@ void hook_gathers(Context& cx) {
     const bool staged = cx.staged_from_host(p);
     if (staged)
       cx.data_op(OpKind::HostToDevice, Stream::Compute, cx.c(p), cx.lp, cx.own_partition(p),
-                 rank_slice(cx.padded_buf[p], cx.c(p)), "H2D partition of " + cx.m.params[p].name);
+                 rank_slice(cx.padded_buf[p], cx.c(p)),
+                 cx.e.label("H2D partition of ", cx.m.params[p].name));
     const Region in = staged ? rank_slice(cx.padded_buf[p], cx.c(p)) : cx.own_partition(p);
     cx.collective(CollectiveKind::AllGather, cx.c(p), cx.c(p) * cx.world, cx.lp, ReduceOp::None,
-                  Stream::Compute, "grad hook registration: gather " + cx.m.params[p].name, {},
-                  kNone, in, region(cx.padded_buf[p]));
+                  Stream::Compute,
+                  cx.e.label("grad hook registration: gather ", cx.m.params[p].name), {}, kNone, in,
+                  region(cx.padded_buf[p]));
     cx.e.free(cx.padded_buf[p]);
   }
 }

@@ -51,8 +51,8 @@ void Reducer::on_grad(std::uint32_t p, std::uint32_t ready_op) {
     // The reduce stream waits for the compute stream, copies the grad into the bucket, and the
     // autograd storage goes (p.grad becomes a view of the IPG buffer).
     copy(OpKind::CopyToBucket, n, cx_.cd, region(cx_.grad_buf[p]), region(cx_.ipg, elements_),
-         "grad " + cx_.m.params[p].name + " into IPG [" + std::to_string(elements_) + ":" +
-             std::to_string(elements_ + n) + "]",
+         cx_.e.label("grad ", cx_.m.params[p].name, " into IPG [", elements_, ":", elements_ + n,
+                     "]"),
          p, {ready_op});
     free(cx_.grad_buf[p]);
     entry.in_ipg = true;
@@ -65,8 +65,7 @@ void Reducer::flush() {
   if (bucket_.empty()) return;
   // At most 2 earlier reductions may still be outstanding: the host waits for the oldest beyond.
   if (cx_.reduce_stream != Stream::Compute && flush_end_.size() >= 3) {
-    cx_.e.marker("flush " + std::to_string(flush_seq_) + ": wait for flush " +
-                     std::to_string(flush_seq_ - 3),
+    cx_.e.marker(cx_.e.label("flush ", flush_seq_, ": wait for flush ", flush_seq_ - 3),
                  Stream::Compute, {flush_end_[flush_end_.size() - 3]});
   }
   std::vector<std::uint32_t> sorted;
@@ -98,7 +97,7 @@ Piece Reducer::grad_piece(const Entry& en) const {
 void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements sum_c) {
   const Elements in = sum_c * cx_.world;
   const bool staging = !(sorted.size() == 1 && cx_.n(sorted.front()) % cx_.world == 0);
-  const auto flush_label = "flush " + std::to_string(flush_seq_);
+  const std::string flush_label = cx_.e.label("flush ", flush_seq_);
   const double average = 1.0 / static_cast<double>(cx_.world);
   std::uint32_t stage_buf = kNone;
   if (staging) {
@@ -130,8 +129,8 @@ void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements 
     const Region src = cx_.pieces(std::move(from));
     const Region dst = cx_.pieces(std::move(into));
     copy(OpKind::Copy, in, cx_.cd, src, dst,
-         flush_label + ": rank-major staging, padded per tensor, / W", kNone, {}, CopyMode::Assign,
-         average);
+         cx_.e.label(flush_label, ": rank-major staging, padded per tensor, / W"), kNone, {},
+         CopyMode::Assign, average);
   }
   const auto out =
       cx_.pool.acquire(cx_.e, "reduce-scatter output", BufferCategory::Grad, cx_.cd, sum_c);
@@ -142,18 +141,18 @@ void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements 
     input = bucket_.front().in_ipg ? region(cx_.ipg, 0, in) : region(cx_.grad_buf[sorted.front()]);
   // A lone W-divisible grad is divided in place before the scatter: carried as the output's
   // scale (a post-division; the rounding differs from DeepSpeed's by at most one ulp).
-  on_reduce_stream(cx_.e.collective({.kind = CollectiveKind::ReduceScatter,
-                                     .dtype = cx_.cd,
-                                     .numel = in,
-                                     .out_numel = sum_c,
-                                     .op = ReduceOp::Sum,
-                                     .flush = flush_seq_,
-                                     .src = input,
-                                     .dst = region(out),
-                                     .scale = staging ? 1.0 : average,
-                                     .stream = cx_.reduce_stream,
-                                     .label = flush_label + ": reduce_scatter_tensor of " +
-                                              std::to_string(sorted.size()) + " grads"}));
+  on_reduce_stream(cx_.e.collective(
+      {.kind = CollectiveKind::ReduceScatter,
+       .dtype = cx_.cd,
+       .numel = in,
+       .out_numel = sum_c,
+       .op = ReduceOp::Sum,
+       .flush = flush_seq_,
+       .src = input,
+       .dst = region(out),
+       .scale = staging ? 1.0 : average,
+       .stream = cx_.reduce_stream,
+       .label = cx_.e.label(flush_label, ": reduce_scatter_tensor of ", sorted.size(), " grads")}));
   if (staging) {
     free(stage_buf);
     cx_.pool.release(stage_buf);
@@ -182,7 +181,7 @@ void Reducer::all_reduce(Elements e) {
        .src = region(cx_.ipg, 0, e),
        .scale = 1.0 / static_cast<double>(cx_.world),
        .stream = cx_.reduce_stream,
-       .label = "flush " + std::to_string(flush_seq_) + ": all_reduce of the IPG bucket"}));
+       .label = cx_.e.label("flush ", flush_seq_, ": all_reduce of the IPG bucket")}));
   // Own chunk of each grad, in bucket order: T[off + r·c, off + min((r + 1)·c, n)) zero-padded
   // to c, i.e. a rank-strided piece whose positions past the grad's end read as zeros.
   std::vector<std::uint32_t> params;
@@ -222,7 +221,8 @@ void Reducer::partition_grads(const std::vector<std::uint32_t>& params, Elements
     }
     const Region src = out != kNone ? region(out) : cx_.pieces(chunks);  // interned first
     const Region dst = cx_.pieces(std::move(views));
-    copy(OpKind::Copy, sum_c, ga, src, dst, "partition grads (" + mode + ")", kNone, {}, into);
+    copy(OpKind::Copy, sum_c, ga, src, dst, cx_.e.label("partition grads (", mode, ")"), kNone, {},
+         into);
     return;
   }
   for (std::size_t k = 0; k < params.size(); ++k) {
@@ -236,22 +236,22 @@ void Reducer::partition_grads(const std::vector<std::uint32_t>& params, Elements
                                         BufferCategory::Grad, ga, cx_.c(p));
       alloc(tmp);
       copy(OpKind::HostToDevice, cx_.c(p), ga, cx_.grad_partition(p), region(tmp),
-           "grad partition to device for accumulation: " + name);
-      copy(OpKind::Copy, cx_.c(p), ga, chunk, region(tmp), "accumulate grad partition: " + name,
-           kNone, {}, CopyMode::Add);
+           cx_.e.label("grad partition to device for accumulation: ", name));
+      copy(OpKind::Copy, cx_.c(p), ga, chunk, region(tmp),
+           cx_.e.label("accumulate grad partition: ", name), kNone, {}, CopyMode::Add);
       d2h = copy(OpKind::DeviceToHost, cx_.c(p), ga, region(tmp), cx_.grad_partition(p),
-                 "grad partition to host: " + name);
+                 cx_.e.label("grad partition to host: ", name));
       free(tmp);
       cx_.pool.release(tmp);
     } else {
       d2h = copy(OpKind::DeviceToHost, cx_.c(p), ga, chunk, cx_.grad_partition(p),
-                 "grad partition to host: " + name);
+                 cx_.e.label("grad partition to host: ", name));
     }
     const std::uint32_t sg = cx_.sg_of_param[p];
     if (cx_.boundary && sg != kNone && cx_.sg_on_cpu(sg))
       cx_.data_op(OpKind::Copy, Stream::Host, cx_.c(p), cx_.mw, cx_.grad_partition(p),
                   region(cx_.host_fp32_grads[sg], cx_.part_offset[p] - cx_.sg_offset[sg], cx_.c(p)),
-                  "grad partition into fp32 sub-group grads: " + name, {d2h});
+                  cx_.e.label("grad partition into fp32 sub-group grads: ", name), {d2h});
   }
 }
 
