@@ -43,6 +43,8 @@ struct Side {
   bool is_recording = false;  ///< a directory written by tools/zerosim_record
   std::uint32_t recorded_world = 0;
   std::uint64_t other_collectives = 0;
+  bool recorded_memory = false;  ///< the recording holds torch.cuda counters
+  std::string device;            ///< the recording's device
   Trace trace;
   std::vector<LoggedCollective> log;
 };
@@ -59,6 +61,8 @@ Result<Side> load(const std::string& path, bool measured) {
     side.is_recording = true;
     side.recorded_world = rec->world;
     side.other_collectives = rec->other_collectives;
+    side.recorded_memory = !rec->memory.empty();
+    side.device = rec->device;
     side.log = std::move(rec.value().log);
     return side;
   }
@@ -160,6 +164,11 @@ int run_check(const std::vector<std::string>& argv, std::ostream& out, std::ostr
         c.notes.push_back(std::to_string(m->other_collectives) +
                           " recorded calls zerosim does not model (barrier, all_gather of lists, "
                           "...; other_collectives.rankR.jsonl) are not compared");
+      c.notes.push_back(m->recorded_memory
+                            ? "the recorded memory per phase is compared by `zerosim validate "
+                              "--recording DIR`, which builds the memory estimate from the "
+                              "recording's own inputs"
+                            : "no device memory recorded (device " + m->device + ")");
     }
   }
   if (fmt.value() == "json")

@@ -11,6 +11,7 @@
 #include "output_file.h"
 #include "run_inputs.h"
 #include "validate_cuda.h"
+#include "validate_recording.h"
 #include "zerosim/engine.h"
 #include "zerosim/host_backend.h"
 #include "zerosim/schedule_digest.h"
@@ -39,6 +40,12 @@ std::vector<FlagSpec> validate_flags() {
                "end the run when a collective waits longer; "
                "default 60"});
   f.push_back({"--format", "FMT", "table|json report on stdout; default table"});
+  f.push_back({"--recording", "DIR",
+               "predict from a recording's own param list, ds_config and world size (python -m "
+               "zerosim_record -o DIR) and compare with it; takes only --format, "
+               "--memory-tolerance and --deepspeed-version"});
+  f.push_back({"--memory-tolerance", "X",
+               "with --recording: relative per-phase memory difference allowed; default 0"});
   for (FlagSpec& c : validate_cuda_flags()) f.push_back(std::move(c));
   return f;
 }
@@ -89,7 +96,11 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
     out << validate_help();
     return kExitOk;
   }
+  if (args->has("--recording")) return run_validate_recording(args.value(), out, err);
   Diagnostics d;
+  if (args->has("--memory-tolerance"))
+    d.error("zerosim validate", "--memory-tolerance",
+            "expected --recording for this flag, got none");
   auto backend =
       parse_choice("--backend", args->get("--backend").value_or("host"), {"host", "cuda"});
   d.append(backend.diagnostics());

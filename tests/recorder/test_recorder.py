@@ -160,6 +160,15 @@ def main():
                   "rank %d: a failing recorder must say so in the manifest: %s" % (r, man), errors)
             continue
         check(man["complete"], "rank %d: recording incomplete: %s" % (r, man["error"]), errors)
+        if mode == "module":  # no engine, no ds_config given: none recorded
+            check(man["ds_config"] is None, "rank %d: ds_config without an engine: %s" %
+                  (r, man["ds_config"]), errors)
+        else:
+            ds = man["ds_config"]
+            check(ds == "ds_config.rank%d.json" % r and
+                  load(os.path.join(out, ds or "-")) == exp["ds_config"],
+                  "rank %d: the manifest's ds_config %s, the engine's %s" %
+                  (r, ds, exp["ds_config"]), errors)
         got = lines(os.path.join(out, "collectives.rank%d.jsonl" % r))
         want = exp["collectives"]
         if mode == "module":  # no engine: phases come from autograd and the optimizer only

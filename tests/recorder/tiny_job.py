@@ -19,6 +19,10 @@ import torch.nn.functional as F
 
 GAS = 2
 STEPS = 2
+# The job's ds_config, kept where DeepSpeed's engine keeps the dict it was given (engine.config);
+# the recorder writes it beside the manifest. Batches of 4 sequences per rank, 2 ranks.
+DS_CONFIG = {"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4,
+             "gradient_accumulation_steps": GAS, "zero_optimization": {"stage": 0}}
 
 
 class Block(nn.Module):
@@ -67,6 +71,7 @@ class Engine:
 
     def __init__(self, model, opt, log):
         self.module, self.opt, self.log, self.micro_steps = model, opt, log, 0
+        self.config = DS_CONFIG
 
     def is_gradient_accumulation_boundary(self):
         return (self.micro_steps + 1) % GAS == 0
@@ -142,7 +147,7 @@ def main():
         loss = model(ids).float().pow(2).mean()
         engine.backward(loss)
         engine.step()
-    expected = {"collectives": log.rows, "grad_order": grad_order,
+    expected = {"collectives": log.rows, "grad_order": grad_order, "ds_config": DS_CONFIG,
                 "params": [[n, list(p.shape)] + ([] if p.requires_grad else [False])
                            for n, p in model.named_parameters()]}
     with open(os.path.join(out, "expected.rank%d.json" % rank), "w") as f:

@@ -37,10 +37,16 @@ class Conv1D(nn.Module):
         return x.view(size_out)
 
 
+class NewGELUActivation(nn.Module):  # activations.py, ACT2FN["gelu_new"]
+    def forward(self, x):
+        return F.gelu(x, approximate="tanh")
+
+
 class GPT2Attention(nn.Module):
     def __init__(self, h, heads):
         super().__init__()
         self.c_attn, self.c_proj, self.h, self.heads = Conv1D(3 * h, h), Conv1D(h, h), h, heads
+        self.resid_dropout = nn.Dropout(0.1)
 
     def forward(self, x):
         q, k, v = self.c_attn(x).split(self.h, dim=2)
@@ -52,16 +58,18 @@ class GPT2Attention(nn.Module):
         w = torch.where(mask, w, torch.full([], torch.finfo(w.dtype).min))
         w = F.softmax(w, dim=-1)
         a = torch.matmul(w, v).permute(0, 2, 1, 3).contiguous()
-        return self.c_proj(a.view(a.size()[:-2] + (self.h,)))
+        return self.resid_dropout(self.c_proj(a.view(a.size()[:-2] + (self.h,))))
 
 
 class GPT2MLP(nn.Module):
     def __init__(self, h):
         super().__init__()
         self.c_fc, self.c_proj = Conv1D(4 * h, h), Conv1D(h, 4 * h)
+        self.act = NewGELUActivation()
+        self.dropout = nn.Dropout(0.1)
 
     def forward(self, x):
-        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+        return self.dropout(self.c_proj(self.act(self.c_fc(x))))
 
 
 class GPT2Block(nn.Module):
@@ -80,11 +88,12 @@ class GPT2Model(nn.Module):
         super().__init__()
         h = c["n_embd"]
         self.wte, self.wpe = nn.Embedding(c["vocab_size"], h), nn.Embedding(c["n_positions"], h)
+        self.drop = nn.Dropout(0.1)
         self.h = nn.ModuleList([GPT2Block(h, c["n_head"]) for _ in range(c["n_layer"])])
         self.ln_f = nn.LayerNorm(h)
 
     def forward(self, ids):
-        x = self.wte(ids) + self.wpe(torch.arange(ids.size(1)).unsqueeze(0))
+        x = self.drop(self.wte(ids) + self.wpe(torch.arange(ids.size(1)).unsqueeze(0)))
         for b in self.h:
             x = b(x)
         return self.ln_f(x)
@@ -152,9 +161,10 @@ class LlamaMLP(nn.Module):
         self.gate_proj = nn.Linear(h, f, bias=False)
         self.up_proj = nn.Linear(h, f, bias=False)
         self.down_proj = nn.Linear(f, h, bias=False)
+        self.act_fn = nn.SiLU()  # ACT2FN["silu"]
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
 
 class LlamaDecoderLayer(nn.Module):
@@ -223,8 +233,14 @@ def main():
         rec.stop()
         with open(os.path.join(rec_dir, "params.rank0.json")) as f:
             order = json.load(f)["grad_order"]
+        with open(os.path.join(rec_dir, "modules.rank0.json")) as f:
+            backward = json.load(f)["backward"]
+        # backward: the recorder's interleaving of module pre-backward hooks and gradient hooks,
+        # one "pre_backward MODULE" or "grad PARAM" per event, in the order autograd ran them.
+        interleaving = ["pre_backward " + e["pre_backward"] if "pre_backward" in e
+                        else "grad " + e["grad"] for e in backward]
         fixture = {"family": name, "torch": torch.__version__, "hook": "AccumulateGrad node",
-                   "hf_config": cfg, "grad_order": order}
+                   "hf_config": cfg, "grad_order": order, "backward": interleaving}
         with open(os.path.join(out, name + ".json"), "w") as f:
             json.dump(fixture, f, indent=1)
             f.write("\n")

@@ -36,8 +36,9 @@ def _jsonl(rows):
 
 class Recorder:
     def __init__(self, out_dir, model=None, optimizer=None, engine=None, memory=True,
-                 auto_optimizer=False):
+                 auto_optimizer=False, ds_config=None):
         self.out_dir = out_dir
+        self.ds_config = ds_config  # a dict or a path; default: the engine's
         self.auto_optimizer = auto_optimizer
         self.model = model
         self.engine = None
@@ -264,6 +265,21 @@ class Recorder:
                             "device_free": free, "device_total": total})
 
     # -- output ------------------------------------------------------------------------------
+    def job_ds_config(self):
+        """The job's ds_config as a dict, or None: the one given to the recorder, else the
+        engine's. DeepSpeedEngine keeps the parsed dict in _config._param_dict (runtime/config.py,
+        DeepSpeedConfig.__init__) and the argument it was given in .config (engine.py,
+        DeepSpeedEngine.__init__: a dict, a path or None)."""
+        cfg = self.ds_config
+        if cfg is None and self.engine is not None:
+            cfg = getattr(getattr(self.engine, "_config", None), "_param_dict", None)
+            if cfg is None:
+                cfg = getattr(self.engine, "config", None)
+        if isinstance(cfg, (str, os.PathLike)):
+            with open(cfg) as f:
+                cfg = json.load(f)
+        return cfg if isinstance(cfg, dict) else None
+
     def write(self):
         rank = self.rank if self.rank is not None else int(os.environ.get("RANK", "0"))
         world = self.world_size if self.world_size is not None else \
@@ -284,6 +300,16 @@ class Recorder:
             _write_atomic(base % ("params", rank, "json"), json.dumps(params, indent=1) + "\n")
             _write_atomic(base % ("modules", rank, "json"),
                           json.dumps(self.tracker.module_map(), indent=1) + "\n")
+        ds_file = None
+        try:
+            cfg = self.job_ds_config()
+            if cfg is not None:
+                ds_file = "ds_config.rank%d.json" % rank
+                _write_atomic(os.path.join(self.out_dir, ds_file),
+                              json.dumps(cfg, indent=1, sort_keys=True) + "\n")
+        except Exception as e:  # an unreadable or unserialisable config: recorded as absent
+            ds_file = None
+            print("zerosim_record: could not record the ds_config: %r" % (e,), file=sys.stderr)
         manifest = {
             "format": "zerosim-recording", "version": FORMAT_VERSION, "rank": rank,
             "world_size": world, "steps": self.step, "collectives": len(self.collectives),
@@ -292,6 +318,7 @@ class Recorder:
             "device": "cuda" if torch.cuda.is_available() and torch.cuda.is_initialized()
             else "cpu",
             "model_found": self.tracker is not None,
+            "ds_config": ds_file,
             "recorded_s": round(time.perf_counter() - self._started, 3),
         }
         _write_atomic(base % ("recording", rank, "json"), json.dumps(manifest, indent=1) + "\n")

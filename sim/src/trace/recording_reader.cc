@@ -1,6 +1,9 @@
 // read_recording and as_recorded_phases (zerosim/recording.h).
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <string>
+#include <utility>
 
 #include "base/json_reader.h"
 #include "zerosim/recording.h"
@@ -13,6 +16,7 @@ constexpr std::uint64_t kMaxWorld = 1u << 20;
 struct Manifest {
   std::uint32_t rank = 0, world = 0, steps = 0;
   std::uint64_t collectives = 0, others = 0;
+  std::string device, ds_config;
 };
 
 std::string file_of(const std::string& dir, const char* stem, std::uint32_t rank, const char* ext) {
@@ -53,14 +57,84 @@ bool read_manifest(const std::string& path, Manifest& m, Diagnostics& d) {
       why = r.value()["error"].get<std::string>();
     r.error("expected a complete recording, got one that stopped early: " + why, "complete");
   }
-  for (const char* k : {"error", "torch", "device", "model_found", "recorded_s"}) r.mark_used(k);
+  if (r.has("device") && r.value()["device"].is_string())
+    m.device = r.value()["device"].get<std::string>();
+  // "ds_config": the file the recorder wrote the job's ds_config to, null when it found none.
+  if (r.has("ds_config") && !r.value()["ds_config"].is_null()) {
+    if (auto f = r.get_string("ds_config")) {
+      if (f->empty() || f->find('/') != std::string::npos || f->find('\\') != std::string::npos)
+        r.error("expected a file name inside the recording directory, got \"" + *f + "\"",
+                "ds_config");
+      else
+        m.ds_config = *f;
+    }
+  }
+  for (const char* k : {"error", "torch", "device", "model_found", "recorded_s", "ds_config"})
+    r.mark_used(k);
   r.reject_unknown(
       {"format", "version", "rank", "world_size", "steps", "collectives", "other_collectives",
-       "complete", "error", "torch", "device", "model_found", "recorded_s"},
+       "complete", "error", "torch", "device", "model_found", "recorded_s", "ds_config"},
       Severity::Warning);
   const bool ok = !local.has_errors();
   d.append(local);
   return ok;
+}
+
+// memory.rankR.jsonl: one object per line, every counter a byte count.
+bool read_memory(const std::string& path, std::uint32_t rank, std::vector<RecordedMemory>& out,
+                 Diagnostics& d) {
+  std::string text;
+  if (!json::read_file(path, text, d)) return false;
+  std::size_t line_no = 0, at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(line_no);
+    Diagnostics local;
+    auto doc = json::parse(line, where, local);
+    if (!doc) {
+      d.append(local);
+      return false;
+    }
+    json::JsonReader r(*doc, where, "", local);
+    if (!r.expect_object()) {
+      d.append(local);
+      return false;
+    }
+    RecordedMemory m;
+    m.rank = rank;
+    constexpr std::uint64_t kMax = std::numeric_limits<std::int64_t>::max();
+    if (auto v = r.get_uint("step", 0, UINT32_MAX)) m.step = static_cast<std::uint32_t>(*v);
+    if (auto v = r.get_uint("micro_step", 0, UINT32_MAX))
+      m.micro_step = static_cast<std::uint32_t>(*v);
+    if (auto v = r.get_enum("event", {"forward_begin", "forward_end", "backward_begin",
+                                      "backward_end", "step_begin", "step_end"}))
+      m.event = *v;
+    const std::pair<const char*, std::uint64_t*> counters[] = {{"allocated", &m.allocated},
+                                                               {"max_allocated", &m.max_allocated},
+                                                               {"reserved", &m.reserved},
+                                                               {"device_free", &m.device_free},
+                                                               {"device_total", &m.device_total}};
+    for (const auto& [key, field] : counters)
+      if (auto v = r.get_uint(key, 0, kMax)) *field = *v;
+    for (const char* k : {"step", "micro_step", "event", "allocated", "max_allocated", "reserved",
+                          "device_free", "device_total"})
+      if (!r.has(k)) {  // the first missing key: one line per file
+        r.error(std::string("expected key \"") + k + "\", got none");
+        break;
+      }
+    r.reject_unknown({"step", "micro_step", "event", "allocated", "max_allocated", "reserved",
+                      "device_free", "device_total"},
+                     Severity::Warning);
+    const bool bad = local.has_errors();
+    d.append(local);
+    if (bad) return false;
+    out.push_back(std::move(m));
+  }
+  return true;
 }
 
 }  // namespace
@@ -78,6 +152,9 @@ Result<Recording> read_recording(const std::string& dir) {
   if (!read_manifest(first_path, first, d)) return d;
   rec.world = first.world;
   rec.steps = first.steps;
+  rec.device = first.device;
+  if (!first.ds_config.empty())
+    rec.ds_config = (std::filesystem::path(dir) / first.ds_config).string();
   for (std::uint32_t r = 0; r < rec.world; ++r) {
     Manifest m = first;
     const std::string mpath = file_of(dir, "recording", r, ".json");
@@ -125,6 +202,9 @@ Result<Recording> read_recording(const std::string& dir) {
         break;
       }
     rec.log.insert(rec.log.end(), lines.begin(), lines.end());
+    // The memory counters: absent or empty on a CPU job (the recorder samples CUDA only).
+    const std::string mem_path = file_of(dir, "memory", r, ".jsonl");
+    if (std::filesystem::exists(mem_path)) read_memory(mem_path, r, rec.memory, d);
   }
   if (d.has_errors()) return d;
   return Result<Recording>(std::move(rec), std::move(d));
