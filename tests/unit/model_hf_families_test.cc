@@ -257,7 +257,7 @@ TEST(HfFamilies, ConfigErrorsNameTheKey) {
             std::string::npos);
   EXPECT_NE(load_error(qm + R"("decoder_sparse_step": 0})").find("/decoder_sparse_step"),
             std::string::npos);
-  const auto unknown = load_error(R"({"model_type": "deepseek_v3"})");
+  const auto unknown = load_error(R"({"model_type": "qwen3_moe"})");
   EXPECT_NE(unknown.find("supported: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3"),
             std::string::npos)
       << unknown;

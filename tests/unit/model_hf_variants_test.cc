@@ -80,18 +80,19 @@ TEST(HfConfigVariants, Gpt2UntiedWithInnerWidth) {
 }
 
 TEST(HfConfigErrors, UnknownModelTypeListsTheSupportedOnes) {
-  EXPECT_EQ(load_error(R"({"model_type": "t5", "hidden_size": 768})"),
-            "c.json: /model_type: unsupported model_type \"t5\"; supported: llama, mistral, "
+  EXPECT_EQ(load_error(R"({"model_type": "mamba", "hidden_size": 768})"),
+            "c.json: /model_type: unsupported model_type \"mamba\"; supported: llama, mistral, "
             "qwen2, qwen3, gemma, gemma2, phi3, gpt2, gpt_neox, gptj, opt, bloom, falcon, "
-            "mixtral, qwen2_moe, starcoder2, bert, roberta\n");
+            "mixtral, qwen2_moe, starcoder2, bert, roberta, deepseek_v2, deepseek_v3, t5\n");
   EXPECT_EQ(load_error(R"({"model_type": "lama"})"),
             "c.json: /model_type: unsupported model_type \"lama\"; supported: llama, mistral, "
             "qwen2, qwen3, gemma, gemma2, phi3, gpt2, gpt_neox, gptj, opt, bloom, falcon, "
-            "mixtral, qwen2_moe, starcoder2, bert, roberta (did you mean \"llama\"?)\n");
+            "mixtral, qwen2_moe, starcoder2, bert, roberta, deepseek_v2, deepseek_v3, t5 (did you "
+            "mean \"llama\"?)\n");
   EXPECT_EQ(load_error(R"({"hidden_size": 768})"),
             "c.json: /: missing required key \"model_type\" (supported: llama, mistral, qwen2, "
             "qwen3, gemma, gemma2, phi3, gpt2, gpt_neox, gptj, opt, bloom, falcon, mixtral, "
-            "qwen2_moe, starcoder2, bert, roberta)\n");
+            "qwen2_moe, starcoder2, bert, roberta, deepseek_v2, deepseek_v3, t5)\n");
 }
 
 TEST(HfConfigErrors, MissingAndIllTypedFields) {

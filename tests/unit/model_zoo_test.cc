@@ -17,7 +17,12 @@ namespace {
 const std::vector<std::pair<std::string, Elements>> kExpected = {
     {"bert-base-uncased", 109514298u},
     {"bloom-176b", 176247271424u},
+    // DeepSeek-V2-Lite: the Hub's safetensors total; DeepSeek-V3: the checkpoint's main-model
+    // count (671,026,419,200) less the router's e_score_correction_bias buffers (58 x 256).
+    {"deepseek-v2-lite", 15706484224u},
+    {"deepseek-v3", 671026404352u},
     {"falcon-7b", 6921720704u},
+    {"flan-t5-base", 247577856u},
     // Gemma, Gemma2, Mixtral, Phi-3: keras-hub's presets (gemma_7b_en, gemma2_9b_en,
     // mixtral_8_7b_en, phi3_mini_4k_instruct_en "params"), equal to the Hub's safetensors totals;
     // Qwen3-8B and Qwen1.5-MoE-A2.7B: worked out from the shapes (model cards: 8.2B, 14.3B).
@@ -66,6 +71,8 @@ const std::vector<std::pair<std::string, Elements>> kExpected = {
     {"qwen2-7b", 7615616512u},
     {"qwen3-8b", 8190735360u},
     {"roberta-base", 124697433u},
+    {"t5-base", 222903552u},
+    {"t5-small", 60506624u},
 };
 
 TEST(ModelZoo, EveryModelHasItsExactParameterCount) {
@@ -87,8 +94,8 @@ TEST(ModelZoo, ListIsSortedAndComplete) {
     EXPECT_EQ(zoo[i].parameters, kExpected[i].second);
     EXPECT_FALSE(zoo[i].source.empty());
   }
-  EXPECT_EQ(zoo[21].display_name, "Llama-2-7B");
-  EXPECT_EQ(zoo[21].source,
+  EXPECT_EQ(zoo[24].display_name, "Llama-2-7B");
+  EXPECT_EQ(zoo[24].source,
             "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json");
 }
 

@@ -74,6 +74,16 @@ struct ArchInfo {
   /// which is what the activation formulas need; the parameters hold every expert.
   std::uint64_t experts = 0;
   std::uint64_t experts_per_token = 0;
+  /// Attention shapes beyond one head_dim (0 / false: not used). DeepSeek's multi-head latent
+  /// attention: values and the attention output are v_head_dim per head (head_dim is the query/key
+  /// width), and attn_extra LP elements per token per block hold its latent intermediates.
+  std::uint64_t v_head_dim = 0;
+  std::uint64_t attn_extra = 0;
+  /// Encoder-decoder (T5): the last cross_attention_layers of `layers` are decoder blocks with a
+  /// second (cross-)attention over the encoder output; the source and target lengths are both the
+  /// sequence length. mlp_inner_dropout: the MLP drops out its activation output (T5DenseActDense).
+  std::uint64_t cross_attention_layers = 0;
+  bool mlp_inner_dropout = false;
   /// LoRA adapters' own stored activations, elements per token (sim/src/model/lora.cc): the
   /// rank-r output of each lora_A (lora_B's saved input) in LP, and with lora_dropout > 0 each
   /// adapter's dropout output (LP, lora_A's saved input) and mask (1 byte), over the input width.

@@ -59,6 +59,26 @@ class Fields {
     return 0;
   }
 
+  /// An integer in [lo, hi] under `key` where an explicit null means "none" and reads as 0
+  /// (DeepSeek's q_lora_rank: None builds one q_proj); `fallback` when absent.
+  std::uint64_t dim_or_null(const char* key, std::uint64_t fallback, std::uint64_t lo = 1,
+                            std::uint64_t hi = kMaxDim) {
+    if (!r_.has(key)) return fallback;
+    r_.mark_used(key);
+    if (r_.value().at(key).is_null()) return 0;
+    auto v = r_.get_uint(key, lo, hi);
+    if (!v) ok_ = false;
+    return v.value_or(0);
+  }
+
+  /// A string under `key`; `fallback` when absent or null.
+  std::string text(const char* key, const std::string& fallback) {
+    if (!present(key)) return fallback;
+    auto v = r_.get_string(key);
+    if (!v) ok_ = false;
+    return v.value_or(fallback);
+  }
+
   bool flag(const char* key, bool fallback) {
     if (!present(key)) return fallback;
     auto v = r_.get_bool(key);
@@ -152,5 +172,7 @@ void read_qwen2_moe(Fields& f, TransformerSpec& s);   ///< qwen2_moe
 void read_phi3(Fields& f, TransformerSpec& s);        ///< phi3
 void read_starcoder2(Fields& f, TransformerSpec& s);  ///< starcoder2
 void read_bert(Fields& f, TransformerSpec& s);        ///< bert, roberta
+void read_deepseek(Fields& f, TransformerSpec& s);    ///< deepseek_v2, deepseek_v3
+void read_t5(Fields& f, TransformerSpec& s);          ///< t5
 
 }  // namespace zerosim::hf

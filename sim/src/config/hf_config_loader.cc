@@ -26,9 +26,9 @@ using hf::split_heads;
 
 const std::vector<std::string>& supported_types() {
   static const std::vector<std::string> kTypes = {
-      "llama",  "mistral", "qwen2",     "qwen3",      "gemma", "gemma2",
-      "phi3",   "gpt2",    "gpt_neox",  "gptj",       "opt",   "bloom",
-      "falcon", "mixtral", "qwen2_moe", "starcoder2", "bert",  "roberta"};
+      "llama",     "mistral",    "qwen2", "qwen3",   "gemma",       "gemma2",      "phi3",
+      "gpt2",      "gpt_neox",   "gptj",  "opt",     "bloom",       "falcon",      "mixtral",
+      "qwen2_moe", "starcoder2", "bert",  "roberta", "deepseek_v2", "deepseek_v3", "t5"};
   return kTypes;
 }
 
@@ -210,6 +210,10 @@ std::optional<TransformerSpec> read_hf_config(json::JsonReader& r) {
     hf::read_starcoder2(f, s);
   else if (*type == "bert" || *type == "roberta")
     hf::read_bert(f, s);
+  else if (*type == "deepseek_v2" || *type == "deepseek_v3")
+    hf::read_deepseek(f, s);
+  else if (*type == "t5")
+    hf::read_t5(f, s);
   else
     read_falcon(f, s);
   if (!f.ok()) return std::nullopt;

@@ -29,6 +29,13 @@
 // an fp32 copy 4·sbV that the cross-entropy keeps (HF upcasts logits to fp32 for the loss).
 // Full checkpointing (paper §5, "full activation recomputation"): each block keeps only its input
 // e·sbh; during the backward of one block its full activations are recomputed and alive at once.
+// Multi-head latent attention (DeepSeek, ArchInfo::v_head_dim / attn_extra): V and the
+// output-projection input are heads·v_head_dim wide, and each block also keeps its latent tensors
+// (q_a_proj and q_a_layernorm outputs, kv_a_proj_with_mqa and kv_a_layernorm outputs), e each.
+// Encoder-decoder (T5, ArchInfo::cross_attention_layers): every decoder block adds a second
+// attention sub-block (norm input, Q input, Q, K, V, output-projection input, residual dropout
+// mask, scores) with the target and source lengths both s; T5's MLP also drops out its activation
+// output (mask and output, f wide). With checkpointing a decoder block is the largest recompute.
 // LoRA adapters (ArchInfo::adapters, sim/src/model/lora.cc) add per token e x (their rank-r
 // intermediates + dropout outputs) + their 1-byte dropout masks: every block's without
 // checkpointing, the largest block's (its recompute) with it; adapters outside the blocks always.
@@ -44,20 +51,20 @@ using memory::mul128;
 using memory::U128;
 
 struct Dims {
-  U128 s, b, h, a, q, kv, f, v, e;
-  bool dropout, gated, flash;
+  U128 s, b, h, a, q, kv, vo, vv, f, v, e, extra;
+  bool dropout, gated, flash, inner_dropout;
 };
 
-// Bytes of one transformer block's stored activations (no checkpointing).
-U128 block_bytes(const Dims& d) {
+// Bytes of one attention sub-block: its norm input, projection input, Q, K, V, the output
+// projection input, the latent extras (MLA), the residual dropout mask and the score tensors.
+U128 attention_bytes(const Dims& d) {
   const U128 sb = mul128(d.s, d.b);
   const U128 sbh = mul128(sb, d.h);
-  U128 total = mul128(mul128(4, d.e), sbh);                         // LN1, QKV in, LN2, MLP in
-  total = add128(total, mul128(mul128(2, d.e), mul128(sb, d.q)));   // Q, output-projection input
-  total = add128(total, mul128(mul128(2, d.e), mul128(sb, d.kv)));  // K, V
-  total =
-      add128(total, mul128(mul128(d.gated ? 4 : 2, d.e), mul128(sb, d.f)));  // MLP inner tensors
-  if (d.dropout) total = add128(total, mul128(2, sbh));  // attention and MLP dropout masks
+  U128 total = mul128(mul128(2, d.e), sbh);                            // LN input, QKV in
+  total = add128(total, mul128(d.e, mul128(sb, add128(d.q, d.kv))));   // Q, K
+  total = add128(total, mul128(d.e, mul128(sb, add128(d.vv, d.vo))));  // V, output-proj in
+  total = add128(total, mul128(d.e, mul128(sb, d.extra)));             // MLA latents
+  if (d.dropout) total = add128(total, sbh);                           // residual dropout mask
   const U128 asb = mul128(d.a, sb);
   if (d.flash) {
     total = add128(total, mul128(4, asb));  // fp32 log-sum-exp
@@ -66,6 +73,19 @@ U128 block_bytes(const Dims& d) {
     total = add128(total, mul128(d.e, as2b));                            // softmax output
     if (d.dropout) total = add128(total, mul128(add128(1, d.e), as2b));  // mask + dropout output
   }
+  return total;
+}
+
+// Bytes of one transformer block's stored activations (no checkpointing).
+U128 block_bytes(const Dims& d) {
+  const U128 sb = mul128(d.s, d.b);
+  const U128 sbh = mul128(sb, d.h);
+  U128 total = add128(attention_bytes(d), mul128(mul128(2, d.e), sbh));  // + LN2, MLP in
+  total =
+      add128(total, mul128(mul128(d.gated ? 4 : 2, d.e), mul128(sb, d.f)));  // MLP inner tensors
+  if (d.dropout) total = add128(total, sbh);                                 // MLP dropout mask
+  // T5DenseActDense: dropout on the activation output (mask and output, f wide).
+  if (d.dropout && d.inner_dropout) total = add128(total, mul128(add128(1, d.e), mul128(sb, d.f)));
   return total;
 }
 
@@ -98,19 +118,27 @@ Bytes activation_bytes(const ModelDesc& model, const TrainingSettings& t, DType 
     d.q = d.h;
     d.kv = heads == 0 ? d.h : mul128(d.h, kv_heads) / heads;
   }
+  // Values and the attention output: v_head_dim per head where the config sets it (MLA).
+  d.vo = arch.v_head_dim != 0 ? mul128(heads, arch.v_head_dim) : d.q;
+  d.vv = arch.v_head_dim != 0 ? mul128(kv_heads, arch.v_head_dim) : d.kv;
+  d.extra = arch.attn_extra;
   d.f = arch.ffn;
   d.v = arch.vocab;
   d.e = dtype_size(lp);
   d.dropout = arch.dropout;
   d.gated = arch.gated_mlp;
   d.flash = t.flash_attention;
+  d.inner_dropout = arch.mlp_inner_dropout;
   const U128 block = arch.layers == 0 ? 0 : block_bytes(d);
+  // Encoder-decoder: each decoder block adds a cross-attention sub-block (target = source = s).
+  const U128 cross = arch.cross_attention_layers == 0 ? 0 : attention_bytes(d);
   U128 blocks = 0;
   if (t.activation_checkpointing) {
     // Stored block inputs for every layer, plus one block's activations during its recompute.
-    blocks = add128(mul128(arch.layers, mul128(d.e, mul128(mul128(d.s, d.b), d.h))), block);
+    blocks = add128(mul128(arch.layers, mul128(d.e, mul128(mul128(d.s, d.b), d.h))),
+                    add128(block, cross));
   } else {
-    blocks = mul128(arch.layers, block);
+    blocks = add128(mul128(arch.layers, block), mul128(arch.cross_attention_layers, cross));
   }
   // LoRA adapters: LP elements and 1-byte masks per token.
   const auto& ad = arch.adapters;

@@ -59,7 +59,7 @@ const std::map<std::string, std::vector<std::string>>& default_targets() {
       {"llama", {"q_proj", "v_proj"}},   {"mistral", {"q_proj", "v_proj"}},
       {"mixtral", {"q_proj", "v_proj"}}, {"opt", {"q_proj", "v_proj"}},
       {"qwen2", {"q_proj", "v_proj"}},   {"qwen3", {"q_proj", "v_proj"}},
-      {"roberta", {"query", "value"}},
+      {"roberta", {"query", "value"}},   {"t5", {"q", "v"}},
   };
   return k;
 }

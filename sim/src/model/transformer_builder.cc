@@ -190,6 +190,19 @@ ArchInfo arch_info(const TransformerSpec& s) {
   a.tied_embeddings = s.tie_embeddings;
   a.dropout = s.dropout;
   a.head_dim = s.head_dim;
+  if (s.family == ArchFamily::Deepseek) {
+    // MLA: values and the attention output are v_head_dim wide per head; the latent tensors the
+    // backward keeps (q_a_proj output and q_a_layernorm output, kv_a_proj_with_mqa output and
+    // kv_a_layernorm output) are per-token extras of every block.
+    a.v_head_dim = s.v_head_dim;
+    a.gated_mlp = true;  // DeepseekV*MLP: down_proj(act_fn(gate_proj(x)) * up_proj(x))
+    a.attn_extra = 2 * s.q_lora_rank + (s.kv_lora_rank + s.qk_rope_dim) + s.kv_lora_rank;
+  } else if (s.family == ArchFamily::T5) {
+    a.layers = s.layers + s.decoder_layers;
+    a.gated_mlp = s.gated_ffn;
+    a.cross_attention_layers = s.decoder_layers;
+    a.mlp_inner_dropout = s.dropout;  // T5DenseActDense drops out the activation output
+  }
   return a;
 }
 
@@ -213,6 +226,10 @@ void build_family(const TransformerSpec& spec, ModelBuilder& b, ModuleTracer& t)
       return build_phi3(spec, b, t);
     case ArchFamily::Bert:
       return build_bert(spec, b, t);
+    case ArchFamily::Deepseek:
+      return build_deepseek(spec, b, t);
+    case ArchFamily::T5:
+      return build_t5(spec, b, t);
   }
 }
 

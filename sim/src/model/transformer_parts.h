@@ -41,6 +41,8 @@ void build_bloom(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
 void build_falcon(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
 void build_phi3(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
 void build_bert(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
+void build_deepseek(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
+void build_t5(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
 
 /// True when Llama-layout block `layer` has a mixture-of-experts MLP (Qwen2MoeDecoderLayer's
 /// decoder_sparse_step rule; every layer for Mixtral).

@@ -17,15 +17,17 @@ namespace zerosim {
 
 /// Module layouts, one per transformers modeling file that zerosim reproduces.
 enum class ArchFamily {
-  Llama,    ///< modeling_llama.py / modeling_mistral.py / modeling_qwen2.py (RMSNorm, SwiGLU, GQA)
-  Gpt2,     ///< modeling_gpt2.py (Conv1D weights stored [in, out], learned positions)
-  GptNeox,  ///< modeling_gpt_neox.py (fused qkv, two LayerNorms, untied embed_out)
-  Gptj,     ///< modeling_gptj.py (k/v/q/out without bias, one LayerNorm, lm_head with bias)
-  Opt,      ///< modeling_opt.py (learned positions with offset 2, optional project_in/out)
-  Bloom,    ///< modeling_bloom.py (ALiBi, word_embeddings_layernorm, fused qkv)
-  Falcon,   ///< modeling_falcon.py (multi-query / new decoder architecture, parallel attention)
-  Phi3,     ///< modeling_phi3.py (fused qkv_proj and gate_up_proj, RMSNorm)
-  Bert,     ///< modeling_bert.py, BertForMaskedLM (encoder, post-LayerNorm, tied MLM decoder)
+  Llama,     ///< modeling_llama.py / modeling_mistral.py / modeling_qwen2.py (RMSNorm, SwiGLU, GQA)
+  Gpt2,      ///< modeling_gpt2.py (Conv1D weights stored [in, out], learned positions)
+  GptNeox,   ///< modeling_gpt_neox.py (fused qkv, two LayerNorms, untied embed_out)
+  Gptj,      ///< modeling_gptj.py (k/v/q/out without bias, one LayerNorm, lm_head with bias)
+  Opt,       ///< modeling_opt.py (learned positions with offset 2, optional project_in/out)
+  Bloom,     ///< modeling_bloom.py (ALiBi, word_embeddings_layernorm, fused qkv)
+  Falcon,    ///< modeling_falcon.py (multi-query / new decoder architecture, parallel attention)
+  Phi3,      ///< modeling_phi3.py (fused qkv_proj and gate_up_proj, RMSNorm)
+  Bert,      ///< modeling_bert.py, BertForMaskedLM (encoder, post-LayerNorm, tied MLM decoder)
+  Deepseek,  ///< modeling_deepseek_v2.py / _v3.py (multi-head latent attention, shared experts)
+  T5,        ///< modeling_t5.py, T5ForConditionalGeneration (encoder-decoder, relative bias)
 };
 
 /// How a Falcon block declares its LayerNorms (FalconDecoderLayer.__init__).
@@ -78,6 +80,21 @@ struct TransformerSpec {
   std::uint64_t shared_expert_ffn = 0;  ///< Qwen2-MoE shared expert width; 0 = none
   std::uint64_t sparse_step = 1;        ///< Qwen2-MoE decoder_sparse_step: every k-th layer is MoE
   std::vector<std::uint64_t> dense_layers;  ///< Qwen2-MoE mlp_only_layers: dense MLP (width ffn)
+  // DeepSeek-V2/V3 multi-head latent attention: queries through q_a_proj -> q_a_layernorm ->
+  // q_b_proj (or one q_proj when q_lora_rank is None), keys and values through the shared latent
+  // kv_a_proj_with_mqa -> kv_a_layernorm -> kv_b_proj. head_dim holds qk_nope + qk_rope.
+  // The MoE uses experts / expert_ffn / shared_expert_ffn above and dense_layers for the
+  // first_k_dense_replace dense layers.
+  std::uint64_t q_lora_rank = 0;   ///< 0: q_lora_rank None (q_proj)
+  std::uint64_t kv_lora_rank = 0;  ///< latent width of keys and values
+  std::uint64_t qk_rope_dim = 0;   ///< rotary part of each query/key head (shared by all heads)
+  std::uint64_t v_head_dim = 0;    ///< value (and attention output) width per head
+  // T5: `layers` encoder blocks, decoder_layers decoder blocks, a relative position bias table in
+  // the first block of each stack, gated or plain DenseReluDense with activation class act_class.
+  std::uint64_t decoder_layers = 0;
+  std::uint64_t relative_buckets = 0;  ///< relative_attention_num_buckets
+  bool gated_ffn = false;              ///< feed_forward_proj "gated-*": wi_0, wi_1, wo
+  std::string act_class;               ///< the activation module's class (ReLU, NewGELUActivation)
 };
 
 /// Builds params (declaration order), layers (forward order, FLOPs), ArchInfo and grad_order.
