@@ -23,6 +23,10 @@ std::vector<FlagSpec> model_cluster_flags() {
       {"--grad-order", "FILE",
        "a recorded gradient order ({\"grad_order\": [...]} or zerosim_record's params.rankR.json) "
        "instead of the derived one"},
+      {"--z3-leaf-modules", "CLASS,...",
+       "module classes stage 3 fetches as one unit with their descendants "
+       "(set_z3_leaf_modules), or none; default: the MoE blocks LLaMA-Factory marks "
+       "(MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock)"},
       {"--gpus", "N", "total GPUs (data-parallel ranks); default 8"},
       {"--nodes", "N", "nodes (with --gpus-per-node)"},
       {"--gpus-per-node", "N", "GPUs per node; default 8"},
@@ -248,6 +252,10 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   // After LoRA: a recording of a LoRA job names the adapters' params too.
   if (a.has("--grad-order")) {
     d.append(apply_recorded_grad_order(in.model, *a.get("--grad-order")));
+    if (d.has_errors()) return Result<Inputs>(d);
+  }
+  if (a.has("--z3-leaf-modules")) {
+    d.append(set_z3_leaf_modules(in.model, *a.get("--z3-leaf-modules")));
     if (d.has_errors()) return Result<Inputs>(d);
   }
   // Where each value came from, first: the report shows them with the ds_config's notes.

@@ -22,17 +22,19 @@ WORLD = 2
 
 # The module calls of Tiny's first forward, with the params each call's forward touched, in first
 # use order; the root reads emb.weight and head.* directly (external parameters), and multiplies
-# by the frozen parameter, its own.
+# by the frozen parameter, its own. "inner": the calls made while the call ran (where it ends).
 EXPECTED_FORWARD = [
     {"module": "", "params": ["emb.weight", "head.weight", "head.bias", "frozen"],
-     "external": ["emb.weight", "head.weight", "head.bias"]},
+     "external": ["emb.weight", "head.weight", "head.bias"], "inner": 6},
 ] + [
     c for i in range(2) for c in (
-        {"module": "blocks.%d" % i, "params": [], "external": []},
+        {"module": "blocks.%d" % i, "params": [], "external": [], "inner": 2},
         {"module": "blocks.%d.fc" % i, "params": ["blocks.%d.fc.weight" % i,
-                                                 "blocks.%d.fc.bias" % i], "external": []},
+                                                 "blocks.%d.fc.bias" % i], "external": [],
+         "inner": 0},
         {"module": "blocks.%d.ln" % i, "params": ["blocks.%d.ln.weight" % i,
-                                                 "blocks.%d.ln.bias" % i], "external": []})
+                                                 "blocks.%d.ln.bias" % i], "external": [],
+         "inner": 0})
 ]
 
 

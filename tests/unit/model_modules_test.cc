@@ -443,11 +443,15 @@ TEST(ModelModules, SyntheticRemainderBelongsToTheBaseModel) {
   EXPECT_TRUE(tiny->module_calls.empty());
 }
 
-TEST(ModelModules, ParamListsHaveNoModuleTree) {
+TEST(ModelModules, ParamListsInferTheirModuleTreeFromNames) {
+  // Without a module section the tree is inferred (schedule_stage3_external_test.cc has more).
   auto r = load_param_list_text(R"({"params": [["a.weight", [4]], ["b.weight", [2]]]})", "p.json");
   ASSERT_TRUE(r.ok()) << r.diagnostics().to_string();
-  EXPECT_TRUE(r->modules.empty());
-  EXPECT_TRUE(r->module_calls.empty());
+  EXPECT_TRUE(r->modules_inferred);
+  ASSERT_EQ(r->modules.size(), 3u);
+  EXPECT_EQ(r->modules[1].name, "a");
+  EXPECT_EQ(r->modules[2].param_ids, (std::vector<std::uint32_t>{1}));
+  EXPECT_EQ(r->module_calls.size(), 6u);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 """What the model does in its first forward and backward: the module tree, the module calls in
-forward order with the parameters each call's forward touches, the gradient order, and the
+forward order with the parameters each call's forward touches and where each call ends ("inner":
+the calls made while it ran), the gradient order, and the
 interleaving of gradient hooks with module pre-backward hooks.
 
 Parameter use is seen with a TorchFunctionMode: every torch function or Tensor method that
@@ -81,7 +82,10 @@ class ModuleTracker:
     def tree(self):
         out = []
         for name, m in self.root.named_modules():
-            own = [name + ("." if name else "") + pn for pn, _ in m.named_parameters(recurse=False)]
+            # A tied weight (lm_head.weight is embed_tokens.weight) under the one name
+            # named_parameters() gives it, so the param list and the tree agree.
+            own = [self.param_names.get(id(p), name + ("." if name else "") + pn)
+                   for pn, p in m.named_parameters(recurse=False)]
             out.append({"name": name, "type": type(m).__name__, "params": own})
         return out
 
@@ -139,7 +143,10 @@ class ModuleTracker:
         if self.forward_done or self.module_names.get(id(module)) is None or not self.stack:
             return None
         self.stack.pop()
-        self.open_calls.pop()
+        # The call's end: how many calls began while it ran (its post-forward hook, which is
+        # where DeepSpeed releases the module's params).
+        idx = self.open_calls.pop()
+        self.calls[idx]["inner"] = len(self.calls) - idx - 1
         wrapped = self._wrap_outputs(self.module_names[id(module)], output)
         if module is self.root:
             self.forward_done = True
@@ -183,7 +190,10 @@ class ModuleTracker:
         forward = []
         for c in self.calls:
             ext = [p for p in c["params"] if p not in own.get(c["module"], set())]
-            forward.append({"module": c["module"], "params": c["params"], "external": ext})
+            entry = {"module": c["module"], "params": c["params"], "external": ext}
+            if "inner" in c:  # absent for a call whose post-forward never ran
+                entry["inner"] = c["inner"]
+            forward.append(entry)
         return {"format": "zerosim-module-map", "version": 1, "modules": self.tree(),
                 "forward": forward, "backward": self.backward_events,
                 "param_dtypes": self.param_dtypes()}

@@ -126,9 +126,15 @@ struct ModuleNode {
   /// set_z3_leaf_modules (deepspeed/utils/z3_leaf_module.py; LLaMA-Factory's add_z3_leaf_module
   /// does it for Mixtral and Qwen2-MoE): stage 3 then gathers the whole block at its pre-forward
   /// and hooks none of its children, so ranks that route tokens to different experts still issue
-  /// the same collectives. Recorded here; the stage 3 schedule does not read it yet (see
-  /// models/README.md).
+  /// the same collectives. The stage 3 walk fetches a leaf with every descendant's params
+  /// (stage3_walk.cc); `set_z3_leaf_modules` (model_loader.h) sets or clears it by class name.
   bool z3_leaf = false;
+  /// Params the module's forward reads without holding them (a parent's F.linear(x,
+  /// self.fc.weight)), as a recording lists them: DeepSpeed registers each as an external param of
+  /// the innermost hooked module whose forward runs (parameter_offload.py ZeROOrderedDict
+  /// __getitem__, register_external_parameter) and from then on gathers and releases it with that
+  /// module's own params. Ascending, none of them in param_ids.
+  std::vector<std::uint32_t> external_ids;
 };
 
 /// One forward hook event: the module's pre-forward (`begin`) or post-forward hook. A module's
@@ -154,6 +160,10 @@ struct ModelDesc {
   std::vector<ModuleNode> modules;
   /// One forward pass as hook events: begin/end pairs, properly nested, each called module once.
   std::vector<ModuleCall> module_calls;
+  /// True when `modules` was inferred from parameter names (a param list without a module
+  /// section: `blocks.0.ln1.weight` belongs to module `blocks.0.ln1`, every module called in
+  /// declaration order) rather than built or recorded; the stage 3 notes say so.
+  bool modules_inferred = false;
 
   /// Total elements over params (what HF's model.num_parameters() reports; tied counted once).
   Elements num_parameters() const;

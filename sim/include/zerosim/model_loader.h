@@ -46,6 +46,16 @@ Result<ModelDesc> load_param_list_file(const std::string& path);
 /// name every trainable param once. On success sets grad_order_recorded.
 Diagnostics apply_recorded_grad_order(ModelDesc& model, const std::string& path);
 
+/// --z3-leaf-modules CLASS,...|none: which modules DeepSpeed stage 3 fetches as one unit
+/// (deepspeed.utils.set_z3_leaf_modules, which matches a module's class name or its fully qualified
+/// name). Clears every ModuleNode::z3_leaf, then sets it on the modules of the listed classes
+/// (a dotted name is matched by its last component); "none" leaves them cleared. The zoo marks the
+/// MoE blocks that LLaMA-Factory marks (MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock) by default.
+/// Errors (source `flag`) for an empty list or a class no module of the model has, as
+/// set_z3_leaf_modules raises "No modules of type ... found".
+Diagnostics set_z3_leaf_modules(ModelDesc& model, const std::string& classes,
+                                const std::string& flag = "--z3-leaf-modules");
+
 /// A synthetic decoder-only transformer with exactly `parameters` elements (--params N): the width
 /// of the published model nearest in size (GPT-3 Table 2.1, Megatron-LM Table 1; beyond 1T grown
 /// as the cube root of the size), as GPT-2 modules, the depth that fills the count, and the

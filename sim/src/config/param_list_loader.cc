@@ -5,7 +5,9 @@
 // A third element `false` marks a frozen parameter (requires_grad=False: counted, no gradient).
 // "grad_order" is optional; when present it must name every trainable parameter exactly once (the
 // order recorded with register_post_accumulate_grad_hook); without it the order is the reverse of
-// declaration. Optional "format": "zerosim-param-list" and "version": 1 are accepted.
+// declaration. Optional "format": "zerosim-param-list" and "version": 1 or 2 are accepted; version
+// 2 may carry a module section ("modules" and "forward", param_list_modules.cc), without which the
+// modules are inferred from the names (scenarios/README.md).
 // Zero-size dimensions are allowed (DeepSpeed's tests use numel-0 params); every shape and the
 // total are limited to 1e15 elements.
 #include <map>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "base/json_reader.h"
+#include "config/param_list_internal.h"
 #include "zerosim/model_loader.h"
 #include "zerosim/units.h"
 
@@ -130,7 +133,7 @@ Result<ModelDesc> load_param_list_text(const std::string& text, const std::strin
   json::JsonReader root(*j, source, "", diags);
   if (!root.expect_object()) return Result<ModelDesc>(std::move(diags));
   root.get_enum("format", {"zerosim-param-list"});
-  root.get_uint("version", 1, 1);
+  const auto version = root.get_uint("version", 1, 2).value_or(1);
   ModelDesc m;
   m.name = source;
   m.source = source;
@@ -170,8 +173,16 @@ Result<ModelDesc> load_param_list_text(const std::string& text, const std::strin
     for (std::size_t id = m.params.size(); id-- > 0;)
       if (m.params[id].trainable) m.grad_order.push_back(static_cast<std::uint32_t>(id));
   }
-  root.reject_unknown({"format", "version", "params", "grad_order"});
+  const bool section = root.has("modules") || root.has("forward");
+  if (section && version < 2) {
+    root.error("a module section (\"modules\", \"forward\") needs \"version\": 2, got 1",
+               "version");
+  } else if (section && !diags.has_errors()) {
+    param_list::read_module_section(root, m, ids);
+  }
+  root.reject_unknown({"format", "version", "params", "grad_order", "modules", "forward"});
   if (diags.has_errors()) return Result<ModelDesc>(std::move(diags));
+  if (!section) param_list::infer_modules(m);
   return m;
 }
 

@@ -259,7 +259,8 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
                   "; optimizer states counted as Adam (2 per element)");
   if (w.modules.empty()) notes.push_back("the model has no params: nothing is gathered or reduced");
   notes.push_back(
-      "not modelled: external-parameter discovery, z3 leaf modules, ZeRO++ and MiCS, NVMe "
+      "not modelled: the discovering iteration's synchronous gather of each external param at "
+      "its first read (every iteration fetches it with its module), ZeRO++ and MiCS, NVMe "
       "swapping");
 }
 
@@ -331,7 +332,9 @@ void run_iteration(s3::Context& cx, s3::Coordinator& co, s3::Reducer& red,
 Result<Schedule> build_stage3(const ScheduleInput& in) {
   Diagnostics d = s3::check_input(in);
   if (d.has_errors()) return d;
-  auto walk = s3::build_walk(*in.model, in.training.activation_checkpointing);
+  std::vector<bool> persistent(in.model->params.size(), false);
+  for (std::size_t p = 0; p < persistent.size(); ++p) persistent[p] = in.plan->s3[p].persistent;
+  auto walk = s3::build_walk(*in.model, in.training.activation_checkpointing, persistent);
   if (!walk.ok()) return walk.diagnostics();
   Schedule s;
   s3::fill_meta(s, in, walk.value());

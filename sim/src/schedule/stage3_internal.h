@@ -59,7 +59,9 @@ inline constexpr DType kTraceIdDType = DType::Int64;
 /// One hooked nn.Module.
 struct Module {
   std::string name;
-  std::vector<std::uint32_t> params;  ///< direct params, unique, ascending ds_id (= model param id)
+  /// Fetch set, unique, ascending ds_id (= model param id): direct params plus registered
+  /// external params; for a z3 leaf, every descendant's too.
+  std::vector<std::uint32_t> params;
   std::uint32_t layer = kNone;    ///< ModelDesc layer index; kNone for the root / a param module
   bool bwd_release_fires = true;  ///< false when the module's inputs need no grad (§7.2)
   bool bwd_fetch_fires = true;    ///< false when no output of the module needs grad
@@ -91,7 +93,10 @@ struct Walk {
 /// Builds the module mapping above (recompute hooks with activation checkpointing). Fails (source
 /// "model") on a layer, module or grad_order param id out of range, a module's layer out of range,
 /// or module_calls that are not properly nested begin/end pairs. O(params + layer uses + modules).
-Result<Walk> build_walk(const ModelDesc& m, bool activation_checkpointing);
+/// `persistent` (per param, may be empty) keeps persistent params out of the external params a
+/// module registers: they are AVAILABLE when read, and DeepSpeed registers only NOT_AVAILABLE ones.
+Result<Walk> build_walk(const ModelDesc& m, bool activation_checkpointing,
+                        const std::vector<bool>& persistent = {});
 
 /// Transient buffers of one shape reused across launches, so the buffer table grows with distinct
 /// shapes, not with iterations. A buffer is handed out only while it is free.

@@ -121,7 +121,8 @@ Walk layer_walk(const ModelDesc& m, bool checkpointing) {
 // Module tree: module i of the walk is model.modules[i] (see stage3_internal.h for the mapping).
 class ModuleWalk {
  public:
-  ModuleWalk(const ModelDesc& m, bool checkpointing) : m_(m), ckpt_(checkpointing) {}
+  ModuleWalk(const ModelDesc& m, bool checkpointing, const std::vector<bool>& persistent)
+      : m_(m), ckpt_(checkpointing), persistent_(persistent) {}
 
   Walk build() {
     add_modules();
@@ -129,31 +130,87 @@ class ModuleWalk {
     backward_sequence();
     merge_gradients();
     for (std::uint32_t i = 0; i < w_.modules.size(); ++i)
-      if (m_.modules[i].called && w_.modules[i].bwd_fetch_fires && !w_.modules[i].bwd_release_fires)
+      if (m_.modules[i].called && hooked_[i] && w_.modules[i].bwd_fetch_fires &&
+          !w_.modules[i].bwd_release_fires)
         w_.leftover.push_back(i);
-    w_.mapping =
-        "hooked modules: the model's nn.Module tree (" + std::to_string(m_.modules.size()) +
-        " modules), each fetching its direct params; a layer's compute runs in pieces, one after "
-        "the fetch of each of its modules holding params, in proportion to their param elements";
+    w_.mapping = mapping_note();
     return std::move(w_);
   }
 
  private:
+  std::string mapping_note() const {
+    std::string note =
+        m_.modules_inferred
+            ? "hooked modules: inferred from the param names, an inference and not a recording "
+              "(no module section: `a.b.weight` belongs to module `a.b`, every module called once "
+              "in declaration order; "
+            : "hooked modules: the model's nn.Module tree (";
+    note += std::to_string(m_.modules.size()) + " modules), each fetching its direct params";
+    if (externals_ > 0)
+      note += " and the " + std::to_string(externals_) +
+              " external params registered on the module whose forward reads them";
+    if (leaves_ > 0)
+      note += "; " + std::to_string(leaves_) +
+              " z3 leaf modules fetch every descendant's params and hook none of their children "
+              "(set_z3_leaf_modules)";
+    if (!m_.layers.empty())
+      note +=
+          "; a layer's compute runs in pieces, one after the fetch of each of its modules "
+          "holding params, in proportion to their param elements";
+    return note;
+  }
+
+  // The module's own fetch set: direct params, plus the external params its forward reads that
+  // are not persistent (a persistent param is AVAILABLE when read, and DeepSpeed registers only a
+  // NOT_AVAILABLE one: parameter_offload.py ZeROOrderedDict.__getitem__).
+  std::vector<std::uint32_t> own_set(const ModuleNode& node) {
+    std::vector<std::uint32_t> v = node.param_ids;
+    for (auto p : node.external_ids)
+      if (p < persistent_.size() ? !persistent_[p] : true) {
+        v.push_back(p);
+        ++externals_;
+      }
+    return v;
+  }
+
   void add_modules() {
+    // A z3 leaf's descendants are not registered (parameter_offload.py _register_deepspeed_module
+    // recurses only into non-leaf modules): no hooks, and the leaf fetches their params
+    // (partitioned_param_coordinator.py iter_params(recurse=z3_leaf_module(m))).
+    const auto n_mod = static_cast<std::uint32_t>(m_.modules.size());
+    std::vector<std::uint32_t> leaf_of(n_mod, kNone);  // the leaf above a module, if any
+    hooked_.assign(n_mod, true);
+    for (std::uint32_t i = 1; i < n_mod; ++i) {
+      const auto parent = m_.modules[i].parent;
+      leaf_of[i] = leaf_of[parent] != kNone     ? leaf_of[parent]
+                   : m_.modules[parent].z3_leaf ? parent
+                                                : kNone;
+      hooked_[i] = leaf_of[i] == kNone;
+    }
+    std::vector<std::vector<std::uint32_t>> sets(n_mod);
+    for (std::uint32_t i = 0; i < n_mod; ++i) {
+      auto own = own_set(m_.modules[i]);
+      auto& into = hooked_[i] ? sets[i] : sets[leaf_of[i]];
+      into.insert(into.end(), own.begin(), own.end());
+      if (hooked_[i] && m_.modules[i].z3_leaf) ++leaves_;
+    }
     std::vector<bool> held(m_.params.size(), false);
-    for (const auto& node : m_.modules) {
+    for (std::uint32_t i = 0; i < n_mod; ++i) {
+      const auto& node = m_.modules[i];
       Module mod{node.name.empty() ? "(root) " + node.type : node.name,
-                 sorted_unique(node.param_ids), node.layer, node.grad == ModuleGrad::Both,
+                 sorted_unique(std::move(sets[i])), node.layer, node.grad == ModuleGrad::Both,
                  node.grad != ModuleGrad::None};
       for (auto p : mod.params) held[p] = true;
       w_.modules.push_back(std::move(mod));
     }
+    for (const auto& c : m_.module_calls)
+      if (hooked_[c.module]) calls_.push_back(c);
     auto& root = w_.modules.front().params;  // params no module holds: fetched with the root
     for (std::uint32_t p = 0; p < m_.params.size(); ++p)
       if (!held[p]) root.push_back(p);
     root = sorted_unique(root);
     calls_of_layer_.assign(m_.layers.size(), {});
-    for (const auto& c : m_.module_calls) {
+    for (const auto& c : calls_) {
       const auto l = m_.modules[c.module].layer;
       if (l < m_.layers.size()) calls_of_layer_[l].push_back(c);
     }
@@ -167,7 +224,7 @@ class ModuleWalk {
         for (auto p : w_.modules[i].params) weight_[i] += static_cast<double>(m_.params[p].numel);
     fwd_total_.assign(m_.layers.size(), 0.0);
     bwd_total_.assign(m_.layers.size(), 0.0);
-    for (const auto& c : m_.module_calls) {
+    for (const auto& c : calls_) {
       const auto l = m_.modules[c.module].layer;
       if (!c.begin || l >= m_.layers.size()) continue;
       fwd_total_[l] += weight_[c.module];
@@ -197,7 +254,7 @@ class ModuleWalk {
   // Replays the pre-/post-forward hooks; each Forward piece follows its module's FETCH.
   void forward() {
     std::vector<bool> started(m_.layers.size(), false);
-    for (const auto& c : m_.module_calls) {
+    for (const auto& c : calls_) {
       push(w_, c.begin ? HookKind::Fetch : HookKind::Release, false, c.module);
       const auto l = m_.modules[c.module].layer;
       if (c.begin && l < started.size()) {
@@ -226,7 +283,7 @@ class ModuleWalk {
   void backward_sequence() {
     std::vector<bool> started(m_.layers.size(), false), recomputed(m_.layers.size(), false);
     slot_.assign(m_.modules.size(), kNone);
-    for (auto it = m_.module_calls.rbegin(); it != m_.module_calls.rend(); ++it) {
+    for (auto it = calls_.rbegin(); it != calls_.rend(); ++it) {
       const Module& mod = w_.modules[it->module];
       if (it->begin) {
         if (mod.bwd_release_fires) seq_.push_back(event(HookKind::Release, it->module));
@@ -288,7 +345,12 @@ class ModuleWalk {
 
   const ModelDesc& m_;
   bool ckpt_;
+  const std::vector<bool>& persistent_;
   Walk w_;
+  std::vector<bool> hooked_;       ///< per module: registered (not below a z3 leaf)
+  std::vector<ModuleCall> calls_;  ///< model.module_calls of hooked modules
+  std::size_t externals_ = 0;      ///< external params registered, over all modules
+  std::size_t leaves_ = 0;         ///< hooked z3 leaf modules
   std::vector<std::vector<ModuleCall>> calls_of_layer_;  ///< forward calls of each Layer's modules
   std::vector<HookEvent> seq_;                           ///< backward events without GradReady
   std::vector<std::uint32_t> slot_;
@@ -342,6 +404,10 @@ void check_modules(const ModelDesc& m, Diagnostics& d) {
       if (node.param_ids[j] >= m.params.size())
         d.error(kSource, at + "/param_ids/" + std::to_string(j),
                 expected_below(m.params.size(), node.param_ids[j]));
+    for (std::size_t j = 0; j < node.external_ids.size(); ++j)
+      if (node.external_ids[j] >= m.params.size())
+        d.error(kSource, at + "/external_ids/" + std::to_string(j),
+                expected_below(m.params.size(), node.external_ids[j]));
   }
   if (n_mod > 0 && (m.module_calls.empty() || m.module_calls.front().module != 0))
     d.error(kSource, "/module_calls/0", "expected the root module's pre-forward first");
@@ -372,7 +438,8 @@ void check_modules(const ModelDesc& m, Diagnostics& d) {
 
 }  // namespace
 
-Result<Walk> build_walk(const ModelDesc& m, bool activation_checkpointing) {
+Result<Walk> build_walk(const ModelDesc& m, bool activation_checkpointing,
+                        const std::vector<bool>& persistent) {
   Diagnostics d;
   const auto n = m.params.size();
   for (std::size_t l = 0; l < m.layers.size(); ++l)
@@ -388,7 +455,7 @@ Result<Walk> build_walk(const ModelDesc& m, bool activation_checkpointing) {
                   std::to_string(m.grad_order[i]));
   check_modules(m, d);
   if (d.has_errors()) return d;
-  if (!m.modules.empty()) return ModuleWalk(m, activation_checkpointing).build();
+  if (!m.modules.empty()) return ModuleWalk(m, activation_checkpointing, persistent).build();
   Walk w = m.layers.empty() ? param_walk(m) : layer_walk(m, activation_checkpointing);
   w.mapping = m.layers.empty()
                   ? "hooked modules: one per param (the model has no layer structure)"
