@@ -194,6 +194,10 @@ def main():
         mm = load(os.path.join(out, "modules.rank%d.json" % r))
         check(mm["forward"] == EXPECTED_FORWARD, "rank %d forward module map: %s" %
               (r, json.dumps(mm["forward"])), errors)
+        # The param list is version 2: stage 3 fetches by the recorded module calls.
+        check(params.get("version") == 2 and params.get("modules") == mm["modules"] and
+              params.get("forward") == mm["forward"],
+              "rank %d params: no version 2 module section equal to the module map" % r, errors)
         pre = [e["pre_backward"] for e in mm["backward"] if "pre_backward" in e]
         check(pre[:1] == [""] and pre.index("blocks.1") < pre.index("blocks.0"),
               "rank %d pre-backward order (root first, blocks in reverse): %s" % (r, pre), errors)

@@ -99,6 +99,21 @@ TEST(RecordedGradOrderFile, AcceptsTheRecordersParamListOfTheSameModel) {
   EXPECT_FALSE(apply_recorded_grad_order(m.value(), path).has_errors());
 }
 
+// The recorder's params.rankR.json is a version 2 list (its module section beside the order): it
+// is both the model (--param-list) and its own --grad-order.
+TEST(RecordedGradOrderFile, AcceptsTheRecordersVersionTwoParamList) {
+  const std::string path =
+      std::string(ZEROSIM_TEST_DATA_DIR) + "/recordings/tiny_gloo_2ranks/params.rank0.json";
+  auto m = load_param_list_file(path);
+  ASSERT_TRUE(m.ok()) << m.diagnostics().to_string();
+  ASSERT_FALSE(m->modules.empty());
+  const auto recorded = m->grad_order;
+  std::reverse(m.value().grad_order.begin(), m.value().grad_order.end());
+  const Diagnostics d = apply_recorded_grad_order(m.value(), path);
+  ASSERT_FALSE(d.has_errors()) << d.to_string();
+  EXPECT_EQ(m->grad_order, recorded);
+}
+
 TEST(RecordedGradOrderFile, ARecordingOfAnotherModelIsRefusedAtItsFirstDifference) {
   auto m = load_zoo_model("gpt2");
   ASSERT_TRUE(m.ok());

@@ -297,9 +297,14 @@ class Recorder:
                       "grad_order": self.tracker.grad_order}
             if not self.tracker.grad_order:
                 del params["grad_order"]  # no backward ran: zerosim's default order applies
+            module_map = self.tracker.module_map()
+            if module_map["forward"]:  # param list v2: what stage 3 fetches per module call
+                params["version"] = 2
+                params["modules"] = module_map["modules"]
+                params["forward"] = module_map["forward"]
             _write_atomic(base % ("params", rank, "json"), json.dumps(params, indent=1) + "\n")
             _write_atomic(base % ("modules", rank, "json"),
-                          json.dumps(self.tracker.module_map(), indent=1) + "\n")
+                          json.dumps(module_map, indent=1) + "\n")
         ds_file = None
         try:
             cfg = self.job_ds_config()

@@ -195,7 +195,7 @@ Diagnostics apply_recorded_grad_order(ModelDesc& model, const std::string& path)
   json::JsonReader root(*j, path, "", diags);
   if (!root.expect_object()) return diags;
   root.get_enum("format", {"zerosim-param-list"});
-  root.get_uint("version", 1, 1);
+  root.get_uint("version", 1, 2);  // a version 2 list's module section is not read here
   if (auto list = root.child("params")) {
     if (auto entries = list->elements()) {
       std::size_t i = 0;
@@ -226,7 +226,7 @@ Diagnostics apply_recorded_grad_order(ModelDesc& model, const std::string& path)
   } else {
     root.error("missing required key \"grad_order\" (the recorded gradient-ready order)");
   }
-  root.reject_unknown({"format", "version", "params", "grad_order"});
+  root.reject_unknown({"format", "version", "params", "grad_order", "modules", "forward"});
   if (diags.has_errors()) return diags;
   model.grad_order = std::move(order);
   model.grad_order_recorded = true;
