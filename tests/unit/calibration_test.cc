@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "cli_testlib.h"
@@ -185,6 +187,37 @@ TEST(Calibration, CalibratedOnOneRunPredictsAnotherWithinTenPercent) {
   RecordProperty("uncalibrated_ns", std::to_string(uncalibrated));
   EXPECT_LT(rel(calibrated, measured_ns), 0.10) << calibrated << " vs " << measured_ns;
   EXPECT_GT(rel(uncalibrated, measured_ns), 0.10) << uncalibrated << " vs " << measured_ns;
+}
+
+// A measured run carries host issue times: the host's time per op is the gap to the next issue.
+// Synthetic issue times from a known host (launch 7 us per kernel, 33 us per collective) come
+// back, also where the compute op is GPU-bound and its duration tells nothing about the host.
+TEST(Calibration, IssueTimeGapsGiveTheHostCosts) {
+  CalibrationInput in = measured(build(2, 2), truth());
+  std::map<std::pair<std::string, std::uint32_t>, std::uint32_t> pieces;
+  for (const Span& s : in.trace.spans)
+    if (s.step == 0 && s.micro_step == 0 && s.phase != Phase::Init) ++pieces[{s.category, s.layer}];
+  std::vector<Span*> order;
+  for (Span& s : in.trace.spans) order.push_back(&s);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Span* a, const Span* b) { return a->start_ns < b->start_ns; });
+  SimTime host = 0;
+  for (Span* s : order) {
+    s->issue_ns = host;
+    const bool compute =
+        s->category == "forward" || s->category == "backward" || s->category == "recompute";
+    const double kernels = s->category == "backward" ? 32.0 : 16.0;
+    host += compute ? static_cast<SimTime>(7000 * kernels / pieces[{s->category, s->layer}])
+            : s->category == "collective" ? 33000
+                                          : 1000;
+  }
+  auto cal = fit_calibration({in}, nullptr, false);
+  ASSERT_TRUE(cal.ok());
+  ASSERT_TRUE(cal->kernel_launch_us.value) << cal->kernel_launch_us.basis;
+  EXPECT_NEAR(*cal->kernel_launch_us.value, 7, 0.01) << cal->kernel_launch_us.basis;
+  EXPECT_NE(cal->kernel_launch_us.basis.find("host issue gaps"), std::string::npos);
+  ASSERT_TRUE(cal->collective_launch_us.value);
+  EXPECT_NEAR(*cal->collective_launch_us.value, 33, 0.01);
 }
 
 TEST(Calibration, RefusesPredictionsHostClocksAndEmptyTraces) {
