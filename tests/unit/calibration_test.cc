@@ -270,7 +270,8 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 // A trace of gpt2-xl stage 2 on 8 x H100 at --efficiency 0.3, relabelled as measured.
 std::string measured_trace_file() {
   static const std::string path = [] {
-    const std::string sim = tmp("sim.json"), m = tmp("measured.json");
+    const std::string sim = tmp("sim.json");
+    std::string m = tmp("measured.json");
     auto r = run_cli("simulate --scenario " + scenario(2) + " --gpu " + kGpu +
                      " --efficiency 0.3 --trace " + sim);
     EXPECT_EQ(r.exit_code, 0) << r.err;
