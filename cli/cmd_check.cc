@@ -5,9 +5,11 @@
 // traces of different schedules), 2 drift beyond tolerance.
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "args.h"
 #include "commands.h"
+#include "zerosim/calibration.h"
 #include "zerosim/input_file.h"
 #include "zerosim/recording.h"
 #include "zerosim/trace.h"
@@ -28,6 +30,9 @@ std::vector<FlagSpec> check_flags() {
       {"--memory-tolerance", "X", "relative peak-memory difference allowed; default 0 (bytes)"},
       {"--bytes-tolerance", "Y", "relative traffic (nccl-tests S) difference allowed; default 0"},
       {"--time-tolerance", "Z", "relative time difference allowed; default: time not judged"},
+      {"--calibration", "FILE",
+       "the calibration the prediction was simulated with (simulate --calibration FILE): refused "
+       "when the prediction did not use it or the traces' GPU is another"},
       {"--format", "FMT", "table|json; default table"},
   };
 }
@@ -91,6 +96,29 @@ std::uint32_t world_of(const Side& s) {
   return w;
 }
 
+// --calibration: the prediction must have been simulated with it (its notes name it), and both
+// traces must be of the calibration's GPU.
+bool calibration_matches(const Calibration& cal, const Side& p, const Side& m, std::ostream& err) {
+  for (const Side* s : {&p, &m})
+    if (s->is_trace && s->trace.meta.gpu != cal.gpu) {
+      err << "--calibration: " << cal.path << " was fitted on " << quote(cal.gpu) << ", " << s->path
+          << " ran on " << quote(s->trace.meta.gpu)
+          << ": expected a calibration of the traces' GPU\n";
+      return false;
+    }
+  if (!p.is_trace) {
+    err << "--calibration: expected a predicted trace (simulate --calibration FILE --trace), got "
+           "a collective log, which carries no time model: "
+        << p.path << "\n";
+    return false;
+  }
+  for (const std::string& n : p.trace.meta.notes)
+    if (n.find("calibrated: " + cal.path) != std::string::npos) return true;
+  err << "--calibration: expected " << p.path << " to be simulated with --calibration " << cal.path
+      << ", got a prediction whose notes name no such calibration (rerun simulate with it)\n";
+  return false;
+}
+
 }  // namespace
 
 std::string check_help() { return format_help("check", kSummary, check_flags()); }
@@ -133,6 +161,13 @@ int run_check(const std::vector<std::string>& argv, std::ostream& out, std::ostr
   bad = report(m.diagnostics(), err) || bad;
   if (bad) return kExitInvalidInput;
 
+  std::optional<std::string> calibrated;
+  if (auto f = args->get("--calibration")) {
+    auto cal = read_calibration_file(*f);
+    if (report(cal.diagnostics(), err)) return kExitInvalidInput;
+    if (!calibration_matches(cal.value(), p.value(), m.value(), err)) return kExitInvalidInput;
+    calibrated = calibration_note(cal.value());
+  }
   Comparison c;
   if (p->is_trace && m->is_trace) {
     auto r = compare_traces(p->trace, p->path, m->trace, m->path, tol);
@@ -171,6 +206,7 @@ int run_check(const std::vector<std::string>& argv, std::ostream& out, std::ostr
                             : "no device memory recorded (device " + m->device + ")");
     }
   }
+  if (calibrated) c.notes.push_back(*calibrated);
   if (fmt.value() == "json")
     write_comparison_json(c, out);
   else

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "inputs.h"
 #include "output_file.h"
 #include "scenario_overrides.h"
+#include "zerosim/calibration.h"
 #include "zerosim/lora.h"
 #include "zerosim/plan_report.h"
 #include "zerosim/planner.h"
@@ -38,6 +40,8 @@ std::vector<FlagSpec> plan_flags() {
   f.push_back({"--cpu-memory-per-node", "SIZE",
                "host RAM of one node, e.g. 512GiB: a row fits only when its host/node fits too "
                "(the fits column says which side fails); default: the host is not checked"});
+  f.push_back({"--calibration", "FILE",
+               "time the rows with a calibration (zerosim calibrate -o FILE) fitted on this GPU"});
   f.push_back({"--verbose", "", "itemised memory breakdown and ds_config keys not modelled"});
   return f;
 }
@@ -185,6 +189,15 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
         "deepspeed.zero.Init, so stage 3 rows start with the whole quantized model on every GPU "
         "(--zero-init is refused); its packed 4-bit weights are partitioned like the 16-bit "
         "params (bnb_4bit_quant_storage = the training dtype, which ZeRO-3 needs)");
+  if (auto c = args->get("--calibration")) {
+    auto cal = read_calibration_file(*c);
+    if (report(cal.diagnostics(), err)) return kExitInvalidInput;
+    EngineOptions probe;  // refuses another GPU's calibration before any row is simulated
+    if (report(apply_calibration(cal.value(), req.cluster.gpu, probe), err))
+      return kExitInvalidInput;
+    req.base.notes.push_back(calibration_note(cal.value()));
+    req.calibration = std::make_shared<const Calibration>(std::move(cal.value()));
+  }
   if (!check_outputs(args.value(), specs, {"--output"}, err)) return kExitInvalidInput;
   if (used_default_model)
     err << "note: no model given; planning the default scenario " << req.model.name << " on "

@@ -3,12 +3,15 @@
 // (simulate_report.h); writes the zerosim trace, the summary JSON and a Chrome/Perfetto trace on
 // request.
 
+#include <optional>
+
 #include "args.h"
 #include "cluster_flags.h"
 #include "commands.h"
 #include "inputs.h"
 #include "output_file.h"
 #include "run_inputs.h"
+#include "zerosim/calibration.h"
 #include "zerosim/engine.h"
 #include "zerosim/gpu_catalog.h"
 #include "zerosim/schedule_digest.h"
@@ -34,6 +37,9 @@ std::vector<FlagSpec> simulate_flags() {
   f.push_back({"--efficiency", "X",
                "fraction of the GPU's dense rate compute achieves; default: the GPU generation's "
                "measured curve at the model's hidden size (docs/time_model.md)"});
+  f.push_back({"--calibration", "FILE",
+               "apply a calibration (zerosim calibrate -o FILE) fitted on this GPU: its compute "
+               "efficiency, host costs and collectives replace the defaults (and --nccl-tests)"});
   f.push_back({"--format", "FMT", "table|json summary on stdout; default table"});
   return f;
 }
@@ -123,6 +129,12 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
     d.append(cal.diagnostics());
     if (cal.ok()) opts.calibration = cal.value();
   }
+  std::optional<Calibration> calibration;
+  if (auto c = args->get("--calibration")) {
+    auto cal = read_calibration_file(*c);
+    d.append(cal.diagnostics());
+    if (cal.ok()) calibration = std::move(cal.value());
+  }
   if (!check_outputs(args.value(), specs, {"--trace", "--summary", "--chrome-trace"}, err))
     return kExitInvalidInput;
   if (report(d, err)) return kExitInvalidInput;
@@ -132,6 +144,8 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
   if (report(target.diagnostics(), err)) return kExitInvalidInput;
   opts.gemm = target->gemm;
   opts.links_basis = target->links_basis;
+  if (calibration && report(apply_calibration(*calibration, target->gpu, opts), err))
+    return kExitInvalidInput;
   auto sim = simulate(target->schedule, target->gpu, opts);
   if (report(sim.diagnostics(), err)) return kExitInvalidInput;
   auto& r = sim.value();

@@ -23,6 +23,7 @@ int run_schedule(const std::vector<std::string>& args, std::ostream& out, std::o
 int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_check(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_calibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_models(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 /// Defined by ui/app (zerosim_view_command): the viewer, or a one-line "not built" stub.
 int run_view(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
@@ -34,6 +35,7 @@ std::string simulate_help();
 std::string models_help();
 std::string validate_help();
 std::string check_help();
+std::string calibrate_help();
 std::string view_help();
 
 /// One subcommand: the single table behind dispatch, `zerosim --help`, `zerosim help <command>`

@@ -51,6 +51,8 @@ constexpr Command kCommands[] = {
     {"validate", "execute the schedule on the host backend and compare with the prediction",
      run_validate, validate_help},
     {"check", "compare a predicted with a measured trace or collective log", run_check, check_help},
+    {"calibrate", "fit the time model to measured traces: efficiency, host costs, collectives",
+     run_calibrate, calibrate_help},
     {"models", "list the model zoo and the GPU catalog", run_models, models_help},
     {"view", "timeline viewer: lanes, memory stack, predicted vs measured; headless screenshots",
      run_view, view_help},

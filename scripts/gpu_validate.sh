@@ -13,7 +13,9 @@
 #      with real NCCL collectives (NCCL's own bytes per rank, bus bandwidth per call in the traces);
 #   5. nccl-tests' all_reduce_perf/all_gather_perf/reduce_scatter_perf when on PATH, as the
 #      bandwidth reference for step 4;
-#   6. prints one table, predicted vs measured (memory, bytes, time, error %), to OUT_DIR/table.txt.
+#   6. prints one table, predicted vs measured (memory, bytes, time, error %), to OUT_DIR/table.txt;
+#   7. calibrates the time model on the measured traces: OUT_DIR/calibration.json (zerosim
+#      calibrate), for plan/simulate/check --calibration.
 # Everything (logs, JSON reports, measured traces, nvidia-smi) goes to OUT_DIR (default
 # gpu_validation_<UTC time>). Budget: under 5 minutes on one H200 (the build is most of it).
 set -euo pipefail
@@ -82,6 +84,24 @@ if [ "$ngpu" -ge 2 ]; then
       "$t" -b 1M -e 512M -f 4 -g "$n" -d bfloat16 >"$out/nccl-tests_$t.txt" 2>&1 || true
     fi
   done
+fi
+
+# 7. calibrate the time model on what was measured (zerosim calibrate, README "Calibration"):
+# the multi-GPU traces when there are any (real NCCL collectives), else the single-GPU ones (their
+# collectives are local stand-ins: the collective fits then describe device copies, not NCCL),
+# with the nccl-tests tables as the collectives' device side.
+traces=("$out"/*gpu.trace.json)
+[ -e "${traces[0]}" ] || traces=("$out"/*_single.trace.json)
+if [ -e "${traces[0]}" ]; then
+  nccl=()
+  for f in "$out"/nccl-tests_*.txt; do [ -s "$f" ] && nccl+=(--nccl-tests "$f"); done
+  log "calibrate on ${#traces[@]} measured traces -> $out/calibration.json"
+  "$zs" calibrate "${traces[@]}" "${nccl[@]}" -o "$out/calibration.json" \
+    >"$out/calibration.txt" 2>"$out/calibration.err" &&
+    cat "$out/calibration.txt" | tee -a "$out/summary.log" ||
+    log "calibrate: exit $? (see $out/calibration.err)"
+else
+  log "calibrate skipped: no measured trace"
 fi
 
 # The table: one row per measured rank of every run (several JSON objects per file under mpirun).

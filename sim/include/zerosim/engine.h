@@ -89,6 +89,8 @@ struct EngineOptions {
   /// Fraction of the dense rate compute achieves, in (0, 1]; nullopt: the generation's curve at
   /// `gemm` (compute_rate, time_model.h).
   std::optional<double> compute_efficiency;
+  /// A calibrated efficiency curve (--calibration) in place of the generation's.
+  std::optional<CalibratedCompute> calibrated_compute;
   /// The model's GEMM shape (hidden size, tokens per micro-batch); zeros: the schedule meta's.
   GemmShape gemm;
   /// Host costs (kernel launches, stage-3 hooks, collective launches).

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ namespace zerosim {
 /// The DeepSpeed commit whose behaviour the deepspeed accounting reproduces.
 inline constexpr const char* kDeepSpeedCommit = "edaa7221267243c7be7fb49c5d5f5c4fb97b4641";
 
+struct Calibration;  // calibration.h
+
 struct PlanRequest {
   ModelDesc model;
   Cluster cluster;
@@ -40,6 +43,9 @@ struct PlanRequest {
   /// --cpu-memory-per-node: host RAM of one node; a row fits only when host_per_node of its host
   /// peak fits too (nullopt: the host side is not checked).
   std::optional<Bytes> cpu_memory_per_node;
+  /// --calibration: fitted time-model values for every simulated row (its GPU checked by the
+  /// caller, apply_calibration); null: the defaults.
+  std::shared_ptr<const Calibration> calibration;
 };
 
 /// Host RAM one node needs: `per_rank` (a rank's host peak, MemoryReport::host_bytes) times the

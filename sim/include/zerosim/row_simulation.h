@@ -25,6 +25,8 @@
 
 namespace zerosim {
 
+struct Calibration;  // calibration.h
+
 struct RowInput {
   const ModelDesc* model = nullptr;
   const PartitionPlan* plan = nullptr;  ///< partitioned for ds at cluster.world_size()
@@ -35,6 +37,8 @@ struct RowInput {
   /// Paper: the textbook schedule (the planner takes only its traffic; its memory model is the
   /// paper's closed form).
   Accounting mode = Accounting::DeepSpeed;
+  /// Fitted time-model values (PlanRequest::calibration); null: the defaults.
+  const Calibration* calibration = nullptr;
 };
 
 /// Where the whole-run peak is first reached.

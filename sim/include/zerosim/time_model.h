@@ -49,11 +49,20 @@ struct ComputeRate {
   std::string basis;        ///< "default: hopper GEMM curve at hidden 4096 ..." / "given: ..."
 };
 
-/// The rate for `gpu` training in `lp` at `shape`; `given` (--efficiency) replaces the curve.
+/// A curve fitted by `zerosim calibrate` (calibration.h), replacing the generation's.
+struct CalibratedCompute {
+  double e_max = 0;
+  double h_half = 0;
+  std::string basis;  ///< "calibrated: FILE (...)"
+};
+
+/// The rate for `gpu` training in `lp` at `shape`; `given` (--efficiency) replaces the curve, and
+/// `calibrated` (--calibration) replaces the generation's curve (the roofline cap still applies).
 /// Roofline cap: a GEMM [M×h]·[h×h] in a d-byte dtype does 2Mh² FLOPs over d(2Mh + h²) bytes, so
 /// below the ridge point (dense rate / HBM bandwidth) it is memory-bound.
 ComputeRate compute_rate(const GpuSpec& gpu, DType lp, const GemmShape& shape,
-                         std::optional<double> given);
+                         std::optional<double> given,
+                         const CalibratedCompute* calibrated = nullptr);
 
 /// Host (CPU) work that issues the GPU work. A compute op takes max(GPU time, host time): in steady
 /// state the host runs ahead of the GPU, unless issuing takes longer than the GPU needs.
@@ -65,6 +74,8 @@ struct HostCosts {
   double stage3_release_hook_us = 20.0;  ///< its post-forward/backward release, per module
   double collective_launch_us = 10.0;    ///< torch.distributed + NCCL enqueue, per collective
   bool given = false;                    ///< set by the caller when not the defaults
+  /// Non-empty: which values a calibration file set ("calibrated: FILE (kernel launch)").
+  std::string calibrated;
   /// No host cost at all (GPU-only timing, as before host costs existed).
   static HostCosts none();
 };

@@ -56,7 +56,9 @@ Result<CostModel> CostModel::make(const GpuSpec& gpu, const ScheduleMeta& meta,
   // The schedule's own shape unless the caller gives one.
   const GemmShape gemm =
       options.gemm.hidden != 0 ? options.gemm : GemmShape{meta.hidden, meta.tokens_per_micro_batch};
-  const ComputeRate cr = compute_rate(gpu, meta.lp, gemm, options.compute_efficiency);
+  const ComputeRate cr =
+      compute_rate(gpu, meta.lp, gemm, options.compute_efficiency,
+                   options.calibrated_compute ? &*options.calibrated_compute : nullptr);
   const double rate = cr.dense_tflops;
   if (!positive(rate))
     d.error(kSource, "/gpu",

@@ -41,8 +41,11 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
   std::string calibrated;
   for (const CollectiveKind k : kAllCollectiveKinds)
     if (const CalibratedCollective* c = o.calibration.find(k))
-      calibrated += (calibrated.empty() ? "" : ", ") + std::string(collective_name(k)) + " (" +
-                    c->source + ")";
+      // A calibration file's fits name the file ("calibrated: FILE ..."); nccl-tests' their table.
+      calibrated +=
+          (calibrated.empty() ? "" : ", ") + std::string(collective_name(k)) + " (" +
+          (c->source.rfind("calibrated: ", 0) == 0 ? c->source : "from nccl-tests " + c->source) +
+          ")";
   m.notes = {
       "compute: " + num(cost.flops_per_s() / 1e12) +
           " TFLOP/s = " + std::string(dtype_name(s.meta.lp)) + " dense " + num(rate.dense_tflops) +
@@ -54,7 +57,9 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
                                    num(h.stage3_release_hook_us) + " us release per module, "
                              : std::string()) +
           num(h.collective_launch_us) + " us per collective launch [" +
-          (h.given ? "given" : "default: assumed, docs/time_model.md") +
+          (!h.calibrated.empty() ? h.calibrated
+           : h.given             ? std::string("given")
+                                 : std::string("default: assumed, docs/time_model.md")) +
           "]; a compute op takes max(GPU time, host time)",
       "memory-bound ops: HBM " + num(gpu.hbm_gbps) + " GB/s, host " + num(o.host_gbps) +
           " GB/s, PCIe " + num(gpu.pcie_gbps) + " GB/s; Adam touches 7 x master dtype per element",
@@ -67,8 +72,7 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
           (o.links                 ? std::string("given links")
            : o.links_basis.empty() ? std::string("default: GPU catalog")
                                    : o.links_basis) +
-          "]" +
-          (calibrated.empty() ? std::string() : "; calibrated from nccl-tests: " + calibrated),
+          "]" + (calibrated.empty() ? std::string() : "; calibrated: " + calibrated),
       "timing: one timing role (element-wise max slot values of " + std::to_string(s.roles.size()) +
           " roles); every rank shares its op times",
       capacity == 0 ? std::string("memory: no device capacity limit")

@@ -75,7 +75,7 @@ std::optional<EfficiencyCurve> efficiency_curve(GpuGeneration g) {
 }
 
 ComputeRate compute_rate(const GpuSpec& gpu, DType lp, const GemmShape& shape,
-                         std::optional<double> given) {
+                         std::optional<double> given, const CalibratedCompute* calibrated) {
   ComputeRate r;
   r.dense_tflops = dense_tflops(gpu, lp);
   if (given) {
@@ -83,7 +83,13 @@ ComputeRate compute_rate(const GpuSpec& gpu, DType lp, const GemmShape& shape,
     r.basis = "given: --efficiency " + fixed(*given, 3);
     return r;
   }
-  const auto curve = efficiency_curve(gpu.generation);
+  auto curve = efficiency_curve(gpu.generation);
+  if (calibrated) curve = EfficiencyCurve{calibrated->e_max, calibrated->h_half, ""};
+  if (calibrated && shape.hidden == 0) {
+    r.efficiency = calibrated->e_max;
+    r.basis = calibrated->basis + ": GEMM shape unknown, e_max " + fixed(calibrated->e_max, 3);
+    return r;
+  }
   if (!curve || shape.hidden == 0) {
     r.efficiency = kFallbackComputeEfficiency;
     r.basis = std::string("default: fallback 0.5 (") +
@@ -93,9 +99,11 @@ ComputeRate compute_rate(const GpuSpec& gpu, DType lp, const GemmShape& shape,
   const auto h = static_cast<double>(shape.hidden);
   const double curve_eff = curve->e_max * h / (h + curve->h_half);
   r.efficiency = curve_eff;
-  r.basis = std::string("default: ") + gpu_generation_name(gpu.generation) +
-            " GEMM curve at hidden " + std::to_string(shape.hidden) + " -> " + fixed(curve_eff, 3) +
-            " (" + curve->basis + ")";
+  r.basis = calibrated ? calibrated->basis + ": GEMM curve at hidden " +
+                             std::to_string(shape.hidden) + " -> " + fixed(curve_eff, 3)
+                       : std::string("default: ") + gpu_generation_name(gpu.generation) +
+                             " GEMM curve at hidden " + std::to_string(shape.hidden) + " -> " +
+                             fixed(curve_eff, 3) + " (" + curve->basis + ")";
   if (shape.tokens > 0 && r.dense_tflops > 0 && gpu.hbm_gbps > 0) {
     const auto m = static_cast<double>(shape.tokens);
     const double bytes = static_cast<double>(dtype_size(lp));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "schedule/builders.h"
+#include "zerosim/calibration.h"
 #include "zerosim/engine.h"
 #include "zerosim/planner.h"
 #include "zerosim/schedule_builder.h"
@@ -132,6 +133,7 @@ Result<RowSpeed> simulate_row_speed(const PlanRequest& request, const DsConfig& 
   EngineOptions o;
   o.gemm.hidden = request.model.arch ? request.model.arch->hidden : 0;
   o.gemm.tokens = request.model.arch ? micro_batch * request.training.seq_len : 0;
+  if (request.calibration) (void)apply_calibration(*request.calibration, request.cluster.gpu, o);
   o.record_trace = false;
   o.device_capacity = 0;  // the planner decided the fit; only times are read
   auto sim = simulate(schedule.value(), request.cluster.gpu, o);

@@ -134,6 +134,7 @@ class Evaluator {
     in.training.micro_batch = micro_batch;
     in.training.zero_init = req_.training.zero_init && ds.zero.stage == 3;
     in.overheads = req_.overheads;
+    in.calibration = req_.calibration.get();
     return in;
   }
   Bytes capacity() const { return req_.cluster.gpu.memory_bytes; }

@@ -8,6 +8,7 @@
 
 #include "memory/exact_math.h"
 #include "schedule/builders.h"
+#include "zerosim/calibration.h"
 #include "zerosim/engine.h"
 #include "zerosim/scenario.h"
 #include "zerosim/schedule_builder.h"
@@ -247,6 +248,8 @@ Result<RowSimulation> simulate_row(const RowInput& in) {
   RowSimulation row;
   row.schedule = std::move(sched.value());
   EngineOptions eo;
+  // The GPU was checked when the calibration was read (the CLI refuses another GPU's).
+  if (in.calibration) (void)apply_calibration(*in.calibration, in.cluster.gpu, eo);
   eo.record_trace = false;
   eo.device_capacity = 0;
   auto sim = simulate(row.schedule, in.cluster.gpu, eo);
