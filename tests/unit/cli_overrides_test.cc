@@ -24,7 +24,7 @@ std::string scenario(const std::string& name) {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = zerosim::testutil::unique_temp_path("overrides_" + name);
+  std::string path = zerosim::testutil::unique_temp_path("overrides_" + name);
   std::ofstream(path) << text;
   return path;
 }

@@ -65,7 +65,7 @@ namespace zerosim {
 namespace {
 
 std::string write_temp(const std::string& name, const nlohmann::json& j) {
-  const std::string path = zerosim::testutil::unique_temp_path("grad_order_" + name + ".json");
+  std::string path = zerosim::testutil::unique_temp_path("grad_order_" + name + ".json");
   std::ofstream(path) << j.dump();
   return path;
 }

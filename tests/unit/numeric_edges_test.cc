@@ -173,7 +173,7 @@ TEST(NumericEdges, TwoToThe24GpusPlanExactly) {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = zerosim::testutil::unique_temp_path(name);
+  std::string path = zerosim::testutil::unique_temp_path(name);
   FILE* f = std::fopen(path.c_str(), "w");
   std::fputs(text.c_str(), f);
   std::fclose(f);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "simulator_testlib.h"
@@ -190,6 +191,51 @@ TEST(TimeModel, HostCostsDominateSmallBatchStage3) {
   const double small_overhead = static_cast<double>(with) / static_cast<double>(without) - 1;
   const double big_overhead = static_cast<double>(big_with) / static_cast<double>(big_without) - 1;
   EXPECT_LT(big_overhead, small_overhead / 4) << big_overhead << " vs " << small_overhead;
+}
+
+// Every collective call is launched by the host, the repeated ones too: the engine costs identical
+// calls once and reuses that cost, which once left the launch on the first of them only.
+TEST(TimeModel, EveryIdenticalCollectiveCallPaysItsLaunch) {
+  auto m = load_zoo_model("gpt2");
+  ASSERT_TRUE(m.ok());
+  DsConfig ds = default_ds_config(3, DType::BFloat16);
+  auto plan = plan_partition(m.value(), partition_options(ds, 8));
+  ASSERT_TRUE(plan.ok());
+  ScheduleInput in;
+  in.model = &m.value();
+  in.plan = &plan.value();
+  in.ds = &ds;
+  in.cluster.gpu = gpu("H100-SXM-80GB");
+  in.cluster.nodes = 1;
+  in.cluster.gpus_per_node = 8;
+  in.training.seq_len = 128;
+  in.training.zero_init = true;
+  auto s = build_schedule(in);
+  ASSERT_TRUE(s.ok());
+  const auto durations = [&](const HostCosts& host) {
+    EngineOptions o;
+    o.host = host;
+    auto r = simulate(s.value(), in.cluster.gpu, o);
+    EXPECT_TRUE(r.ok());
+    std::map<std::uint32_t, SimTime> by_op;  // collective op -> its span's duration
+    if (r.ok())
+      for (const Span& sp : r->trace.spans)
+        if (sp.comm != kNone) by_op[sp.op] = sp.dur_ns;
+    return by_op;
+  };
+  HostCosts launch = HostCosts::none();
+  launch.collective_launch_us = 10;
+  const auto with = durations(launch);
+  const auto without = durations(HostCosts::none());
+  ASSERT_EQ(with.size(), without.size());
+  ASSERT_GT(with.size(), 100u);  // many all-gathers of the same sizes
+  std::size_t moving = 0;
+  for (const auto& [op, d] : without) {
+    if (d == 0) continue;  // a call that moves nothing is not launched
+    ++moving;
+    EXPECT_EQ(with.at(op), d + 10'000) << s->ops[op].label;
+  }
+  EXPECT_GT(moving, 100u);
 }
 
 TEST(TimeModel, HostComputeShare) {

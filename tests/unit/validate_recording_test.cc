@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli_testlib.h"
+#include "temp_path.h"
 #include "zerosim/recorded_memory.h"
 #include "zerosim/recording.h"
 
@@ -25,7 +26,7 @@ using clitest::run_cli;
 const std::string kRec = data("recordings/tiny_gloo_2ranks");
 
 std::string copy_recording(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("zerosim_vrec_" + name);
+  const fs::path dir = zerosim::testutil::unique_temp_path("vrec_" + name);
   fs::remove_all(dir);
   fs::copy(kRec, dir, fs::copy_options::recursive);
   return dir.string();

@@ -125,8 +125,10 @@ void cost_op(const Op& op, std::uint32_t i, Elements elements, const CommGroup& 
     const CallKey key{op.collective, op.numel, op.out_numel, op.dtype, op.comm};
     if (auto it = seen.find(key); it != seen.end()) {
       CollectiveCall call = p.collectives[it->second];
+      // The first call's op duration: the collective's cost plus the host's launch of it (the
+      // collective cost alone would charge the launch to the first of identical calls only).
+      p.ops[i].duration_ns = p.ops[call.op].duration_ns;
       call.op = i;
-      p.ops[i].duration_ns = call.cost.duration_ns;
       p.bytes[i] = call.cost.algbw_bytes;
       p.collectives.push_back(call);
       return;
