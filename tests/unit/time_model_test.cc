@@ -145,18 +145,31 @@ TEST(TimeModel, NvlsBadInputIsRefused) {
   EXPECT_NE(c.diagnostics().items().front().message.find("NVLS only"), std::string::npos);
 }
 
-// One step of `model` at `stage` on 8 x H100 at micro-batch 1 and `seq` tokens; returns the step.
-SimTime step_time(const std::string& model, int stage, std::uint64_t seq, const HostCosts& host) {
+// The schedule of `model` at `stage` on 8 x H100 at micro-batch 1 and `seq` tokens (two steps at
+// stage 3, built under zero.Init).
+struct Built {
+  ModelDesc model;
+  DsConfig ds;
+  PartitionPlan plan;
+  GpuSpec gpu;
+  Schedule schedule;
+};
+
+Built build_8xh100(const std::string& model, int stage, std::uint64_t seq) {
+  Built b;
   auto m = load_zoo_model(model);
   EXPECT_TRUE(m.ok());
-  DsConfig ds = default_ds_config(stage, DType::BFloat16);
-  auto plan = plan_partition(m.value(), partition_options(ds, 8));
+  if (m.ok()) b.model = m.value();
+  b.ds = default_ds_config(stage, DType::BFloat16);
+  auto plan = plan_partition(b.model, partition_options(b.ds, 8));
   EXPECT_TRUE(plan.ok());
+  if (plan.ok()) b.plan = plan.value();
+  b.gpu = gpu("H100-SXM-80GB");
   ScheduleInput in;
-  in.model = &m.value();
-  in.plan = &plan.value();
-  in.ds = &ds;
-  in.cluster.gpu = gpu("H100-SXM-80GB");
+  in.model = &b.model;
+  in.plan = &b.plan;
+  in.ds = &b.ds;
+  in.cluster.gpu = b.gpu;
   in.cluster.nodes = 1;
   in.cluster.gpus_per_node = 8;
   in.training.micro_batch = 1;
@@ -165,12 +178,20 @@ SimTime step_time(const std::string& model, int stage, std::uint64_t seq, const 
   in.steps = stage == 3 ? 2 : 1;
   auto s = build_schedule(in);
   EXPECT_TRUE(s.ok());
+  if (s.ok()) b.schedule = std::move(s.value());
+  return b;
+}
+
+// One step of that schedule; returns the (last) step.
+SimTime step_time(const std::string& model, int stage, std::uint64_t seq, const HostCosts& host) {
+  const Built b = build_8xh100(model, stage, seq);
   EngineOptions o;
-  o.gemm = {m->arch->hidden, seq};
+  o.gemm = {b.model.arch->hidden, seq};
   o.host = host;
   o.record_trace = false;
-  auto r = simulate(s.value(), in.cluster.gpu, o);
+  auto r = simulate(b.schedule, b.gpu, o);
   EXPECT_TRUE(r.ok());
+  if (!r.ok()) return 0;
   const auto& last = r->summary.steps.back();
   return last.end_ns - last.start_ns;
 }
@@ -196,26 +217,11 @@ TEST(TimeModel, HostCostsDominateSmallBatchStage3) {
 // Every collective call is launched by the host, the repeated ones too: the engine costs identical
 // calls once and reuses that cost, which once left the launch on the first of them only.
 TEST(TimeModel, EveryIdenticalCollectiveCallPaysItsLaunch) {
-  auto m = load_zoo_model("gpt2");
-  ASSERT_TRUE(m.ok());
-  DsConfig ds = default_ds_config(3, DType::BFloat16);
-  auto plan = plan_partition(m.value(), partition_options(ds, 8));
-  ASSERT_TRUE(plan.ok());
-  ScheduleInput in;
-  in.model = &m.value();
-  in.plan = &plan.value();
-  in.ds = &ds;
-  in.cluster.gpu = gpu("H100-SXM-80GB");
-  in.cluster.nodes = 1;
-  in.cluster.gpus_per_node = 8;
-  in.training.seq_len = 128;
-  in.training.zero_init = true;
-  auto s = build_schedule(in);
-  ASSERT_TRUE(s.ok());
+  const Built b = build_8xh100("gpt2", 3, 128);
   const auto durations = [&](const HostCosts& host) {
     EngineOptions o;
     o.host = host;
-    auto r = simulate(s.value(), in.cluster.gpu, o);
+    auto r = simulate(b.schedule, b.gpu, o);
     EXPECT_TRUE(r.ok());
     std::map<std::uint32_t, SimTime> by_op;  // collective op -> its span's duration
     if (r.ok())
@@ -233,7 +239,7 @@ TEST(TimeModel, EveryIdenticalCollectiveCallPaysItsLaunch) {
   for (const auto& [op, d] : without) {
     if (d == 0) continue;  // a call that moves nothing is not launched
     ++moving;
-    EXPECT_EQ(with.at(op), d + 10'000) << s->ops[op].label;
+    EXPECT_EQ(with.at(op), d + 10'000) << b.schedule.ops[op].label;
   }
   EXPECT_GT(moving, 100u);
 }
