@@ -4,6 +4,7 @@
 // warnings (TrainerConfig::not_modelled), never a silent default.
 #include "zerosim/trainer_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <string>
@@ -98,10 +99,14 @@ std::optional<std::vector<std::string>> module_list(const Entry& e, Diagnostics&
       }
     }
   }
-  for (const auto& m : out)
-    for (char c : m)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-')
-        out.clear();
+  // A name outside [A-Za-z0-9_.-] refuses the whole list (decided before clearing: clearing
+  // `out` while iterating it freed the strings being read).
+  const bool names_ok = std::all_of(out.begin(), out.end(), [](const std::string& m) {
+    return std::all_of(m.begin(), m.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+    });
+  });
+  if (!names_ok) out.clear();
   if (out.empty()) {
     d.error(e.where, e.pointer,
             "expected module names such as q_proj,v_proj (a string or a list), got " + e.shown());
