@@ -1,15 +1,15 @@
-// libFuzzer target: the trainer config reader (load_trainer_config_text) on TrainingArguments
-// JSON. The YAML path (LLaMA-Factory, axolotl) is left out for now: fuzzing it found a
-// use-after-free in module_list (fixed) and then an input on which Debian's yaml-cpp does not
-// return (",\n gradient_checkpointing\": tod}\n" after a byte that picks YAML: a hang inside
-// YAML::Load), which needs a bounded parse before this target can run it in CI. The first byte is
-// skipped so that the corpus (one selector byte, then the file) stays valid for both.
+// libFuzzer target: the trainer config reader (load_trainer_config_text): LLaMA-Factory and axolotl
+// YAML through yaml-cpp, and TrainingArguments JSON. The first byte picks the format (its low bit:
+// .yaml or .json), so one corpus reaches both readers; the rest is the file's text. Found so far: a
+// use-after-free in module_list and a document starting with ',' on which yaml-cpp 0.7's LoadAll
+// never returns (both fixed; their inputs are seeds in corpus/trainer_config).
 #include "fuzz_input.h"
 #include "zerosim/trainer_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
+  const char* path = (data[0] & 1U) != 0 ? "train.json" : "train.yaml";
   zerosim::fuzz::check_result(
-      zerosim::load_trainer_config_text(zerosim::fuzz::text_of(data + 1, size - 1), "train.json"));
+      zerosim::load_trainer_config_text(zerosim::fuzz::text_of(data + 1, size - 1), path));
   return 0;
 }

@@ -4,10 +4,12 @@
 #include "zerosim/trainer_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <string>
 
 #include "temp_path.h"
@@ -168,6 +170,41 @@ TEST(TrainerConfig, RefusalsNameFileLineColumnAndKey) {
                 load_trainer_config_text("{\"deepspeed\": {\"zero_optimization\": {}}}", "t.json")),
             "t.json: /deepspeed: expected the path of a ds_config file, got a mapping (write the "
             "ds_config to a file and give its path)");
+}
+
+// yaml-cpp 0.7's LoadAll loops for ever (and allocates a document each turn, about 0.5 GB/s) on a
+// document that starts with ',' (jbeder/yaml-cpp #1040); the input fuzz_trainer_config found.
+// Run in a child that SIGALRM stops after 10 s, so the old code fails here instead of hanging.
+TEST(TrainerConfigDeathTest, ACommaOutsideAFlowListIsRefusedNotLoopedOn) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        alarm(10);
+        std::cerr << first_error(
+                         load_trainer_config_text(",\n gradient_checkpointing\": tod}\n", "t.yaml"))
+                  << std::endl;
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      "t.yaml:1:1: invalid YAML: unexpected ... \\(outside a flow list or mapping\\)");
+  EXPECT_EXIT(
+      {
+        alarm(10);
+        std::cerr << first_error(load_trainer_config_text("---\n,\n", "t.yaml")) << std::endl;
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "t.yaml:2:1: invalid YAML: unexpected");
+}
+
+TEST(TrainerConfig, ASecondDocumentIsRefusedAtItsStart) {
+  EXPECT_EQ(
+      first_error(load_trainer_config_text("model_name_or_path: m\n---\nbf16: true\n", "t.yaml")),
+      "t.yaml:2:1: unsupported YAML construct: a second document; expected one mapping of "
+      "trainer arguments");
+  // Three documents: still the second one is named.
+  EXPECT_EQ(first_error(load_trainer_config_text("a: 1\n---\nb: 2\n---\nc: 3\n", "t.yaml")),
+            "t.yaml:2:1: unsupported YAML construct: a second document; expected one mapping of "
+            "trainer arguments");
 }
 
 // --- The CLI: every fixture plans with at most the model and GPU flags -------------------------

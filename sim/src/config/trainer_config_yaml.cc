@@ -7,9 +7,11 @@
 #pragma GCC diagnostic ignored "-Wdangling-pointer"
 #endif
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -58,13 +60,61 @@ bool check_tags(const YAML::Node& n, const std::string& path, Diagnostics& d) {
   return true;
 }
 
+// Records where each document starts; the nodes themselves come from YAML::Load.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& m) override { starts.push_back(m); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Finds a second document, or the place where yaml-cpp's parser stops making progress. yaml-cpp
+// 0.7 (Debian 12) loops for ever in YAML::LoadAll, adding a null document each turn, when a
+// document starts with a token the parser cannot place (a ',' outside a flow list: jbeder/yaml-cpp
+// #1040, fixed upstream by PR #1319 in 0.8.1): each turn starts at the same position. At most three
+// documents are parsed here, so this always returns. Throws what the parser throws.
+bool check_documents(const std::string& text, const std::string& path, Diagnostics& d) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts h;
+  while (h.starts.size() < 3 && parser.HandleNextDocument(h)) {
+    const std::size_t n = h.starts.size();
+    if (n >= 2 && h.starts[n - 1].pos == h.starts[n - 2].pos) {
+      const YAML::Mark& m = h.starts[n - 1];
+      const std::size_t pos = static_cast<std::size_t>(m.pos);
+      const std::string found = pos < text.size() ? std::string(1, text[pos]) : "end of file";
+      d.error(at(path, m), "",
+              "invalid YAML: unexpected '" + found + "' (outside a flow list or mapping)");
+      return false;
+    }
+  }
+  if (h.starts.size() > 1) {
+    d.error(at(path, h.starts[1]), "",
+            "unsupported YAML construct: a second document; expected one mapping of trainer "
+            "arguments");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool read_yaml_entries(const std::string& text, const std::string& path, std::vector<Entry>& out,
                        Diagnostics& d) {
-  std::vector<YAML::Node> docs;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(text);
+    if (!check_documents(text, path, d)) return false;
+    root = YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's parser guards its own recursion (depthguard.h); its message is "bad file".
     d.error(at(path, e.mark), "",
@@ -75,17 +125,10 @@ bool read_yaml_entries(const std::string& text, const std::string& path, std::ve
     d.error(at(path, e.mark), "", "invalid YAML: " + e.msg);
     return false;
   }
-  if (docs.size() > 1) {
-    d.error(at(path, docs[1].Mark()), "",
-            "unsupported YAML construct: a second document; expected one mapping of trainer "
-            "arguments");
-    return false;
-  }
-  if (docs.empty() || docs[0].IsNull()) {
+  if (!root.IsDefined() || root.IsNull()) {
     d.error(path, "", "expected a mapping of trainer arguments, got an empty document");
     return false;
   }
-  const YAML::Node& root = docs[0];
   if (!root.IsMap()) {
     d.error(at(path, root.Mark()), "",
             std::string("expected a mapping of trainer arguments, got ") +
