@@ -95,7 +95,7 @@ TEST(KeptGrads, EveryKeptBufferAdoptsTheGradientsFreedRightBeforeIt) {
 // (stage_1_and_2.py:2361 at edaa722), on a rank whose averaged_gradients is one tensor a view of
 // the kept p.grad, alive until `del single_grad_partition` after the update (:2383): every step's
 // Frees of the kept buffers follow its optimizer step. With a cast (fp16) the fp32 copy is made
-// first and DeepSpeed drops the kept grads before the update (:2370-2372): the Frees precede it.
+// first and DeepSpeed drops the kept grads before the update (:2369-2372): the Frees precede it.
 TEST(KeptGrads, Fp32UpdateReadsTheKeptGradsBeforeTheirFrees) {
   struct Case {
     int stage;
