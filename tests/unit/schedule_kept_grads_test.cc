@@ -4,11 +4,13 @@
 // with an *adopting* Alloc (Op::src) right after the Frees that release them: these tests check
 // that the schedule says so (the src, the slot, the Frees before it, a per_flush grad pass), that
 // the memory ledger is unchanged by it (the Alloc is costless and sized as before), that the
-// schedule JSON keeps it, and that a broken adopting Alloc is refused with its pointer.
+// schedule JSON keeps it, that an uncast fp32 update reads them before their Frees, and that a
+// broken adopting Alloc is refused with its pointer.
 #include <gtest/gtest.h>
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "zerosim/partition_plan.h"
 #include "zerosim/scenario.h"
@@ -19,15 +21,15 @@
 namespace zerosim {
 namespace {
 
-Schedule build(int stage, const std::string& zero, std::uint32_t grad_accum = 1) {
+Schedule build(int stage, const std::string& zero, std::uint32_t grad_accum = 1,
+               const std::string& precision = R"("fp16": {"enabled": true}, )") {
   const std::string text =
       R"({"format": "zerosim-scenario", "version": 1, "model": {"param_list": ")" +
       std::string(ZEROSIM_SOURCE_DIR) +
       R"(/scenarios/tiny_params.json"}, "deepspeed": {"train_micro_batch_size_per_gpu": 1,
       "gradient_accumulation_steps": )" +
-      std::to_string(grad_accum) +
-      R"(, "fp16": {"enabled": true}, "zero_optimization": {"stage": )" + std::to_string(stage) +
-      ", " + zero +
+      std::to_string(grad_accum) + ", " + precision + R"("zero_optimization": {"stage": )" +
+      std::to_string(stage) + ", " + zero +
       R"(}}, "cluster": {"gpu": "RTX-4090", "nodes": 1, "gpus_per_node": 4},
       "training": {"seq_len": 64, "steps": 2}})";
   auto sc = load_scenario_text(text, "kept_grads", "");
@@ -87,6 +89,49 @@ TEST(KeptGrads, EveryKeptBufferAdoptsTheGradientsFreedRightBeforeIt) {
     ASSERT_FALSE(s.grad_passes.empty());
     EXPECT_EQ(s.grad_passes.back().per_flush, c.stage == 2);
   }
+}
+
+// fp32 training (no fp16/bf16 block): `.to(fp32)` of the flat gradient returns it uncast
+// (stage_1_and_2.py:2361 at edaa722), on a rank whose averaged_gradients is one tensor a view of
+// the kept p.grad, alive until `del single_grad_partition` after the update (:2383): every step's
+// Frees of the kept buffers follow its optimizer step. With a cast (fp16) the fp32 copy is made
+// first and DeepSpeed drops the kept grads before the update (:2369-2372): the Frees precede it.
+TEST(KeptGrads, Fp32UpdateReadsTheKeptGradsBeforeTheirFrees) {
+  struct Case {
+    int stage;
+    std::string zero;
+    std::uint32_t grad_accum;
+  };
+  const Case cases[] = {
+      {1, R"("contiguous_gradients": false)", 1},
+      {1, R"("contiguous_gradients": false)", 2},
+      {2, R"("contiguous_gradients": false)", 1},
+      {2, R"("contiguous_gradients": false)", 2},
+      {2, R"("contiguous_gradients": false, "overlap_comm": true, "reduce_bucket_size": 5000)", 1}};
+  for (const Case& c : cases)
+    for (const bool fp32 : {true, false}) {
+      SCOPED_TRACE(std::to_string(c.stage) + " " + c.zero + " gas " + std::to_string(c.grad_accum) +
+                   (fp32 ? " fp32" : " fp16"));
+      const Schedule s =
+          fp32 ? build(c.stage, c.zero, c.grad_accum, "") : build(c.stage, c.zero, c.grad_accum);
+      EXPECT_EQ(lowering_errors(s), "");
+      EXPECT_EQ(s.meta.lp, fp32 ? DType::Float32 : DType::Float16);
+      std::vector<std::size_t> update(s.meta.steps, s.ops.size());  // per step: its update
+      for (std::size_t i = 0; i < s.ops.size(); ++i)
+        if (s.ops[i].kind == OpKind::OptimizerStep) update[s.ops[i].step] = i;
+      std::size_t frees = 0;
+      for (std::size_t i = 0; i < s.ops.size(); ++i) {
+        const Op& op = s.ops[i];
+        if (op.kind != OpKind::Free || op.phase != Phase::Step ||
+            s.buffers[op.buffer].name.find("kept autograd grads") == std::string::npos)
+          continue;
+        ++frees;
+        ASSERT_LT(update[op.step], s.ops.size()) << "step " << op.step << " has no update";
+        EXPECT_EQ(i > update[op.step], fp32) << "op " << i << " frees " << s.buffers[op.buffer].name
+                                             << ", the update is op " << update[op.step];
+      }
+      EXPECT_GE(frees, s.meta.steps);  // every step frees its kept grads
+    }
 }
 
 // The contiguous path is untouched: no adopting Alloc, no per_flush pass.

@@ -203,6 +203,15 @@ INSTANTIATE_TEST_SUITE_P(
         // fp32 training: no cast before the update, which reads the one averaged gradient
         // itself on a rank whose partition holds one tensor (the frees follow the update).
         V("stage1_fp32", "", "", 1), V("stage2_fp32", "", "", 2),
+        // fp32 without contiguous gradients: the update reads the kept autograd grads (X6).
+        V("stage1_fp32_no_contiguous_gradients", R"("contiguous_gradients": false)", "", 1),
+        V("stage2_fp32_no_contiguous_gradients", R"("contiguous_gradients": false)", "", 2),
+        V("stage1_fp32_no_contiguous_gradients_grad_accum", R"("contiguous_gradients": false)", "",
+          1, 2),
+        V("stage2_fp32_no_contiguous_gradients_grad_accum", R"("contiguous_gradients": false)", "",
+          2, 2),
+        V("stage2_fp32_no_contiguous_gradients_small_buckets",
+          R"("contiguous_gradients": false, "reduce_bucket_size": 5000)", "", 2),
         V("stage2_cpu_offload", R"("offload_optimizer": {"device": "cpu"})", kFp16, 2),
         V("stage2_cpu_offload_grad_accum", R"("offload_optimizer": {"device": "cpu"})", kFp16, 2,
           2),
