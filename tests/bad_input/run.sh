@@ -35,6 +35,14 @@ deep() { head -c "$1" /dev/zero | tr '\0' '['; head -c "$1" /dev/zero | tr '\0' 
 cp "$dir/../../scenarios/tiny_zero2_4gpu.json" "$dir/../../scenarios/tiny_params.json" "$tmp/"
 printf '{"an existing file": "that a failed run must leave as it is"}\n' >"$tmp/existing.jsonl"
 cp "$tmp/existing.jsonl" "$tmp/existing.orig"
+# Dangling references, made from a good file by one edit: a region outside its buffer, an op naming
+# a communicator the schedule does not have, a span naming a comm record the trace does not have.
+sed 's/"dst":{"buffer":1}/"dst":{"buffer":1,"offset":4}/' "$dir/../data/schedules/two_rank.json" \
+  >"$tmp/schedule_region_outside.json"
+sed 's/"label":"flush 0: AR(7)"/"comm":3,"label":"flush 0: AR(7)"/' \
+  "$dir/../data/schedules/two_rank.json" >"$tmp/schedule_unknown_comm.json"
+sed 's/"comm": 0, "bytes": 128000/"comm": 999, "bytes": 128000/' "$dir/trace_span_past_int64.json" |
+  sed 's/"start_ns": 9223372036854775797/"start_ns": 9000000000/' >"$tmp/trace_dangling_comm.json"
 
 subst() { local s="${1//\{dir\}/$dir}"; printf '%s' "${s//\{tmp\}/$tmp}"; }
 
