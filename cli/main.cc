@@ -76,9 +76,13 @@ std::string usage() {
       "zerosim predicts what DeepSpeed ZeRO (stages 0-3) needs per GPU before you rent the GPUs.\n"
       "\n"
       "commands:\n";
+  // Descriptions in one column, two spaces after the longest name (a fixed width of 9 pushed the
+  // description of "calibrate", 9 letters, one column right of the others).
+  std::size_t width = 0;
+  for (const Command& c : commands()) width = std::max(width, c.name.size() + 1);
   for (const Command& c : commands()) {
     std::string name(c.name);
-    name.resize(std::max<std::size_t>(name.size() + 1, 9), ' ');
+    name.resize(width, ' ');
     s += "  " + name + " " + std::string(c.description) + "\n";
   }
   s += "\nRun `zerosim <command> --help` for the flags of a command. `zerosim --version` prints "

@@ -1,5 +1,7 @@
-# Backstop for the layering (the linker is the rule: tests/link/trace_only.cc). Fails if a file of
-# the base or trace layer includes a header outside its layer:
+# The include half of the layering (the linker is the other: tests/link/trace_only.cc and
+# base_only.cc). It runs as a build step of zerosim_trace (tests/CMakeLists.txt) and as ctest
+# layering.layer_includes. Fails if a file of the base or trace layer includes a header outside
+# its layer:
 #   sim/src/base,  and the base headers     -> base headers only
 #   sim/src/trace, and the trace header     -> base + trace headers
 #   ui/model (the viewer's headless model)  -> base + trace headers, model/, no ImGui or GL
@@ -39,7 +41,7 @@ foreach(h IN LISTS base_headers)
   endif()
 endforeach()
 file(GLOB trace_files "${DIR}/src/trace/*.cc" "${DIR}/src/trace/*.h" "${DIR}/include/zerosim/trace.h"
-     "${DIR}/include/zerosim/trace_compare.h")
+     "${DIR}/include/zerosim/trace_compare.h" "${DIR}/include/zerosim/recording.h")
 check_layer(base "${base_headers}" ${base_files})
 check_layer(trace "${trace_headers}" ${trace_files})
 if(UI_DIR)

@@ -1,5 +1,6 @@
 # Fails if a schedule builder (sim/src/schedule/) constructs an Op itself: every op is made by the
-# emitter (schedule/emitter.cc) from its kind's spec and appended once, never patched afterwards.
+# emitter (schedule/emitter.cc) from its kind's spec and appended once, never patched afterwards
+# (no Op built, no op reached through ops[i], ops.back(), .front(), .at(), .data() or end() - k).
 file(GLOB files "${DIR}/*.h" "${DIR}/*.cc")
 set(bad "")
 foreach(f IN LISTS files)
@@ -7,7 +8,7 @@ foreach(f IN LISTS files)
   if(name STREQUAL "emitter.cc")
     continue()
   endif()
-  file(STRINGS "${f}" lines REGEX "(^|[^A-Za-z0-9_:])Op[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*[;={(]|(^|[^A-Za-z0-9_])Op[ \t]*[{(]|\\.ops\\[")
+  file(STRINGS "${f}" lines REGEX "(^|[^A-Za-z0-9_:])Op[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*[;={(]|(^|[^A-Za-z0-9_])Op[ \t]*[{(]|\\.ops\\[|\\.ops\\.(back|front|at|data)\\(|\\.ops\\.end\\(\\)[ \t]*-")
   if(lines)
     list(APPEND bad "${f}: ${lines}")
   endif()

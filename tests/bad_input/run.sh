@@ -35,6 +35,24 @@ deep() { head -c "$1" /dev/zero | tr '\0' '['; head -c "$1" /dev/zero | tr '\0' 
 cp "$dir/../../scenarios/tiny_zero2_4gpu.json" "$dir/../../scenarios/tiny_params.json" "$tmp/"
 printf '{"an existing file": "that a failed run must leave as it is"}\n' >"$tmp/existing.jsonl"
 cp "$tmp/existing.jsonl" "$tmp/existing.orig"
+# Duplicate keys in hand-written inputs (issue 7: still refused at their pointer after the linear
+# readers replaced the callback parse).
+printf '{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2, "stage": 3}}\n' \
+  >"$tmp/ds_duplicate_key.json"
+printf '{"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 2, "n_layer": 3}\n' \
+  >"$tmp/hf_duplicate_key.json"
+printf '{"format": "zerosim-param-list", "version": 1, "params": [["w", [4, 4]]], "params": []}\n' \
+  >"$tmp/params_duplicate_key.json"
+sed 's/"version": 1,/"version": 1, "version": 1,/' "$dir/../../scenarios/tiny_zero2_4gpu.json" \
+  >"$tmp/scenario_duplicate_key.json"
+# Dangling references, made from a good file by one edit: a region outside its buffer, an op naming
+# a communicator the schedule does not have, a span naming a comm record the trace does not have.
+sed 's/"dst":{"buffer":1}/"dst":{"buffer":1,"offset":4}/' "$dir/../data/schedules/two_rank.json" \
+  >"$tmp/schedule_region_outside.json"
+sed 's/"label":"flush 0: AR(7)"/"comm":3,"label":"flush 0: AR(7)"/' \
+  "$dir/../data/schedules/two_rank.json" >"$tmp/schedule_unknown_comm.json"
+sed 's/"comm": 0, "bytes": 128000/"comm": 999, "bytes": 128000/' "$dir/trace_span_past_int64.json" |
+  sed 's/"start_ns": 9223372036854775797/"start_ns": 9000000000/' >"$tmp/trace_dangling_comm.json"
 
 subst() { local s="${1//\{dir\}/$dir}"; printf '%s' "${s//\{tmp\}/$tmp}"; }
 

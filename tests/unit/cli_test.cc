@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -48,6 +49,19 @@ TEST(Cli, CommandTableDrivesHelpAndDispatch) {
     EXPECT_EQ(via.out, own.out) << c;
     EXPECT_EQ(own.out.rfind(std::string("usage: zerosim ") + c, 0), 0u) << own.out;
   }
+  // Every command of the table is listed, each description starting in the same column.
+  const std::string listing = top.out.substr(top.out.find("commands:\n") + 10);
+  std::istringstream lines(listing.substr(0, listing.find("\n\n")));
+  std::set<std::size_t> columns;
+  std::set<std::string> names;
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t name_end = line.find(' ', 2);
+    names.insert(line.substr(2, name_end - 2));
+    columns.insert(line.find_first_not_of(' ', name_end));
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"calibrate", "check", "models", "plan", "schedule",
+                                          "simulate", "validate", "view"}));
+  EXPECT_EQ(columns.size(), 1u) << top.out;
   expect_one_line_error("help simulat", "unknown command \"simulat\" (did you mean \"simulate\"?)");
   expect_one_line_error("modles", "unknown command \"modles\" (did you mean \"models\"?)");
   EXPECT_EQ(run_cli("").exit_code, 1);  // no command: usage, exit 1

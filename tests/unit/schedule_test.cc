@@ -2,6 +2,9 @@
 // lower_schedule's consistency rules and build_schedule's input checks.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "schedule_stage012_testlib.h"
 #include "zerosim/schedule_graph.h"
 
@@ -30,6 +33,18 @@ TEST(ScheduleIr, EnumNames) {
   EXPECT_EQ(category_name(BufferCategory::GatheredParam), "gathered_param");
   EXPECT_EQ(deepspeed_version_name(DeepSpeedVersion::Edaa722), "edaa722");
   EXPECT_EQ(deepspeed_version_name(DeepSpeedVersion::V0_14_4), "0.14.4");
+}
+
+// kDerivedKindCount (schedule.h) derives from DerivedKind's last value like the counts of
+// ir_types.h (ir_types_test.cc): every value below it has its own name, the value at it none.
+TEST(ScheduleIr, DerivedKindCountDerivesFromTheEnum) {
+  std::set<std::string> seen;
+  for (std::size_t v = 0; v < kDerivedKindCount; ++v) {
+    const std::string n(derived_kind_name(static_cast<DerivedKind>(v)));
+    EXPECT_NE(n, "unknown") << "value " << v;
+    EXPECT_TRUE(seen.insert(n).second) << "value " << v << " repeats " << n;
+  }
+  EXPECT_EQ(derived_kind_name(static_cast<DerivedKind>(kDerivedKindCount)), "unknown");
 }
 
 TEST(ScheduleIr, ParseDeepSpeedVersion) {
