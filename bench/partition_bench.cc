@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "zerosim/model_desc.h"
 #include "zerosim/partition_plan.h"
 
 namespace {

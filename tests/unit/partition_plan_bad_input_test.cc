@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "zerosim/model_desc.h"
 #include "zerosim/partition_plan.h"
 
 namespace zerosim {

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "zerosim/ds_config.h"
+#include "zerosim/model_desc.h"
+
 namespace zerosim {
 namespace {
 

@@ -18,11 +18,14 @@
 #include <vector>
 
 #include "zerosim/diagnostic.h"
-#include "zerosim/ds_config.h"
-#include "zerosim/model_desc.h"
 #include "zerosim/units.h"
 
 namespace zerosim {
+
+// Declared only: the plan takes them by reference, and schedule.h (the IR) includes this header
+// for the flat layout without pulling in the config or the model (issue #7 item 1's layering).
+struct DsConfig;
+struct ModelDesc;
 
 /// The largest data-parallel world size plan_partition accepts (2^24 ranks).
 inline constexpr std::uint32_t kMaxPartitionWorld = 16777216;

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "zerosim/model_desc.h"
+
 namespace zerosim {
 namespace {
 constexpr Elements kNoOffset = std::numeric_limits<Elements>::max();

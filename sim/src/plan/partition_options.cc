@@ -1,6 +1,8 @@
 // partition_options (partition_plan.h): the one translation from a DsConfig to PartitionOptions.
 #include "zerosim/partition_plan.h"
 
+#include "zerosim/ds_config.h"
+
 namespace zerosim {
 
 PartitionOptions partition_options(const DsConfig& ds, std::uint32_t world) {

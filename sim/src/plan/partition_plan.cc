@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "zerosim/model_desc.h"
+
 namespace zerosim {
 namespace {
 
