@@ -1,7 +1,6 @@
 // partition_options (partition_plan.h): the one translation from a DsConfig to PartitionOptions.
-#include "zerosim/partition_plan.h"
-
 #include "zerosim/ds_config.h"
+#include "zerosim/partition_plan.h"
 
 namespace zerosim {
 
