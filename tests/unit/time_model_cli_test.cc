@@ -79,6 +79,34 @@ TEST(ClusterFlags, OutputsSayWhatWasGiven) {
   expect_one_line_error("plan --scenario " + scenario + " --nics-per-node x", "--nics-per-node");
 }
 
+// plan without a scenario honours the link flags (its rows are timed on the given network) and,
+// as with a scenario, its notes say so (#13 item 4: the output states what was given). It timed
+// them silently before.
+TEST(ClusterFlags, PlanFromFlagsSaysWhatWasGiven) {
+  const std::string base = "plan --model gpt2-xl --gpus 16 --gpus-per-node 8 --format json";
+  const auto def = run_cli(base);
+  const auto slow = run_cli(base + " --network-gbps 12.5");
+  ASSERT_EQ(def.exit_code, 0) << def.err;
+  ASSERT_EQ(slow.exit_code, 0) << slow.err;
+  const auto jd = nlohmann::json::parse(def.out, nullptr, false);
+  const auto js = nlohmann::json::parse(slow.out, nullptr, false);
+  ASSERT_FALSE(jd.is_discarded() || js.is_discarded());
+  // Stage 2 without offload (row 3): its steady step crosses the slower network.
+  EXPECT_GT(js["rows"][3]["steady_step_ns"].get<std::int64_t>(),
+            jd["rows"][3]["steady_step_ns"].get<std::int64_t>());
+  const auto has_note = [](const nlohmann::json& j, const std::string& text) {
+    for (const auto& n : j["notes"])
+      if (n.get<std::string>().find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_note(js, "cluster links given: --network-gbps 12.5 (network 12.5 GB/s per GPU)"))
+      << js["notes"].dump();
+  EXPECT_FALSE(has_note(jd, "cluster links")) << jd["notes"].dump();
+  const auto table = run_cli("plan --model gpt2-xl --gpus 16 --intra-node-gbps 300");
+  EXPECT_NE(table.out.find("  - cluster links given: --intra-node-gbps 300\n"), std::string::npos)
+      << table.out;
+}
+
 TEST(ClusterFlags, GarbageIsOneLine) {
   for (const char* cmd :
        {"simulate --model llama2-7b --gpus 8 --stage 2", "plan --model gpt2-small"}) {
