@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "cli_testlib.h"
@@ -77,6 +78,38 @@ TEST(ClusterFlags, OutputsSayWhatWasGiven) {
             std::string::npos)
       << plan.out << plan.err;
   expect_one_line_error("plan --scenario " + scenario + " --nics-per-node x", "--nics-per-node");
+}
+
+// Every time-model note of simulate says where its figures come from (docs/time_model.md: each
+// ends in [default: …], [given: …] or names its calibration); the memory-bound note (HBM, host
+// and PCIe bandwidths, which time the offload rows) said nothing.
+TEST(ClusterFlags, EveryTimeModelNoteSaysItsBasis) {
+  for (const std::string& extra : {std::string(), std::string(" --gpu-bandwidth 2000")}) {
+    const auto r = run_cli(std::string("simulate ") + kOneNode + extra);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    int notes = 0;
+    std::istringstream lines(r.out);
+    for (std::string l; std::getline(lines, l);) {
+      for (const char* p :
+           {"note: compute: ", "note: host: ", "note: memory-bound ops: ", "note: collectives: "}) {
+        if (l.rfind(p, 0) != 0) continue;
+        ++notes;
+        EXPECT_TRUE(l.find("[default: ") != std::string::npos ||
+                    l.find("[given") != std::string::npos ||
+                    l.find("calibrated: ") != std::string::npos)
+            << l;
+      }
+    }
+    EXPECT_EQ(notes, 4) << r.out;
+  }
+  const auto def = run_cli(std::string("simulate ") + kOneNode);
+  EXPECT_NE(def.out.find("per element [default: host assumed, HBM and PCIe: GPU catalog; "
+                         "docs/time_model.md]"),
+            std::string::npos)
+      << def.out;
+  const auto flags = run_cli(std::string("simulate ") + kOneNode + " --gpu-bandwidth 2000");
+  EXPECT_NE(flags.out.find("HBM 2000 GB/s"), std::string::npos) << flags.out;
+  EXPECT_NE(flags.out.find("HBM and PCIe from the GPU flags"), std::string::npos) << flags.out;
 }
 
 // plan without a scenario honours the link flags (its rows are timed on the given network) and,
