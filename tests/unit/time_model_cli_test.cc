@@ -228,6 +228,10 @@ TEST(PlanSpeed, NamesActivationCheckpointingWhenOnlyItFits) {
             std::string::npos)
       << p.recommendation;
   EXPECT_NE(p.rows[*p.recommended].offload, OffloadVariant::None) << p.recommendation;
+  // ... and the recommendation names the offload as what unlocks it (#13 item 5).
+  EXPECT_NE(p.recommendation.find("; the offload frees the GPU memory that micro-batch needs"),
+            std::string::npos)
+      << p.recommendation;
 }
 
 TEST(PlanSpeed, ModelsWithoutShapeKeepTheMemoryRule) {
