@@ -144,6 +144,10 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     req.ds_config_given = inputs->ds_config_given;
     req.training = inputs->training;
     used_default_model = inputs->used_default_model;
+    // As with a scenario: the report says which link figures the flags replaced, so a saved table
+    // or JSON is not read as timed on the catalog's network.
+    if (!inputs->links_basis.empty())
+      req.base.notes.push_back("cluster links " + inputs->links_basis);
   }
   if (args->has("--mode") || !from_scenario)
     req.mode = mode.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;

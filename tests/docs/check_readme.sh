@@ -18,8 +18,8 @@
 #   <!-- docs-test: skip REASON -->
 #                            the next block is not run (REASON says why, e.g. it installs packages).
 # In compared text a line "..." stands for any number of lines (a block may show the first lines).
-# A plain ``` block with a "$ " line but no marker is an error: every transcript is either checked
-# or skipped with a reason.
+# A block that is not ```sh and has no marker is an error: every block is either run, compared or
+# skipped with a reason.
 #
 # Besides, every relative link of the README must name a shipped file, and every buffer id that
 # `plan --verbose` prints must have its row in docs/deepspeed_behaviour.md.
@@ -182,6 +182,10 @@ while IFS= read -r raw || [[ -n "$raw" ]]; do
             run_sh "$block_line" "$dir"
           elif grep -q '^\$ ' <<<"$block_text"; then
             fail "$block_line" "a transcript (\"\$ \" lines) without <!-- docs-test: real --> or <!-- docs-test: skip REASON -->"
+          else
+            # Every block is checked or says why not: an unmarked block was silently never run
+            # (the recorder's Python lines and the viewer's synopsis were such blocks).
+            fail "$block_line" "a code block that is neither run (\`\`\`sh) nor marked (<!-- docs-test: real -->, <!-- docs-test: output CMD --> or <!-- docs-test: skip REASON -->)"
           fi
           ;;
         *) fail "$marker_line" "unknown docs-test marker \"$marker\"" ;;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "cli_testlib.h"
@@ -77,6 +78,66 @@ TEST(ClusterFlags, OutputsSayWhatWasGiven) {
             std::string::npos)
       << plan.out << plan.err;
   expect_one_line_error("plan --scenario " + scenario + " --nics-per-node x", "--nics-per-node");
+}
+
+// Every time-model note of simulate says where its figures come from (docs/time_model.md: each
+// ends in [default: …], [given: …] or names its calibration); the memory-bound note (HBM, host
+// and PCIe bandwidths, which time the offload rows) said nothing.
+TEST(ClusterFlags, EveryTimeModelNoteSaysItsBasis) {
+  for (const std::string& extra : {std::string(), std::string(" --gpu-bandwidth 2000")}) {
+    const auto r = run_cli(std::string("simulate ") + kOneNode + extra);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    int notes = 0;
+    std::istringstream lines(r.out);
+    for (std::string l; std::getline(lines, l);) {
+      for (const char* p :
+           {"note: compute: ", "note: host: ", "note: memory-bound ops: ", "note: collectives: "}) {
+        if (l.rfind(p, 0) != 0) continue;
+        ++notes;
+        EXPECT_TRUE(l.find("[default: ") != std::string::npos ||
+                    l.find("[given") != std::string::npos ||
+                    l.find("calibrated: ") != std::string::npos)
+            << l;
+      }
+    }
+    EXPECT_EQ(notes, 4) << r.out;
+  }
+  const auto def = run_cli(std::string("simulate ") + kOneNode);
+  EXPECT_NE(def.out.find("per element [default: host assumed, HBM and PCIe: GPU catalog; "
+                         "docs/time_model.md]"),
+            std::string::npos)
+      << def.out;
+  const auto flags = run_cli(std::string("simulate ") + kOneNode + " --gpu-bandwidth 2000");
+  EXPECT_NE(flags.out.find("HBM 2000 GB/s"), std::string::npos) << flags.out;
+  EXPECT_NE(flags.out.find("HBM and PCIe from the GPU flags"), std::string::npos) << flags.out;
+}
+
+// plan without a scenario honours the link flags (its rows are timed on the given network) and,
+// as with a scenario, its notes say so (#13 item 4: the output states what was given). It timed
+// them silently before.
+TEST(ClusterFlags, PlanFromFlagsSaysWhatWasGiven) {
+  const std::string base = "plan --model gpt2-xl --gpus 16 --gpus-per-node 8 --format json";
+  const auto def = run_cli(base);
+  const auto slow = run_cli(base + " --network-gbps 12.5");
+  ASSERT_EQ(def.exit_code, 0) << def.err;
+  ASSERT_EQ(slow.exit_code, 0) << slow.err;
+  const auto jd = nlohmann::json::parse(def.out, nullptr, false);
+  const auto js = nlohmann::json::parse(slow.out, nullptr, false);
+  ASSERT_FALSE(jd.is_discarded() || js.is_discarded());
+  // Stage 2 without offload (row 3): its steady step crosses the slower network.
+  EXPECT_GT(js["rows"][3]["steady_step_ns"].get<std::int64_t>(),
+            jd["rows"][3]["steady_step_ns"].get<std::int64_t>());
+  const auto has_note = [](const nlohmann::json& j, const std::string& text) {
+    for (const auto& n : j["notes"])
+      if (n.get<std::string>().find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_note(js, "cluster links given: --network-gbps 12.5 (network 12.5 GB/s per GPU)"))
+      << js["notes"].dump();
+  EXPECT_FALSE(has_note(jd, "cluster links")) << jd["notes"].dump();
+  const auto table = run_cli("plan --model gpt2-xl --gpus 16 --intra-node-gbps 300");
+  EXPECT_NE(table.out.find("  - cluster links given: --intra-node-gbps 300\n"), std::string::npos)
+      << table.out;
 }
 
 TEST(ClusterFlags, GarbageIsOneLine) {
@@ -167,6 +228,10 @@ TEST(PlanSpeed, NamesActivationCheckpointingWhenOnlyItFits) {
             std::string::npos)
       << p.recommendation;
   EXPECT_NE(p.rows[*p.recommended].offload, OffloadVariant::None) << p.recommendation;
+  // ... and the recommendation names the offload as what unlocks it (#13 item 5).
+  EXPECT_NE(p.recommendation.find("; the offload frees the GPU memory that micro-batch needs"),
+            std::string::npos)
+      << p.recommendation;
 }
 
 TEST(PlanSpeed, ModelsWithoutShapeKeepTheMemoryRule) {

@@ -62,7 +62,13 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
                                  : std::string("default: assumed, docs/time_model.md")) +
           "]; a compute op takes max(GPU time, host time)",
       "memory-bound ops: HBM " + num(gpu.hbm_gbps) + " GB/s, host " + num(o.host_gbps) +
-          " GB/s, PCIe " + num(gpu.pcie_gbps) + " GB/s; Adam touches 7 x master dtype per element",
+          " GB/s, PCIe " + num(gpu.pcie_gbps) +
+          " GB/s; Adam touches 7 x master dtype per element [" +
+          (o.host_gbps == kDefaultHostGbps ? std::string("default: host assumed")
+                                           : std::string("given: host")) +
+          (gpu.source == "flags" ? ", HBM and PCIe from the GPU flags"
+                                 : ", HBM and PCIe: GPU catalog") +
+          "; docs/time_model.md]",
       "collectives: busBw intra-node " + num(links.intra_gbps) + " GB/s, network " +
           num(links.inter_gbps) + " GB/s per GPU, efficiency " + num(links.efficiency) +
           (links.nvls_algbw_gbps > 0
