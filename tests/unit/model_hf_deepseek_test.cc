@@ -17,32 +17,13 @@
 namespace zerosim {
 namespace {
 
+using hftest::index_of;
 using hftest::load_error;
 using hftest::load_ok;
+using hftest::module;
 using hftest::Shape;
-
-int index_of(const ModelDesc& m, const std::string& name) {
-  for (std::size_t i = 0; i < m.params.size(); ++i)
-    if (m.params[i].name == name) return static_cast<int>(i);
-  return -1;
-}
-
-Shape shape_of(const ModelDesc& m, const std::string& name) {
-  const int i = index_of(m, name);
-  return i < 0 ? Shape{} : m.params[static_cast<std::size_t>(i)].shape;
-}
-
-const ModuleNode* module(const ModelDesc& m, const std::string& name) {
-  for (const auto& n : m.modules)
-    if (n.name == name) return &n;
-  return nullptr;
-}
-
-ModelDesc zoo(const std::string& name) {
-  auto r = load_zoo_model(name);
-  EXPECT_TRUE(r.ok()) << r.diagnostics().to_string();
-  return r.ok() ? r.value() : ModelDesc{};
-}
+using hftest::shape_of;
+using hftest::zoo;
 
 // h 8, 2 heads, q_lora 4, kv_lora 4, nope 2 + rope 2, v 2, dense ffn 16, 2 experts of 4 (top-1),
 // 1 shared expert, layer 0 dense, 2 layers, vocab 10.

@@ -17,26 +17,12 @@
 namespace zerosim {
 namespace {
 
+using hftest::index_of;
 using hftest::load_error;
 using hftest::load_ok;
 using hftest::Shape;
-
-int index_of(const ModelDesc& m, const std::string& name) {
-  for (std::size_t i = 0; i < m.params.size(); ++i)
-    if (m.params[i].name == name) return static_cast<int>(i);
-  return -1;
-}
-
-Shape shape_of(const ModelDesc& m, const std::string& name) {
-  const int i = index_of(m, name);
-  return i < 0 ? Shape{} : m.params[static_cast<std::size_t>(i)].shape;
-}
-
-ModelDesc zoo(const std::string& name) {
-  auto r = load_zoo_model(name);
-  EXPECT_TRUE(r.ok()) << r.diagnostics().to_string();
-  return r.ok() ? r.value() : ModelDesc{};
-}
+using hftest::shape_of;
+using hftest::zoo;
 
 // d_model 8, 2 heads of d_kv 4, d_ff 16, one block per stack, vocab 10, tied, ReLU, dropout 0.1.
 // shared 80; encoder block: q, k, v, o 4*64 = 256, relative bias 32*2 = 64, 2 norms 16, wi and wo
