@@ -5,12 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 
 #include "cli_testlib.h"
-#include "temp_path.h"
+#include "recording_testlib.h"
 #include "zerosim/recorded_memory.h"
 #include "zerosim/recording.h"
 
@@ -18,32 +17,12 @@ namespace zerosim {
 namespace {
 
 namespace fs = std::filesystem;
-using clitest::data;
 using clitest::expect_one_line_error;
-using clitest::read_all;
 using clitest::run_cli;
-
-const std::string kRec = data("recordings/tiny_gloo_2ranks");
-
-std::string copy_recording(const std::string& name) {
-  const fs::path dir = zerosim::testutil::unique_temp_path("vrec_" + name);
-  fs::remove_all(dir);
-  fs::copy(kRec, dir, fs::copy_options::recursive);
-  return dir.string();
-}
-
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-  const auto at = s.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) s.replace(at, from.size(), to);
-  return s;
-}
-
-void edit(const std::string& path, const std::string& from, const std::string& to) {
-  write(path, replace(read_all(path), from, to));
-}
+using rectest::copy_recording;
+using rectest::edit;
+using rectest::kRec;
+using rectest::write;
 
 TEST(ValidateRecording, ReaderFindsTheRecordedDsConfig) {
   auto rec = read_recording(kRec);
@@ -74,33 +53,33 @@ TEST(ValidateRecording, PredictsFromTheRecordingsOwnInputs) {
 }
 
 TEST(ValidateRecording, BadInputIsOneLineNamingTheFile) {
-  const std::string no_ds = copy_recording("no_ds");
+  const std::string no_ds = copy_recording("vrec_no_ds");
   edit(no_ds + "/recording.rank0.json", "\"ds_config\": \"ds_config.rank0.json\"",
        "\"ds_config\": null");
   expect_one_line_error("validate --recording " + no_ds,
                         no_ds + "/recording.rank0.json: /ds_config: expected the job's ds_config");
 
   // A ds_config of 4 ranks (16 = 4 x 2 x 2) for a recording of 2.
-  const std::string world = copy_recording("world");
+  const std::string world = copy_recording("vrec_world");
   edit(world + "/ds_config.rank0.json", "\"train_micro_batch_size_per_gpu\": 4",
        "\"train_micro_batch_size_per_gpu\": 2");
   expect_one_line_error("validate --recording " + world, world + "/ds_config.rank0.json");
 
-  const std::string version = copy_recording("version");
+  const std::string version = copy_recording("vrec_version");
   edit(version + "/recording.rank0.json", "\"version\": 1", "\"version\": 7");
   expect_one_line_error("validate --recording " + version,
                         version + "/recording.rank0.json: /version: expected version 1");
 
-  const std::string no_params = copy_recording("no_params");
+  const std::string no_params = copy_recording("vrec_no_params");
   fs::remove(no_params + "/params.rank0.json");
   expect_one_line_error("validate --recording " + no_params, no_params + "/params.rank0.json");
 
-  const std::string escape = copy_recording("escape");
+  const std::string escape = copy_recording("vrec_escape");
   edit(escape + "/recording.rank0.json", "\"ds_config.rank0.json\"", "\"../ds.json\"");
   expect_one_line_error("validate --recording " + escape,
                         "/ds_config: expected a file name inside the recording directory");
 
-  const std::string memory = copy_recording("memory");
+  const std::string memory = copy_recording("vrec_memory");
   write(memory + "/memory.rank1.jsonl", "{\"step\": 0, \"event\": \"forward_begin\"}\n");
   expect_one_line_error("validate --recording " + memory,
                         memory + "/memory.rank1.jsonl:1: /: expected key \"micro_step\"");
@@ -150,7 +129,7 @@ std::string memory_line(std::uint32_t step, const char* event, std::uint64_t all
 }
 
 Recording synthetic_cuda_recording() {
-  const std::string dir = copy_recording("cuda");
+  const std::string dir = copy_recording("vrec_cuda");
   edit(dir + "/recording.rank0.json", "\"device\": \"cpu\"", "\"device\": \"cuda\"");
   std::string rank0 = memory_line(0, "forward_begin", 5, 5, 10, 10);  // step 0: not compared
   rank0 += memory_line(1, "forward_begin", 1000, 1400, 1600, 5600);
