@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -18,6 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using clitest::expect_one_line_error;
+using clitest::read_all;
 using clitest::run_cli;
 using rectest::copy_recording;
 using rectest::edit;
@@ -197,6 +200,55 @@ TEST(ValidateRecording, SyntheticCudaRecordingThroughTheCli) {
             std::string::npos);
   EXPECT_NE(run_cli("check" + log + kRec).out.find("note: no device memory recorded (device cpu)"),
             std::string::npos);
+}
+
+// Every key path of `j` ("a.b"; "a[].b" for the elements of array a), objects and arrays included.
+void key_paths(const nlohmann::json& j, const std::string& at, std::set<std::string>& out) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      std::string p = at;
+      if (!p.empty()) p += '.';
+      p += k;
+      out.insert(p);
+      key_paths(v, p, out);
+    }
+  } else if (j.is_array()) {
+    for (const auto& v : j) key_paths(v, at + "[]", out);
+  }
+}
+
+// The first column of the README table after <!-- validate-recording-json-keys -->.
+std::set<std::string> readme_json_keys() {
+  const std::string readme = read_all(std::string(ZEROSIM_SOURCE_DIR) + "/README.md");
+  std::set<std::string> keys;
+  auto at = readme.find("<!-- validate-recording-json-keys -->");
+  EXPECT_NE(at, std::string::npos) << "README.md: no <!-- validate-recording-json-keys --> table";
+  if (at == std::string::npos) return keys;
+  std::istringstream lines(readme.substr(at));
+  std::string line;
+  std::getline(lines, line);  // the marker
+  while (std::getline(lines, line) && line.rfind('|', 0) == 0) {
+    const auto open = line.find("| `");
+    if (open != 0) continue;  // the header and the separator
+    const auto close = line.find('`', 3);
+    keys.insert(line.substr(3, close - 3));
+  }
+  return keys;
+}
+
+// README.md documents every key `validate --recording --format json` prints: the CUDA recording
+// (memory rows) whose sequence differs (sequence.rank/index/difference) prints them all.
+TEST(ValidateRecording, JsonKeysAreTheReadmes) {
+  const Recording rec = synthetic_cuda_recording();
+  const auto r = run_cli("validate --recording " + rec.dir + " --format json");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  ASSERT_FALSE(j["memory"]["rows"].empty()) << r.out;
+  ASSERT_TRUE(j["check"]["sequence"].contains("difference")) << r.out;
+  std::set<std::string> printed;
+  key_paths(j, "", printed);
+  EXPECT_EQ(readme_json_keys(), printed) << r.out;
 }
 
 }  // namespace
