@@ -17,6 +17,7 @@
 namespace zerosim {
 namespace {
 
+using hftest::expect_plans_at_every_stage;
 using hftest::index_of;
 using hftest::load_error;
 using hftest::load_ok;
@@ -223,23 +224,7 @@ TEST(HfDeepseek, LoraTargetsTheLatentProjections) {
   EXPECT_FALSE(apply_lora(lite, s, DType::BFloat16, "test").ok());
 }
 
-TEST(HfDeepseek, PlansAtEveryStage) {
-  PlanRequest req;
-  req.model = load_ok(kTinyV3);
-  req.cluster.gpu = find_gpu("H100-SXM-80GB").value();
-  req.cluster.nodes = 1;
-  req.cluster.gpus_per_node = 4;
-  req.base = default_ds_config(0, DType::BFloat16);
-  req.training.seq_len = 64;
-  req.sweep_max_gpus = 4;
-  auto plan = make_plan(req);
-  ASSERT_TRUE(plan.ok()) << plan.diagnostics().to_string();
-  std::vector<int> stages;
-  for (const PlanRow& row : plan->rows)
-    if (row.offload == OffloadVariant::None) stages.push_back(row.stage);
-  EXPECT_EQ(stages, (std::vector<int>{0, 1, 2, 3}));
-  for (const PlanRow& row : plan->rows) EXPECT_TRUE(row.fits) << row.stage;
-}
+TEST(HfDeepseek, PlansAtEveryStage) { expect_plans_at_every_stage(load_ok(kTinyV3), 64); }
 
 TEST(HfDeepseek, ConfigErrorsNameTheKey) {
   const std::string v2 = R"({"model_type": "deepseek_v2", "vocab_size": 10, "hidden_size": 8,

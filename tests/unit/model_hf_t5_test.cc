@@ -17,6 +17,7 @@
 namespace zerosim {
 namespace {
 
+using hftest::expect_plans_at_every_stage;
 using hftest::index_of;
 using hftest::load_error;
 using hftest::load_ok;
@@ -209,23 +210,7 @@ TEST(HfT5, ActivationsCountTheCrossAttentionAndTheInnerDropout) {
   EXPECT_EQ(activation_bytes(m, t, DType::BFloat16), 32u + 380u + 100u);
 }
 
-TEST(HfT5, PlansAtEveryStage) {
-  PlanRequest req;
-  req.model = zoo("t5-small");
-  req.cluster.gpu = find_gpu("H100-SXM-80GB").value();
-  req.cluster.nodes = 1;
-  req.cluster.gpus_per_node = 4;
-  req.base = default_ds_config(0, DType::BFloat16);
-  req.training.seq_len = 512;
-  req.sweep_max_gpus = 4;
-  auto plan = make_plan(req);
-  ASSERT_TRUE(plan.ok()) << plan.diagnostics().to_string();
-  std::vector<int> stages;
-  for (const PlanRow& row : plan->rows)
-    if (row.offload == OffloadVariant::None) stages.push_back(row.stage);
-  EXPECT_EQ(stages, (std::vector<int>{0, 1, 2, 3}));
-  for (const PlanRow& row : plan->rows) EXPECT_TRUE(row.fits) << row.stage;
-}
+TEST(HfT5, PlansAtEveryStage) { expect_plans_at_every_stage(zoo("t5-small"), 512); }
 
 TEST(HfT5, ConfigErrorsNameTheKey) {
   EXPECT_EQ(load_error(R"({"model_type": "t5", "feed_forward_proj": "fancy-gelu"})"),
