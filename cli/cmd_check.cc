@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <utility>
 
 #include "args.h"
 #include "commands.h"
@@ -192,13 +193,8 @@ int run_check(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     c.sequence_only = true;
     c.notes.push_back("a collective log carries no memory or time: only the sequences compared");
     if (m->is_recording) {
-      c.notes.push_back(
-          "a recording's phases are init, forward, backward and step: the prediction's "
-          "boundary_reduce and epilogue compared as backward, post_step as step");
-      if (m->other_collectives > 0)
-        c.notes.push_back(std::to_string(m->other_collectives) +
-                          " recorded calls zerosim does not model (barrier, all_gather of lists, "
-                          "...; other_collectives.rankR.jsonl) are not compared");
+      for (std::string& n : recorded_phase_notes(m->other_collectives))
+        c.notes.push_back(std::move(n));
       c.notes.push_back(m->recorded_memory
                             ? "the recorded memory per phase is compared by `zerosim validate "
                               "--recording DIR`, which builds the memory estimate from the "

@@ -24,10 +24,10 @@ bool has_view_planner_flags(const ParsedArgs& args) {
 }
 
 Result<Scenario> view_scenario_from_flags(const ParsedArgs& args) {
-  // build_run also partitions and builds the schedule: the same checks simulate runs (work limits,
-  // a plan that cannot partition) refuse here, before the viewer opens; the what-if session then
-  // builds its own run from the scenario.
-  Result<BuiltRun> run = build_run(args);
+  // resolve_run applies and checks the flags as simulate does but builds nothing: the what-if
+  // session partitions and builds the schedule of this scenario itself (a plan that cannot
+  // partition is refused there, in one line, before the viewer opens), so it is built once.
+  Result<ResolvedRun> run = resolve_run(args);
   if (!run.ok()) return Result<Scenario>(run.diagnostics());
   return Result<Scenario>(std::move(run.value().scenario), run.diagnostics());
 }

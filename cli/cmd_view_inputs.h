@@ -21,7 +21,8 @@ std::vector<FlagSpec> view_planner_flags();
 bool has_view_planner_flags(const ParsedArgs& args);
 
 /// The scenario those flags describe (with `--scenario FILE` in `args`: that file with the flags
-/// as overrides, as `simulate --scenario FILE --gpus 16`). Errors and notes as build_run's.
+/// as overrides, as `simulate --scenario FILE --gpus 16`). Errors and notes as resolve_run's: the
+/// schedule is not built here (the what-if session builds it, once).
 Result<Scenario> view_scenario_from_flags(const ParsedArgs& args);
 
 }  // namespace zerosim::cli

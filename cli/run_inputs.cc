@@ -3,6 +3,8 @@
 // command says so (scenario_overrides.h).
 #include "run_inputs.h"
 
+#include <utility>
+
 #include "cluster_flags.h"
 #include "inputs.h"
 #include "scenario_overrides.h"
@@ -73,7 +75,7 @@ Result<Scenario> scenario_from_flags(const ParsedArgs& a, std::string& links_bas
 
 }  // namespace
 
-Result<BuiltRun> build_run(const ParsedArgs& a) {
+Result<ResolvedRun> resolve_run(const ParsedArgs& a) {
   Diagnostics d;
   std::string links;
   Result<Scenario> sc = Scenario{};
@@ -83,53 +85,64 @@ Result<BuiltRun> build_run(const ParsedArgs& a) {
     sc = scenario_from_flags(a, links);
   }
   d.append(sc.diagnostics());
-  if (!sc.ok()) return Result<BuiltRun>(d);
-  BuiltRun run;
+  if (!sc.ok()) return Result<ResolvedRun>(d);
+  ResolvedRun run;
   run.scenario = std::move(sc.value());
   Scenario& s = run.scenario;
   // The cluster link flags describe the machine, not the experiment: they apply to a scenario too.
   if (a.has("--scenario")) links = apply_cluster_link_flags(a, s.cluster, d);
-  if (d.has_errors()) return Result<BuiltRun>(d);
+  if (d.has_errors()) return Result<ResolvedRun>(d);
   run.links_basis = links;
   if (a.has("--steps")) {
     auto k = parse_uint("--steps", *a.get("--steps"), 1, 10000);
-    if (!k.ok()) return Result<BuiltRun>(k.diagnostics());
+    if (!k.ok()) return Result<ResolvedRun>(k.diagnostics());
     s.steps = static_cast<std::uint32_t>(k.value());
   }
   if (a.has("--deepspeed-version")) {
     auto v = parse_deepspeed_version(*a.get("--deepspeed-version"));
     if (!v)
-      return fail<BuiltRun>(
+      return fail<ResolvedRun>(
           "--deepspeed-version", "",
           "expected one of edaa722, 0.14.4, got " + quote(*a.get("--deepspeed-version")));
     s.version = *v;
   }
   if (a.has("--overflow-steps")) {
     auto list = parse_uint_list("--overflow-steps", *a.get("--overflow-steps"), 0, 9999);
-    if (!list.ok()) return Result<BuiltRun>(list.diagnostics());
+    if (!list.ok()) return Result<ResolvedRun>(list.diagnostics());
     s.overflow_steps = list.value();
     if (const std::string why = overflow_steps_problem(s.overflow_steps, s.steps); !why.empty())
-      return fail<BuiltRun>("--overflow-steps", "", why);
+      return fail<ResolvedRun>("--overflow-steps", "", why);
   }
   if (a.has("--mode")) {
     auto m = parse_choice("--mode", *a.get("--mode"), {"deepspeed", "paper"});
-    if (!m.ok()) return Result<BuiltRun>(m.diagnostics());
+    if (!m.ok()) return Result<ResolvedRun>(m.diagnostics());
     s.mode = m.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
   }
   if (a.has("--zero-init")) {
     if (const std::string why = zero_init_problem(s.ds.zero.stage, s.mode); !why.empty())
-      return fail<BuiltRun>("--zero-init", "", why);
+      return fail<ResolvedRun>("--zero-init", "", why);
     s.training.zero_init = true;
   }
   if (const std::string why =
           quantized_base_problem(s.model, s.ds.zero.stage, s.training.zero_init);
       !why.empty())
-    return fail<BuiltRun>(s.training.zero_init ? "--zero-init" : "--base-quantization", "", why);
+    return fail<ResolvedRun>(s.training.zero_init ? "--zero-init" : "--base-quantization", "", why);
   // Before anything is built: a schedule's size is steps x micro-steps x tensors (work_limit.h),
   // whether the counts came from flags, a scenario or a ds_config's train_batch_size.
   if (!check_schedule_work(s.steps, s.ds.grad_accum_steps, s.model.params.size(),
                            a.has("--scenario") ? *a.get("--scenario") : "zerosim", d))
-    return Result<BuiltRun>(d);
+    return Result<ResolvedRun>(d);
+  return Result<ResolvedRun>(std::move(run), d);
+}
+
+Result<BuiltRun> build_run(const ParsedArgs& a) {
+  Result<ResolvedRun> resolved = resolve_run(a);
+  if (!resolved.ok()) return Result<BuiltRun>(resolved.diagnostics());
+  Diagnostics d = resolved.diagnostics();
+  BuiltRun run;
+  run.scenario = std::move(resolved.value().scenario);
+  run.links_basis = std::move(resolved.value().links_basis);
+  const Scenario& s = run.scenario;
   auto plan = plan_partition(
       s.model, partition_options(s.ds, static_cast<std::uint32_t>(s.cluster.world_size())));
   d.append(plan.diagnostics());

@@ -17,6 +17,17 @@ namespace zerosim::cli {
 /// --mode.
 std::vector<FlagSpec> run_flags();
 
+/// A scenario with every run flag applied and checked (steps, version, mode, zero.Init, the work
+/// limit), before anything is partitioned or built.
+struct ResolvedRun {
+  Scenario scenario;
+  std::string links_basis;  ///< what the cluster link flags replaced (empty: the catalog's)
+};
+
+/// Loads the scenario (file or flags) and applies the run flags; builds nothing. For a caller that
+/// builds the schedule its own way (the viewer's what-if session), so it is built once.
+Result<ResolvedRun> resolve_run(const ParsedArgs& args);
+
 /// A scenario with its partition plan and schedule (the plan outlives the schedule's build).
 struct BuiltRun {
   Scenario scenario;
@@ -25,7 +36,7 @@ struct BuiltRun {
   std::string links_basis;  ///< what the cluster link flags replaced (empty: the catalog's)
 };
 
-/// Loads the scenario (file or flags), partitions and builds the schedule.
+/// resolve_run, then partitions and builds the schedule.
 Result<BuiltRun> build_run(const ParsedArgs& args);
 
 }  // namespace zerosim::cli

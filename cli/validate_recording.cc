@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <sstream>
+#include <utility>
 
 #include "commands.h"
 #include "run_inputs.h"
@@ -97,13 +98,8 @@ int run_validate_recording(const ParsedArgs& args, std::ostream& out, std::ostre
   c.notes.push_back("predicted from " + params + ", " + rec->ds_config + ", " +
                     std::to_string(rec->world) + " ranks, " + std::to_string(rec->steps) +
                     " optimizer steps");
-  c.notes.push_back(
-      "a recording's phases are init, forward, backward and step: the prediction's "
-      "boundary_reduce and epilogue compared as backward, post_step as step");
-  if (rec->other_collectives > 0)
-    c.notes.push_back(std::to_string(rec->other_collectives) +
-                      " recorded calls zerosim does not model (barrier, all_gather of lists, "
-                      "...; other_collectives.rankR.jsonl) are not compared");
+  for (std::string& n : recorded_phase_notes(rec->other_collectives))
+    c.notes.push_back(std::move(n));
 
   const Scenario& sc = run->scenario;
   const MemoryReport mem = estimate_memory(sc.model, run->plan, sc.ds, sc.cluster, sc.training,

@@ -17,32 +17,14 @@
 namespace zerosim {
 namespace {
 
+using hftest::expect_plans_at_every_stage;
+using hftest::index_of;
 using hftest::load_error;
 using hftest::load_ok;
+using hftest::module;
 using hftest::Shape;
-
-int index_of(const ModelDesc& m, const std::string& name) {
-  for (std::size_t i = 0; i < m.params.size(); ++i)
-    if (m.params[i].name == name) return static_cast<int>(i);
-  return -1;
-}
-
-Shape shape_of(const ModelDesc& m, const std::string& name) {
-  const int i = index_of(m, name);
-  return i < 0 ? Shape{} : m.params[static_cast<std::size_t>(i)].shape;
-}
-
-const ModuleNode* module(const ModelDesc& m, const std::string& name) {
-  for (const auto& n : m.modules)
-    if (n.name == name) return &n;
-  return nullptr;
-}
-
-ModelDesc zoo(const std::string& name) {
-  auto r = load_zoo_model(name);
-  EXPECT_TRUE(r.ok()) << r.diagnostics().to_string();
-  return r.ok() ? r.value() : ModelDesc{};
-}
+using hftest::shape_of;
+using hftest::zoo;
 
 // h 8, 2 heads, q_lora 4, kv_lora 4, nope 2 + rope 2, v 2, dense ffn 16, 2 experts of 4 (top-1),
 // 1 shared expert, layer 0 dense, 2 layers, vocab 10.
@@ -242,23 +224,7 @@ TEST(HfDeepseek, LoraTargetsTheLatentProjections) {
   EXPECT_FALSE(apply_lora(lite, s, DType::BFloat16, "test").ok());
 }
 
-TEST(HfDeepseek, PlansAtEveryStage) {
-  PlanRequest req;
-  req.model = load_ok(kTinyV3);
-  req.cluster.gpu = find_gpu("H100-SXM-80GB").value();
-  req.cluster.nodes = 1;
-  req.cluster.gpus_per_node = 4;
-  req.base = default_ds_config(0, DType::BFloat16);
-  req.training.seq_len = 64;
-  req.sweep_max_gpus = 4;
-  auto plan = make_plan(req);
-  ASSERT_TRUE(plan.ok()) << plan.diagnostics().to_string();
-  std::vector<int> stages;
-  for (const PlanRow& row : plan->rows)
-    if (row.offload == OffloadVariant::None) stages.push_back(row.stage);
-  EXPECT_EQ(stages, (std::vector<int>{0, 1, 2, 3}));
-  for (const PlanRow& row : plan->rows) EXPECT_TRUE(row.fits) << row.stage;
-}
+TEST(HfDeepseek, PlansAtEveryStage) { expect_plans_at_every_stage(load_ok(kTinyV3), 64); }
 
 TEST(HfDeepseek, ConfigErrorsNameTheKey) {
   const std::string v2 = R"({"model_type": "deepseek_v2", "vocab_size": 10, "hidden_size": 8,

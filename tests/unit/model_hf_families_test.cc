@@ -17,17 +17,12 @@ namespace {
 
 using hftest::load_error;
 using hftest::load_ok;
+using hftest::module;
 using hftest::Shape;
 
 const ParamTensor* find(const ModelDesc& m, const std::string& name) {
   for (const auto& p : m.params)
     if (p.name == name) return &p;
-  return nullptr;
-}
-
-const ModuleNode* module(const ModelDesc& m, const std::string& name) {
-  for (const auto& n : m.modules)
-    if (n.name == name) return &n;
   return nullptr;
 }
 

@@ -17,26 +17,13 @@
 namespace zerosim {
 namespace {
 
+using hftest::expect_plans_at_every_stage;
+using hftest::index_of;
 using hftest::load_error;
 using hftest::load_ok;
 using hftest::Shape;
-
-int index_of(const ModelDesc& m, const std::string& name) {
-  for (std::size_t i = 0; i < m.params.size(); ++i)
-    if (m.params[i].name == name) return static_cast<int>(i);
-  return -1;
-}
-
-Shape shape_of(const ModelDesc& m, const std::string& name) {
-  const int i = index_of(m, name);
-  return i < 0 ? Shape{} : m.params[static_cast<std::size_t>(i)].shape;
-}
-
-ModelDesc zoo(const std::string& name) {
-  auto r = load_zoo_model(name);
-  EXPECT_TRUE(r.ok()) << r.diagnostics().to_string();
-  return r.ok() ? r.value() : ModelDesc{};
-}
+using hftest::shape_of;
+using hftest::zoo;
 
 // d_model 8, 2 heads of d_kv 4, d_ff 16, one block per stack, vocab 10, tied, ReLU, dropout 0.1.
 // shared 80; encoder block: q, k, v, o 4*64 = 256, relative bias 32*2 = 64, 2 norms 16, wi and wo
@@ -223,23 +210,7 @@ TEST(HfT5, ActivationsCountTheCrossAttentionAndTheInnerDropout) {
   EXPECT_EQ(activation_bytes(m, t, DType::BFloat16), 32u + 380u + 100u);
 }
 
-TEST(HfT5, PlansAtEveryStage) {
-  PlanRequest req;
-  req.model = zoo("t5-small");
-  req.cluster.gpu = find_gpu("H100-SXM-80GB").value();
-  req.cluster.nodes = 1;
-  req.cluster.gpus_per_node = 4;
-  req.base = default_ds_config(0, DType::BFloat16);
-  req.training.seq_len = 512;
-  req.sweep_max_gpus = 4;
-  auto plan = make_plan(req);
-  ASSERT_TRUE(plan.ok()) << plan.diagnostics().to_string();
-  std::vector<int> stages;
-  for (const PlanRow& row : plan->rows)
-    if (row.offload == OffloadVariant::None) stages.push_back(row.stage);
-  EXPECT_EQ(stages, (std::vector<int>{0, 1, 2, 3}));
-  for (const PlanRow& row : plan->rows) EXPECT_TRUE(row.fits) << row.stage;
-}
+TEST(HfT5, PlansAtEveryStage) { expect_plans_at_every_stage(zoo("t5-small"), 512); }
 
 TEST(HfT5, ConfigErrorsNameTheKey) {
   EXPECT_EQ(load_error(R"({"model_type": "t5", "feed_forward_proj": "fancy-gelu"})"),

@@ -18,12 +18,7 @@ namespace {
 
 using hftest::load_ok;
 using hftest::Shape;
-
-ModelDesc zoo(const std::string& name) {
-  auto r = load_zoo_model(name);
-  EXPECT_TRUE(r.ok()) << r.diagnostics().to_string();
-  return r.ok() ? r.value() : ModelDesc{};
-}
+using hftest::zoo;
 
 ModelDesc lora(const ModelDesc& base, std::uint64_t rank, std::vector<std::string> targets,
                BaseQuantization q = BaseQuantization::None, double dropout = 0) {

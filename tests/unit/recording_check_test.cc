@@ -5,11 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "cli_testlib.h"
-#include "temp_path.h"
+#include "recording_testlib.h"
 #include "zerosim/recording.h"
 
 namespace zerosim {
@@ -20,25 +19,10 @@ using clitest::data;
 using clitest::expect_one_line_error;
 using clitest::read_all;
 using clitest::run_cli;
-
-const std::string kRec = data("recordings/tiny_gloo_2ranks");
-
-// A private copy of the shipped recording to break.
-std::string copy_recording(const std::string& name) {
-  const fs::path dir = fs::path(zerosim::testutil::unique_temp_path("rec_" + name));
-  fs::remove_all(dir);
-  fs::copy(kRec, dir, fs::copy_options::recursive);
-  return dir.string();
-}
-
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-  const auto at = s.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) s.replace(at, from.size(), to);
-  return s;
-}
+using rectest::copy_recording;
+using rectest::kRec;
+using rectest::replace;
+using rectest::write;
 
 TEST(Recording, ReadsEveryRankInOrder) {
   auto rec = read_recording(kRec);
@@ -75,7 +59,7 @@ TEST(RecordingCheck, TheJobsOwnLogAgreesWithItsRecording) {
 }
 
 TEST(RecordingCheck, AChangedSizeInThePredictionDiffers) {
-  const std::string dir = copy_recording("pred");
+  const std::string dir = copy_recording("rec_pred");
   const std::string pred = dir + "/pred.jsonl";
   write(pred, replace(read_all(kRec + "/job_log.jsonl"), "\"numel\":128,\"out_numel\":128",
                       "\"numel\":256,\"out_numel\":256"));
@@ -85,7 +69,7 @@ TEST(RecordingCheck, AChangedSizeInThePredictionDiffers) {
 }
 
 TEST(RecordingCheck, AMissingRankIsOneLine) {
-  const std::string dir = copy_recording("missing");
+  const std::string dir = copy_recording("rec_missing");
   fs::remove(dir + "/recording.rank1.json");
   expect_one_line_error("check --predicted " + kRec + "/job_log.jsonl --measured " + dir,
                         "expected recording.rank1.json (world size 2 in recording.rank0.json), "
@@ -93,7 +77,7 @@ TEST(RecordingCheck, AMissingRankIsOneLine) {
 }
 
 TEST(RecordingCheck, ATruncatedLogIsOneLine) {
-  const std::string dir = copy_recording("truncated");
+  const std::string dir = copy_recording("rec_truncated");
   std::string log = read_all(dir + "/collectives.rank1.jsonl");
   log.erase(log.rfind('\n', log.size() - 2) + 1);  // drop the last line
   write(dir + "/collectives.rank1.jsonl", log);
@@ -102,7 +86,7 @@ TEST(RecordingCheck, ATruncatedLogIsOneLine) {
 }
 
 TEST(RecordingCheck, AStoppedRecorderIsOneLineWithItsReason) {
-  const std::string dir = copy_recording("stopped");
+  const std::string dir = copy_recording("rec_stopped");
   const std::string m = dir + "/recording.rank0.json";
   write(m, replace(replace(read_all(m), "\"complete\": true", "\"complete\": false"),
                    "\"error\": null", "\"error\": \"a hook raised\""));
@@ -112,7 +96,7 @@ TEST(RecordingCheck, AStoppedRecorderIsOneLineWithItsReason) {
 }
 
 TEST(RecordingCheck, AnotherVersionIsOneLine) {
-  const std::string dir = copy_recording("version");
+  const std::string dir = copy_recording("rec_version");
   const std::string m = dir + "/recording.rank0.json";
   write(m, replace(read_all(m), "\"version\": 1", "\"version\": 2"));
   expect_one_line_error("check --predicted " + kRec + "/job_log.jsonl --measured " + dir,
@@ -121,7 +105,7 @@ TEST(RecordingCheck, AnotherVersionIsOneLine) {
 }
 
 TEST(RecordingCheck, AnotherWorldSizeIsOneLine) {
-  const std::string dir = copy_recording("world");
+  const std::string dir = copy_recording("rec_world");
   const std::string pred = dir + "/pred.jsonl";
   std::string log = read_all(kRec + "/job_log.jsonl");
   log += replace(log.substr(0, log.find('\n') + 1), "\"rank\":0", "\"rank\":2");

@@ -5,12 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
 #include "cli_testlib.h"
-#include "temp_path.h"
+#include "recording_testlib.h"
 #include "zerosim/recorded_memory.h"
 #include "zerosim/recording.h"
 
@@ -18,32 +19,13 @@ namespace zerosim {
 namespace {
 
 namespace fs = std::filesystem;
-using clitest::data;
 using clitest::expect_one_line_error;
 using clitest::read_all;
 using clitest::run_cli;
-
-const std::string kRec = data("recordings/tiny_gloo_2ranks");
-
-std::string copy_recording(const std::string& name) {
-  const fs::path dir = zerosim::testutil::unique_temp_path("vrec_" + name);
-  fs::remove_all(dir);
-  fs::copy(kRec, dir, fs::copy_options::recursive);
-  return dir.string();
-}
-
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-  const auto at = s.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) s.replace(at, from.size(), to);
-  return s;
-}
-
-void edit(const std::string& path, const std::string& from, const std::string& to) {
-  write(path, replace(read_all(path), from, to));
-}
+using rectest::copy_recording;
+using rectest::edit;
+using rectest::kRec;
+using rectest::write;
 
 TEST(ValidateRecording, ReaderFindsTheRecordedDsConfig) {
   auto rec = read_recording(kRec);
@@ -74,33 +56,33 @@ TEST(ValidateRecording, PredictsFromTheRecordingsOwnInputs) {
 }
 
 TEST(ValidateRecording, BadInputIsOneLineNamingTheFile) {
-  const std::string no_ds = copy_recording("no_ds");
+  const std::string no_ds = copy_recording("vrec_no_ds");
   edit(no_ds + "/recording.rank0.json", "\"ds_config\": \"ds_config.rank0.json\"",
        "\"ds_config\": null");
   expect_one_line_error("validate --recording " + no_ds,
                         no_ds + "/recording.rank0.json: /ds_config: expected the job's ds_config");
 
   // A ds_config of 4 ranks (16 = 4 x 2 x 2) for a recording of 2.
-  const std::string world = copy_recording("world");
+  const std::string world = copy_recording("vrec_world");
   edit(world + "/ds_config.rank0.json", "\"train_micro_batch_size_per_gpu\": 4",
        "\"train_micro_batch_size_per_gpu\": 2");
   expect_one_line_error("validate --recording " + world, world + "/ds_config.rank0.json");
 
-  const std::string version = copy_recording("version");
+  const std::string version = copy_recording("vrec_version");
   edit(version + "/recording.rank0.json", "\"version\": 1", "\"version\": 7");
   expect_one_line_error("validate --recording " + version,
                         version + "/recording.rank0.json: /version: expected version 1");
 
-  const std::string no_params = copy_recording("no_params");
+  const std::string no_params = copy_recording("vrec_no_params");
   fs::remove(no_params + "/params.rank0.json");
   expect_one_line_error("validate --recording " + no_params, no_params + "/params.rank0.json");
 
-  const std::string escape = copy_recording("escape");
+  const std::string escape = copy_recording("vrec_escape");
   edit(escape + "/recording.rank0.json", "\"ds_config.rank0.json\"", "\"../ds.json\"");
   expect_one_line_error("validate --recording " + escape,
                         "/ds_config: expected a file name inside the recording directory");
 
-  const std::string memory = copy_recording("memory");
+  const std::string memory = copy_recording("vrec_memory");
   write(memory + "/memory.rank1.jsonl", "{\"step\": 0, \"event\": \"forward_begin\"}\n");
   expect_one_line_error("validate --recording " + memory,
                         memory + "/memory.rank1.jsonl:1: /: expected key \"micro_step\"");
@@ -150,7 +132,7 @@ std::string memory_line(std::uint32_t step, const char* event, std::uint64_t all
 }
 
 Recording synthetic_cuda_recording() {
-  const std::string dir = copy_recording("cuda");
+  const std::string dir = copy_recording("vrec_cuda");
   edit(dir + "/recording.rank0.json", "\"device\": \"cpu\"", "\"device\": \"cuda\"");
   std::string rank0 = memory_line(0, "forward_begin", 5, 5, 10, 10);  // step 0: not compared
   rank0 += memory_line(1, "forward_begin", 1000, 1400, 1600, 5600);
@@ -218,6 +200,55 @@ TEST(ValidateRecording, SyntheticCudaRecordingThroughTheCli) {
             std::string::npos);
   EXPECT_NE(run_cli("check" + log + kRec).out.find("note: no device memory recorded (device cpu)"),
             std::string::npos);
+}
+
+// Every key path of `j` ("a.b"; "a[].b" for the elements of array a), objects and arrays included.
+void key_paths(const nlohmann::json& j, const std::string& at, std::set<std::string>& out) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      std::string p = at;
+      if (!p.empty()) p += '.';
+      p += k;
+      out.insert(p);
+      key_paths(v, p, out);
+    }
+  } else if (j.is_array()) {
+    for (const auto& v : j) key_paths(v, at + "[]", out);
+  }
+}
+
+// The first column of the README table after <!-- validate-recording-json-keys -->.
+std::set<std::string> readme_json_keys() {
+  const std::string readme = read_all(std::string(ZEROSIM_SOURCE_DIR) + "/README.md");
+  std::set<std::string> keys;
+  auto at = readme.find("<!-- validate-recording-json-keys -->");
+  EXPECT_NE(at, std::string::npos) << "README.md: no <!-- validate-recording-json-keys --> table";
+  if (at == std::string::npos) return keys;
+  std::istringstream lines(readme.substr(at));
+  std::string line;
+  std::getline(lines, line);  // the marker
+  while (std::getline(lines, line) && line.rfind('|', 0) == 0) {
+    const auto open = line.find("| `");
+    if (open != 0) continue;  // the header and the separator
+    const auto close = line.find('`', 3);
+    keys.insert(line.substr(3, close - 3));
+  }
+  return keys;
+}
+
+// README.md documents every key `validate --recording --format json` prints: the CUDA recording
+// (memory rows) whose sequence differs (sequence.rank/index/difference) prints them all.
+TEST(ValidateRecording, JsonKeysAreTheReadmes) {
+  const Recording rec = synthetic_cuda_recording();
+  const auto r = run_cli("validate --recording " + rec.dir + " --format json");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  ASSERT_FALSE(j["memory"]["rows"].empty()) << r.out;
+  ASSERT_TRUE(j["check"]["sequence"].contains("difference")) << r.out;
+  std::set<std::string> printed;
+  key_paths(j, "", printed);
+  EXPECT_EQ(readme_json_keys(), printed) << r.out;
 }
 
 }  // namespace

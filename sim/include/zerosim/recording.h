@@ -48,4 +48,9 @@ Result<Recording> read_recording(const std::string& dir);
 /// phases onto the recorder's: boundary_reduce, epilogue -> backward; post_step -> step.
 std::vector<LoggedCollective> as_recorded_phases(std::vector<LoggedCollective> log);
 
+/// The notes a comparison with a recording carries (`check --measured DIR`, `validate
+/// --recording DIR`): how the prediction's phases were mapped (as_recorded_phases), and the
+/// `other_collectives` recorded calls that were not compared, when there are any.
+std::vector<std::string> recorded_phase_notes(std::uint64_t other_collectives);
+
 }  // namespace zerosim

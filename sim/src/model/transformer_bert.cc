@@ -25,6 +25,17 @@ bool roberta(const TransformerSpec& s) { return s.model_type == "roberta"; }
 std::string root(const TransformerSpec& s) { return roberta(s) ? "roberta" : "bert"; }
 std::string cls(const TransformerSpec& s) { return roberta(s) ? "Roberta" : "Bert"; }
 
+// BertSelfOutput and BertOutput (RobertaSelfOutput, RobertaOutput) are one module shape:
+// forward calls dense, dropout, then LayerNorm(x + input).
+void trace_dense_dropout_norm(ModuleTracer& t, const std::string& p, const std::string& cls,
+                              const ModuleParams& dense, const ModuleParams& norm) {
+  t.enter(p, cls);
+  t.leaf(p + ".dense", "Linear", dense);
+  t.leaf(p + ".dropout", "Dropout");
+  t.leaf(p + ".LayerNorm", "LayerNorm", norm);
+  t.leave();
+}
+
 void bert_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t, std::uint64_t i) {
   const std::string p = root(s) + ".encoder.layer." + std::to_string(i);
   const std::string c = cls(s);
@@ -46,21 +57,13 @@ void bert_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t, std:
   t.leaf(p + ".attention.self.value", "Linear", v);
   t.unused(p + ".attention.self.dropout", "Dropout");
   t.leave();
-  t.enter(p + ".attention.output", c + "SelfOutput");
-  t.leaf(p + ".attention.output.dense", "Linear", o);
-  t.leaf(p + ".attention.output.dropout", "Dropout");
-  t.leaf(p + ".attention.output.LayerNorm", "LayerNorm", ln1);
-  t.leave();
+  trace_dense_dropout_norm(t, p + ".attention.output", c + "SelfOutput", o, ln1);
   t.leave();
   t.enter(p + ".intermediate", c + "Intermediate");
   t.leaf(p + ".intermediate.dense", "Linear", up);
   t.leaf(p + ".intermediate.intermediate_act_fn", "GELUActivation");
   t.leave();
-  t.enter(p + ".output", c + "Output");
-  t.leaf(p + ".output.dense", "Linear", down);
-  t.leaf(p + ".output.dropout", "Dropout");
-  t.leaf(p + ".output.LayerNorm", "LayerNorm", ln2);
-  t.leave();
+  trace_dense_dropout_norm(t, p + ".output", c + "Output", down, ln2);
   t.leave();
 }
 

@@ -37,6 +37,37 @@ HeadParams add_head(const TransformerSpec& s, ModelBuilder& b, const ModuleParam
   return h;
 }
 
+void trace_head(ModuleTracer& t, const std::string& name, const HeadParams& head) {
+  t.set_layer(head.layer);
+  t.leaf(name, "Linear", head.head);
+  t.set_layer(kNoLayer);
+  t.leave();
+}
+
+void close_base_model(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t,
+                      const std::string& name, const std::string& cls, bool bias) {
+  t.set_layer(kNoLayer);
+  t.close();
+  auto norm = b.norm(name, s.hidden, bias);
+  t.set_layer(b.layer(name, LayerKind::Norm, norm));
+  t.leaf(name, cls, norm);
+  t.set_layer(kNoLayer);
+  t.leave();
+}
+
+ModuleParams open_llama_layout(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t,
+                               const std::string& c) {
+  t.enter("", c + "ForCausalLM", {}, ModuleGrad::OutputOnly);
+  t.enter("model", c + "Model", {}, ModuleGrad::OutputOnly);
+  auto emb = b.embedding("model.embed_tokens", s.vocab, s.hidden);
+  t.set_layer(b.layer("embeddings", LayerKind::Embedding, emb));
+  t.leaf("model.embed_tokens", "Embedding", emb, ModuleGrad::OutputOnly);
+  t.leaf("model.rotary_emb", c + "RotaryEmbedding", {}, ModuleGrad::None);
+  t.set_layer(kNoLayer);
+  t.open("model.layers", "ModuleList");
+  return emb;
+}
+
 namespace {
 
 // Class-name prefix of the Llama-layout model types (LlamaDecoderLayer, MistralRMSNorm, ...).
@@ -147,31 +178,13 @@ void build_llama_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& 
   t.leave();
 }
 
-// LlamaForCausalLM -> LlamaModel: embed_tokens, rotary_emb (cos/sin computed once, under no_grad,
-// for all layers), layers, norm; then lm_head.
+// LlamaForCausalLM -> LlamaModel: embed_tokens, rotary_emb, layers, norm; then lm_head.
 void build_llama(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
   const std::string c = llama_class(s.model_type);
-  t.enter("", c + "ForCausalLM", {}, ModuleGrad::OutputOnly);
-  t.enter("model", c + "Model", {}, ModuleGrad::OutputOnly);
-  auto emb = b.embedding("model.embed_tokens", s.vocab, s.hidden);
-  t.set_layer(b.layer("embeddings", LayerKind::Embedding, emb));
-  t.leaf("model.embed_tokens", "Embedding", emb, ModuleGrad::OutputOnly);
-  t.leaf("model.rotary_emb", c + "RotaryEmbedding", {}, ModuleGrad::None);
-  t.set_layer(kNoLayer);
-  t.open("model.layers", "ModuleList");
+  const auto emb = open_llama_layout(s, b, t, c);
   for (std::uint64_t i = 0; i < s.layers && !b.failed(); ++i) build_llama_block(s, b, t, c, i);
-  t.set_layer(kNoLayer);
-  t.close();
-  auto norm = b.norm("model.norm", s.hidden, s.layer_norm);
-  t.set_layer(b.layer("model.norm", LayerKind::Norm, norm));
-  t.leaf("model.norm", norm_class(s, c), norm);
-  t.set_layer(kNoLayer);
-  t.leave();
-  const auto head = add_head(s, b, emb, "lm_head", s.hidden, false, {});
-  t.set_layer(head.layer);
-  t.leaf("lm_head", "Linear", head.head);
-  t.set_layer(kNoLayer);
-  t.leave();
+  close_base_model(s, b, t, "model.norm", norm_class(s, c), s.layer_norm);
+  trace_head(t, "lm_head", add_head(s, b, emb, "lm_head", s.hidden, false, {}));
 }
 
 ArchInfo arch_info(const TransformerSpec& s) {

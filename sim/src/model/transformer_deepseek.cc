@@ -178,28 +178,10 @@ void deepseek_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t, 
 // DeepseekV*ForCausalLM -> model (embed_tokens, layers, norm, rotary_emb), then lm_head; forward
 // computes the rotary table once (no_grad) before the layers, as LlamaModel does.
 void build_deepseek(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
-  const std::string c = cls(s);
-  t.enter("", c + "ForCausalLM", {}, ModuleGrad::OutputOnly);
-  t.enter("model", c + "Model", {}, ModuleGrad::OutputOnly);
-  auto emb = b.embedding("model.embed_tokens", s.vocab, s.hidden);
-  t.set_layer(b.layer("embeddings", LayerKind::Embedding, emb));
-  t.leaf("model.embed_tokens", "Embedding", emb, ModuleGrad::OutputOnly);
-  t.leaf("model.rotary_emb", c + "RotaryEmbedding", {}, ModuleGrad::None);
-  t.set_layer(kNoLayer);
-  t.open("model.layers", "ModuleList");
+  const auto emb = open_llama_layout(s, b, t, cls(s));
   for (std::uint64_t i = 0; i < s.layers && !b.failed(); ++i) deepseek_block(s, b, t, i);
-  t.set_layer(kNoLayer);
-  t.close();
-  auto norm = b.norm("model.norm", s.hidden, false);
-  t.set_layer(b.layer("model.norm", LayerKind::Norm, norm));
-  t.leaf("model.norm", c + "RMSNorm", norm);
-  t.set_layer(kNoLayer);
-  t.leave();
-  const auto head = add_head(s, b, emb, "lm_head", s.hidden, false, {});
-  t.set_layer(head.layer);
-  t.leaf("lm_head", "Linear", head.head);
-  t.set_layer(kNoLayer);
-  t.leave();
+  close_base_model(s, b, t, "model.norm", cls(s) + "RMSNorm", false);
+  trace_head(t, "lm_head", add_head(s, b, emb, "lm_head", s.hidden, false, {}));
 }
 
 }  // namespace zerosim

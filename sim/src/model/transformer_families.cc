@@ -122,23 +122,6 @@ void falcon_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t, st
   t.leave();
 }
 
-// The final LayerNorm inside the base model, then lm_head in the root.
-void bloom_falcon_tail(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t,
-                       const ModuleParams& emb) {
-  t.set_layer(kNoLayer);
-  t.close();
-  auto ln_f = b.norm("transformer.ln_f", s.hidden, true);
-  t.set_layer(b.layer("transformer.ln_f", LayerKind::Norm, ln_f));
-  t.leaf("transformer.ln_f", "LayerNorm", ln_f);
-  t.set_layer(kNoLayer);
-  t.leave();
-  const auto head = add_head(s, b, emb, "lm_head", s.hidden, false, {});
-  t.set_layer(head.layer);
-  t.leaf("lm_head", "Linear", head.head);
-  t.set_layer(kNoLayer);
-  t.leave();
-}
-
 }  // namespace
 
 void build_opt(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
@@ -177,10 +160,7 @@ void build_opt(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
   t.set_layer(kNoLayer);
   t.leave();
   t.close();
-  t.set_layer(head.layer);
-  t.leaf("lm_head", "Linear", head.head);
-  t.set_layer(kNoLayer);
-  t.leave();
+  trace_head(t, "lm_head", head);
 }
 
 void build_bloom(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
@@ -194,7 +174,8 @@ void build_bloom(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
   t.set_layer(kNoLayer);
   t.open("transformer.h", "ModuleList");
   for (std::uint64_t i = 0; i < s.layers && !b.failed(); ++i) bloom_block(s, b, t, i);
-  bloom_falcon_tail(s, b, t, emb);
+  close_base_model(s, b, t, "transformer.ln_f", "LayerNorm", true);
+  trace_head(t, "lm_head", add_head(s, b, emb, "lm_head", s.hidden, false, {}));
 }
 
 void build_falcon(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
@@ -207,7 +188,8 @@ void build_falcon(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
   t.set_layer(kNoLayer);
   t.open("transformer.h", "ModuleList");
   for (std::uint64_t i = 0; i < s.layers && !b.failed(); ++i) falcon_block(s, b, t, i);
-  bloom_falcon_tail(s, b, t, emb);
+  close_base_model(s, b, t, "transformer.ln_f", "LayerNorm", true);
+  trace_head(t, "lm_head", add_head(s, b, emb, "lm_head", s.hidden, false, {}));
 }
 
 }  // namespace zerosim

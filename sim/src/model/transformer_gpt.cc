@@ -101,24 +101,6 @@ void neox_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t, std:
   t.leave();
 }
 
-// The part every GPT-style family shares after the blocks: the final norm inside the base model,
-// then the head in the root.
-void finish(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t, const std::string& norm,
-            const ModuleParams& embedding, const std::string& head_name, bool head_bias) {
-  t.set_layer(kNoLayer);
-  t.close();
-  auto ln_f = b.norm(norm, s.hidden, true);
-  t.set_layer(b.layer(norm, LayerKind::Norm, ln_f));
-  t.leaf(norm, "LayerNorm", ln_f);
-  t.set_layer(kNoLayer);
-  t.leave();
-  const auto head = add_head(s, b, embedding, head_name, s.hidden, head_bias, {});
-  t.set_layer(head.layer);
-  t.leaf(head_name, "Linear", head.head);
-  t.set_layer(kNoLayer);
-  t.leave();
-}
-
 }  // namespace
 
 // GPT2LMHeadModel -> GPT2Model: wte, wpe, drop, h, ln_f; then lm_head (tied to wte).
@@ -134,7 +116,8 @@ void build_gpt2(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
   t.set_layer(kNoLayer);
   t.open("transformer.h", "ModuleList");
   for (std::uint64_t i = 0; i < s.layers && !b.failed(); ++i) gpt2_block(s, b, t, i);
-  finish(s, b, t, "transformer.ln_f", wte, "lm_head", false);
+  close_base_model(s, b, t, "transformer.ln_f", "LayerNorm", true);
+  trace_head(t, "lm_head", add_head(s, b, wte, "lm_head", s.hidden, false, {}));
 }
 
 // GPTJForCausalLM -> GPTJModel: wte, drop, h, ln_f; then lm_head (untied, with bias).
@@ -148,7 +131,8 @@ void build_gptj(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
   t.set_layer(kNoLayer);
   t.open("transformer.h", "ModuleList");
   for (std::uint64_t i = 0; i < s.layers && !b.failed(); ++i) gptj_block(s, b, t, i);
-  finish(s, b, t, "transformer.ln_f", wte, "lm_head", true);
+  close_base_model(s, b, t, "transformer.ln_f", "LayerNorm", true);
+  trace_head(t, "lm_head", add_head(s, b, wte, "lm_head", s.hidden, true, {}));
 }
 
 // GPTNeoXForCausalLM -> GPTNeoXModel: embed_in, emb_dropout, rotary_emb, layers, final_layer_norm;
@@ -164,7 +148,8 @@ void build_gpt_neox(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) 
   t.set_layer(kNoLayer);
   t.open("gpt_neox.layers", "ModuleList");
   for (std::uint64_t i = 0; i < s.layers && !b.failed(); ++i) neox_block(s, b, t, i);
-  finish(s, b, t, "gpt_neox.final_layer_norm", emb, "embed_out", false);
+  close_base_model(s, b, t, "gpt_neox.final_layer_norm", "LayerNorm", true);
+  trace_head(t, "embed_out", add_head(s, b, emb, "embed_out", s.hidden, false, {}));
 }
 
 }  // namespace zerosim

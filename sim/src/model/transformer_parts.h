@@ -1,5 +1,7 @@
-// Pieces shared by the per-architecture builders (transformer_builder.cc, transformer_gpt.cc and
-// transformer_families.cc): the LM head, the attention FLOP rate, and the family entry points.
+// Pieces shared by the per-architecture builders (transformer_builder.cc, transformer_gpt.cc,
+// transformer_families.cc, transformer_phi3.cc, transformer_deepseek.cc, transformer_t5.cc, ...):
+// the LM head, the base model's final norm, the Llama-layout root, the attention FLOP rate, and the
+// family entry points.
 //
 // Every family builder does two things in one pass, mirroring its transformers modeling file:
 // declares parameters in __init__ registration order (named_parameters()) with the Layer structure
@@ -32,6 +34,21 @@ struct HeadParams {
 HeadParams add_head(const TransformerSpec& s, ModelBuilder& b, const ModuleParams& embedding,
                     const std::string& name, std::uint64_t in, bool bias,
                     const ModuleParams& before);
+
+/// Traces the head module `name` (a Linear of the root, in the head Layer) and leaves the root: the
+/// last module every causal LM's forward calls.
+void trace_head(ModuleTracer& t, const std::string& name, const HeadParams& head);
+
+/// Closes the base model's block list, declares and traces its final norm `name` (class `cls`;
+/// `bias` for a LayerNorm) as a Norm layer, and leaves the base model (T5: the stack).
+void close_base_model(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t,
+                      const std::string& name, const std::string& cls, bool bias);
+
+/// Opens a Llama-layout causal LM (`c`ForCausalLM -> model: `c`Model): embed_tokens as the
+/// embedding layer, rotary_emb (its cos/sin computed once, under no_grad, for all layers) and the
+/// model.layers ModuleList. Returns embed_tokens' params, which a tied head reuses.
+ModuleParams open_llama_layout(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t,
+                               const std::string& c);
 
 void build_gpt2(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);
 void build_gptj(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t);

@@ -44,27 +44,10 @@ void phi3_block(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t, std:
 
 // Phi3ForCausalLM -> Phi3Model: embed_tokens, rotary_emb, layers, norm; then lm_head.
 void build_phi3(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
-  t.enter("", "Phi3ForCausalLM", {}, ModuleGrad::OutputOnly);
-  t.enter("model", "Phi3Model", {}, ModuleGrad::OutputOnly);
-  auto emb = b.embedding("model.embed_tokens", s.vocab, s.hidden);
-  t.set_layer(b.layer("embeddings", LayerKind::Embedding, emb));
-  t.leaf("model.embed_tokens", "Embedding", emb, ModuleGrad::OutputOnly);
-  t.leaf("model.rotary_emb", "Phi3RotaryEmbedding", {}, ModuleGrad::None);
-  t.set_layer(kNoLayer);
-  t.open("model.layers", "ModuleList");
+  const auto emb = open_llama_layout(s, b, t, "Phi3");
   for (std::uint64_t i = 0; i < s.layers && !b.failed(); ++i) phi3_block(s, b, t, i);
-  t.set_layer(kNoLayer);
-  t.close();
-  auto norm = b.norm("model.norm", s.hidden, false);
-  t.set_layer(b.layer("model.norm", LayerKind::Norm, norm));
-  t.leaf("model.norm", "Phi3RMSNorm", norm);
-  t.set_layer(kNoLayer);
-  t.leave();
-  const auto head = add_head(s, b, emb, "lm_head", s.hidden, false, {});
-  t.set_layer(head.layer);
-  t.leaf("lm_head", "Linear", head.head);
-  t.set_layer(kNoLayer);
-  t.leave();
+  close_base_model(s, b, t, "model.norm", "Phi3RMSNorm", false);
+  trace_head(t, "lm_head", add_head(s, b, emb, "lm_head", s.hidden, false, {}));
 }
 
 }  // namespace zerosim

@@ -144,13 +144,7 @@ void t5_stack(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t, bool d
   t.leaf(name + ".dropout", "Dropout");  // first call: on the embedded tokens
   t.open(name + ".block", "ModuleList");
   for (std::uint64_t i = 0; i < n && !b.failed(); ++i) t5_block(s, b, t, name, i, decoder);
-  t.set_layer(kNoLayer);
-  t.close();
-  auto norm = b.norm(name + ".final_layer_norm", s.hidden, false);
-  t.set_layer(b.layer(name + ".final_layer_norm", LayerKind::Norm, norm));
-  t.leaf(name + ".final_layer_norm", "T5LayerNorm", norm);
-  t.set_layer(kNoLayer);
-  t.leave();
+  close_base_model(s, b, t, name + ".final_layer_norm", "T5LayerNorm", false);
 }
 
 }  // namespace
@@ -163,11 +157,7 @@ void build_t5(const TransformerSpec& s, ModelBuilder& b, ModuleTracer& t) {
   t.set_layer(kNoLayer);
   t5_stack(s, b, t, false);
   t5_stack(s, b, t, true);
-  const auto head = add_head(s, b, shared, "lm_head", s.hidden, false, {});
-  t.set_layer(head.layer);
-  t.leaf("lm_head", "Linear", head.head);
-  t.set_layer(kNoLayer);
-  t.leave();
+  trace_head(t, "lm_head", add_head(s, b, shared, "lm_head", s.hidden, false, {}));
 }
 
 }  // namespace zerosim

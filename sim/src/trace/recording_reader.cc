@@ -1,4 +1,4 @@
-// read_recording and as_recorded_phases (zerosim/recording.h).
+// read_recording, as_recorded_phases and recorded_phase_notes (zerosim/recording.h).
 #include <algorithm>
 #include <filesystem>
 #include <limits>
@@ -216,6 +216,17 @@ std::vector<LoggedCollective> as_recorded_phases(std::vector<LoggedCollective> l
     if (c.phase == Phase::PostStep) c.phase = Phase::Step;
   }
   return log;
+}
+
+std::vector<std::string> recorded_phase_notes(std::uint64_t other_collectives) {
+  std::vector<std::string> notes = {
+      "a recording's phases are init, forward, backward and step: the prediction's "
+      "boundary_reduce and epilogue compared as backward, post_step as step"};
+  if (other_collectives > 0)
+    notes.push_back(std::to_string(other_collectives) +
+                    " recorded calls zerosim does not model (barrier, all_gather of lists, "
+                    "...; other_collectives.rankR.jsonl) are not compared");
+  return notes;
 }
 
 }  // namespace zerosim

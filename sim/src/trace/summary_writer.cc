@@ -8,6 +8,7 @@
 #include <string>
 
 #include "trace/json_text.h"
+#include "trace/meta_json.h"
 #include "zerosim/trace.h"
 
 namespace zerosim {
@@ -16,17 +17,10 @@ namespace {
 using trace_text::str;
 
 void write_meta(const TraceMeta& m, std::ostream& out) {
-  out << "  \"meta\": {\"backend\": " << str(m.backend)
-      << ", \"zerosim_version\": " << str(m.zerosim_version)
-      << ", \"deepspeed_version\": " << str(m.deepspeed_version) << ", \"mode\": " << str(m.mode)
-      << ", \"model\": " << str(m.model) << ", \"optimizer\": " << str(m.optimizer)
-      << ", \"gpu\": " << str(m.gpu) << ", \"stage\": " << m.stage << ", \"world\": " << m.world
-      << ", \"nodes\": " << m.nodes << ", \"gpus_per_node\": " << m.gpus_per_node
-      << ", \"steps\": " << m.steps << ", \"grad_accum\": " << m.grad_accum
-      << ",\n    \"notes\": [";
-  for (std::size_t i = 0; i < m.notes.size(); ++i)
-    out << (i ? ",\n      " : "\n      ") << str(m.notes[i]);
-  out << (m.notes.empty() ? "]},\n" : "\n    ]},\n");
+  out << "  \"meta\": {";
+  trace_text::write_run_identity(m, out);
+  trace_text::write_notes(m.notes, out);
+  out << "},\n";
 }
 
 void write_time(const Summary& s, std::ostream& out) {

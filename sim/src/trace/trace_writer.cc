@@ -9,6 +9,7 @@
 #include <string>
 
 #include "trace/json_text.h"
+#include "trace/meta_json.h"
 #include "zerosim/trace.h"
 
 namespace zerosim {
@@ -18,22 +19,16 @@ using trace_text::num;
 using trace_text::str;
 
 void write_meta(const TraceMeta& m, std::ostream& out) {
-  out << "  \"meta\": {\"backend\": " << str(m.backend)
-      << ", \"zerosim_version\": " << str(m.zerosim_version)
-      << ", \"deepspeed_version\": " << str(m.deepspeed_version) << ", \"mode\": " << str(m.mode)
-      << ", \"model\": " << str(m.model) << ", \"optimizer\": " << str(m.optimizer)
-      << ", \"gpu\": " << str(m.gpu) << ", \"stage\": " << m.stage << ", \"world\": " << m.world
-      << ", \"nodes\": " << m.nodes << ", \"gpus_per_node\": " << m.gpus_per_node
-      << ", \"steps\": " << m.steps << ", \"grad_accum\": " << m.grad_accum
-      << ", \"device_capacity\": " << m.device_capacity
+  out << "  \"meta\": {";
+  trace_text::write_run_identity(m, out);
+  out << ", \"device_capacity\": " << m.device_capacity
       << ",\n    \"schedule_digest\": " << str(m.schedule_digest) << ", \"clock\": " << str(m.clock)
       << ", \"host\": " << str(m.host) << ", \"driver_version\": " << str(m.driver_version)
       << ", \"cuda_version\": " << str(m.cuda_version)
       << ", \"nccl_version\": " << str(m.nccl_version) << ", \"warmup_steps\": " << m.warmup_steps
-      << ", \"timed_steps\": " << m.timed_steps << ",\n    \"notes\": [";
-  for (std::size_t i = 0; i < m.notes.size(); ++i)
-    out << (i ? ",\n      " : "\n      ") << str(m.notes[i]);
-  out << (m.notes.empty() ? "]}" : "\n    ]}");
+      << ", \"timed_steps\": " << m.timed_steps;
+  trace_text::write_notes(m.notes, out);
+  out << "}";
 }
 
 void write_peak(const MemoryPeak& p, std::ostream& out) {
