@@ -6,12 +6,16 @@
 // 2 ms per step at 1024 GPUs. The cost must not grow with the GPU count (65536 vs 1024): the engine
 // times one role and analyses memory per role sparsely. Counters: ops, roles, and result_bytes
 // (SimulationResult::footprint_bytes) and schedule_roles_bytes, which show the memory is flat in
-// ranks beyond the role table the schedule itself carries.
+// ranks beyond the role table the schedule itself carries. minflt_per_call: minor page faults per
+// simulate() call (getrusage), which stay near 0 once the engine's workspace (engine.h) is warm.
+// BM_SimulateLlama70BRecycled: the same, each result handed back to the workspace once read
+// (EngineWorkspace::recycle): its op times and ledger arrays are refilled, not allocated.
 // BM_SimulateLlama70BTrace: the same with the Trace built (spans, comm records, counters).
 //
 // Run (Release build, bench on):
 //   build/bench/simulate_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <cstdint>
 #include <map>
@@ -65,7 +69,17 @@ const Case* get_case(int stage, std::uint32_t gpus, std::string& why) {
   return slot.get();
 }
 
-void run(benchmark::State& state, bool trace) {
+// Minor page faults of this process so far: a simulate() whose arrays glibc hands back to the
+// kernel (mmap'ed, or trimmed off the heap top) faults them in again on the next call.
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+// recycle: hand every result back to the thread's workspace (EngineWorkspace::recycle), as a
+// caller that simulates over and over and keeps no result does.
+void run(benchmark::State& state, bool trace, bool recycle = false) {
   const int stage = static_cast<int>(state.range(0));
   const auto gpus = static_cast<std::uint32_t>(state.range(1));
   std::string why;
@@ -77,6 +91,7 @@ void run(benchmark::State& state, bool trace) {
   EngineOptions options;
   options.record_trace = trace;
   std::size_t footprint = 0;
+  const long faults_before = minor_faults();
   for (auto _ : state) {
     auto r = simulate(c->schedule, c->gpu, options);
     if (!r.ok()) {
@@ -85,7 +100,9 @@ void run(benchmark::State& state, bool trace) {
     }
     footprint = r->footprint_bytes();
     benchmark::DoNotOptimize(r->summary.total_ns);
+    if (recycle) EngineWorkspace::this_thread().recycle(std::move(r.value()));
   }
+  const long faults = minor_faults() - faults_before;
   std::size_t role_bytes = 0;
   for (const RankRole& r : c->schedule.roles)
     role_bytes += r.slots.nonzero().capacity() * sizeof(SlotValues::Entry);
@@ -93,10 +110,13 @@ void run(benchmark::State& state, bool trace) {
   state.counters["roles"] = static_cast<double>(c->schedule.roles.size());
   state.counters["result_bytes"] = static_cast<double>(footprint);
   state.counters["schedule_roles_bytes"] = static_cast<double>(role_bytes);
+  state.counters["minflt_per_call"] =
+      benchmark::Counter(static_cast<double>(faults), benchmark::Counter::kAvgIterations);
 }
 
 void BM_SimulateLlama70B(benchmark::State& state) { run(state, false); }
 void BM_SimulateLlama70BTrace(benchmark::State& state) { run(state, true); }
+void BM_SimulateLlama70BRecycled(benchmark::State& state) { run(state, false, true); }
 
 BENCHMARK(BM_SimulateLlama70B)
     ->Args({2, 1024})
@@ -104,6 +124,7 @@ BENCHMARK(BM_SimulateLlama70B)
     ->Args({2, 65536})
     ->Args({3, 65536})
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimulateLlama70BRecycled)->Args({3, 1024})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimulateLlama70BTrace)
     ->Args({2, 1024})
     ->Args({3, 1024})

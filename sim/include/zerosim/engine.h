@@ -51,6 +51,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -178,14 +179,60 @@ struct SimulationResult {
   std::size_t footprint_bytes() const;
 };
 
+/// The memory simulate() reuses from call to call: the lowered graph, the compiled program, the
+/// event loop's per-op arrays and the results' arrays handed back by recycle(). Every array keeps
+/// its storage, so repeated simulations of schedules of similar size allocate (almost) nothing and
+/// fault in no fresh page: with glibc's default malloc settings an array of 128 KiB or more (a
+/// step of Llama-2-70B has 16k ops) is mmap'ed, or trimmed off the heap top once freed, and every
+/// call faulted it in again (bench/simulate_bench.cc's minflt_per_call shows it). The library does
+/// not depend on mallopt for this.
+/// simulate() without a workspace uses this_thread()'s, which lives until the thread exits (its
+/// size: the largest schedule simulated on the thread, a few MiB for a 16k-op step; release()
+/// frees it). One workspace serves one simulate() at a time: not thread-safe, not re-entrant.
+class EngineWorkspace {
+ public:
+  EngineWorkspace();
+  ~EngineWorkspace();
+  EngineWorkspace(EngineWorkspace&&) noexcept;
+  EngineWorkspace& operator=(EngineWorkspace&&) noexcept;
+  EngineWorkspace(const EngineWorkspace&) = delete;
+  EngineWorkspace& operator=(const EngineWorkspace&) = delete;
+
+  /// The calling thread's workspace (what simulate() without one uses).
+  static EngineWorkspace& this_thread();
+  /// Hands back a result the caller is done with: the next simulate() refills its op times and its
+  /// ledger's arrays instead of allocating new ones.
+  void recycle(SimulationResult&& done);
+  /// Frees every array (the next simulate() allocates them again).
+  void release();
+  /// Bytes the workspace holds.
+  std::size_t footprint_bytes() const;
+
+  struct Impl;  ///< simulator_internal.h
+
+ private:
+  friend Result<SimulationResult> simulate(const Schedule&, const GpuSpec&, const EngineOptions&,
+                                           EngineWorkspace&);
+  friend Result<SimulationResult> simulate(const Schedule&, const ScheduleGraph&, const GpuSpec&,
+                                           const EngineOptions&, EngineWorkspace&);
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Runs the schedule. Errors (all Diagnostics, never a throw): a schedule that does not lower
 /// (lower_schedule's rules, schedule_graph.h), bad options, a cost the models cannot give, a
-/// deadlock (which op waits on which), time overflow. OOM is not an error.
+/// deadlock (which op waits on which), time overflow. OOM is not an error. Uses
+/// EngineWorkspace::this_thread().
 Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
                                   const EngineOptions& options = {});
 /// The same for a schedule already lowered (`graph` = lower_schedule(schedule)).
 Result<SimulationResult> simulate(const Schedule& schedule, const ScheduleGraph& graph,
                                   const GpuSpec& gpu, const EngineOptions& options = {});
+/// Both with a given workspace.
+Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
+                                  const EngineOptions& options, EngineWorkspace& workspace);
+Result<SimulationResult> simulate(const Schedule& schedule, const ScheduleGraph& graph,
+                                  const GpuSpec& gpu, const EngineOptions& options,
+                                  EngineWorkspace& workspace);
 
 /// The ledger simulate() fills, without timing anything: memory events follow program order
 /// (simulator.cc, record_memory), so every peak's bytes, event and breakdown over the whole run

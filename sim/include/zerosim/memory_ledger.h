@@ -95,6 +95,9 @@ class MemoryLedger {
   explicit MemoryLedger(std::uint32_t roles);
 
   std::uint32_t role_count() const { return roles_; }
+  /// Empties the ledger for `roles` roles (0 is treated as 1), keeping its arrays' storage: a
+  /// ledger refilled per simulation (EngineWorkspace, engine.h) allocates nothing once warm.
+  void reset(std::uint32_t roles);
   /// Pre-allocates room for `buffers` buffers and `events` allocate/release calls.
   void reserve(std::size_t buffers, std::size_t events);
 

@@ -77,5 +77,11 @@ std::uint32_t communicator_of(const Op& op);
 enum class LayoutCheck : std::uint8_t { Replan, References };
 Result<ScheduleGraph> lower_schedule(const Schedule& s, const std::string& source = "schedule",
                                      LayoutCheck layout = LayoutCheck::Replan);
+/// The same into `out`, whose vectors keep their storage (simulate()'s workspace, engine.h, lowers
+/// every schedule into one graph): `out` is the lowering when no error is returned, unspecified
+/// otherwise.
+Diagnostics lower_schedule_into(const Schedule& s, ScheduleGraph& out,
+                                const std::string& source = "schedule",
+                                LayoutCheck layout = LayoutCheck::Replan);
 
 }  // namespace zerosim

@@ -44,6 +44,15 @@ Bytes LedgerBuffer::bytes_for(std::uint32_t role) const {
 
 MemoryLedger::MemoryLedger(std::uint32_t roles) : roles_(roles == 0 ? 1 : roles) {}
 
+void MemoryLedger::reset(std::uint32_t roles) {
+  roles_ = roles == 0 ? 1 : roles;
+  buffers_.clear();
+  live_alloc_.clear();
+  allocations_.clear();
+  events_.clear();
+  last_t_ = 0;
+}
+
 void MemoryLedger::reserve(std::size_t buffers, std::size_t events) {
   buffers_.reserve(buffers);
   live_alloc_.reserve(buffers);

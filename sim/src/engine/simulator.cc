@@ -25,8 +25,10 @@ namespace {
 // Ledger buffers are unnamed: the names stay in the schedule (a copy of each would be a heap
 // allocation per buffer on every simulation); record_memory and simulate() put them back into the
 // messages and the OOM event.
-MemoryLedger make_ledger(const Schedule& s, const std::vector<std::uint32_t>& memory_ops) {
-  MemoryLedger ledger(static_cast<std::uint32_t>(std::max<std::size_t>(s.roles.size(), 1)));
+// `ledger` is reset first (its arrays kept: EngineWorkspace::recycle hands a result's back).
+void make_ledger(const Schedule& s, const std::vector<std::uint32_t>& memory_ops,
+                 MemoryLedger& ledger) {
+  ledger.reset(static_cast<std::uint32_t>(std::max<std::size_t>(s.roles.size(), 1)));
   ledger.reserve(s.buffers.size(), memory_ops.size());
   std::vector<std::vector<RoleBytes>> by_slot(s.meta.slot_names.size());  // elements, not bytes
   std::vector<std::uint8_t> used(by_slot.size(), 0);
@@ -64,7 +66,6 @@ MemoryLedger make_ledger(const Schedule& s, const std::vector<std::uint32_t>& me
     for (RoleBytes& r : sizes) r.bytes *= size;
     (void)ledger.add_sparse_role_buffer({}, buf.category, buf.pool, std::move(sizes));
   }
-  return ledger;
 }
 
 // Memory events follow PROGRAM order, as the CUDA caching allocator sees them: the host allocates
@@ -106,8 +107,8 @@ class EventLoop {
         gate_(p.graph->gate.data()),
         prev_call_(p.graph->prev_call.data()),
         dep_offsets_(p.graph->dep_offsets.data()),
-        deps_(p.graph->deps.data()) {
-    done_.assign(p.ops.size(), Done::No);
+        deps_(p.graph->deps.data()),
+        done_((out.done.assign(p.ops.size(), LoopOutput::Done::No), out.done.data())) {
     blocked_on_.fill(kNone);
     for (std::uint8_t l = 0; l < kStreamCount; ++l) {
       if (!p.lanes()[l].empty()) used_[used_count_++] = l;  // most programs use 2-3 streams
@@ -139,6 +140,7 @@ class EventLoop {
   }
 
  private:
+  using Done = LoopOutput::Done;
   bool done(std::uint32_t i) const { return done_[i] == Done::Yes; }
 
   // kNone when the head op i of stream `lane` may start; otherwise an unfinished op it waits for
@@ -225,8 +227,7 @@ class EventLoop {
     consider(gate_[i]);
     consider(prev_call_[i]);
     if (p_.ops[i].kind == OpKind::Sync) consider(latest_op_);
-    out_.blocked_ns[i] = now - compute_free_;
-    out_.blocker[i] = blocker;
+    out_.waits.push_back({i, blocker, now - compute_free_});
   }
 
   void finish(std::uint32_t i, SimTime now) {
@@ -242,7 +243,7 @@ class EventLoop {
       latest_op_ = i;
     }
     if (i == prefix_done_)  // the prefix only grows when its first unfinished op finishes
-      while (prefix_done_ < done_.size() && done(static_cast<std::uint32_t>(prefix_done_)))
+      while (prefix_done_ < p_.ops.size() && done(static_cast<std::uint32_t>(prefix_done_)))
         ++prefix_done_;
   }
 
@@ -292,10 +293,8 @@ class EventLoop {
   std::array<std::uint32_t, kStreamCount> waiting_{};
   std::array<std::uint8_t, kStreamCount> used_{};  // streams with ops
   std::size_t used_count_ = 0;
-  // Per op: finished. An enum, not a uint8_t: stores through a character type may alias every
-  // member, so the compiler would reload them all after each one.
-  enum class Done : std::uint8_t { No, Yes };
-  std::vector<Done> done_;
+  // Per op: finished (LoopOutput::done, the workspace's: no allocation once warm).
+  Done* const done_;
   std::size_t prefix_done_ = 0;      // ops [0, prefix_done_) have all finished
   SimTime compute_free_ = 0;         // end of the last compute-stream op
   std::uint32_t latest_op_ = kNone;  // the op that finished last
@@ -304,19 +303,18 @@ class EventLoop {
 
 }  // namespace
 
-Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p) {
-  LoopOutput out;
+Diagnostics run_event_loop(const Schedule& s, const Program& p, LoopOutput& out) {
   const std::size_t n = p.ops.size();
+  // Every op's start and end are written (a run that leaves one out is a deadlock, an error): a
+  // recycled result's array of the same size is reused as it is, without zeroing it first.
   out.ops.resize(n);
-  out.blocked_ns.assign(n, 0);
-  out.blocker.assign(n, kNone);
+  out.waits.clear();  // at most one per compute-stream op: no regrowth, no copy
+  out.waits.reserve(p.lanes()[static_cast<std::size_t>(Stream::Compute)].size());
   EventLoop loop(s, p, out);
   Diagnostics d = loop.run();
   if (d.has_errors()) return d;
-  out.ledger = make_ledger(s, p.memory_ops());
-  d = record_memory(s, s.ops, p.memory_ops(), &out.ops, out.ledger);
-  if (d.has_errors()) return d;
-  return out;
+  make_ledger(s, p.memory_ops(), out.ledger);
+  return record_memory(s, s.ops, p.memory_ops(), &out.ops, out.ledger);
 }
 
 }  // namespace zerosim::sim
@@ -324,7 +322,8 @@ Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p) {
 namespace zerosim {
 
 Result<MemoryLedger> memory_ledger(const Schedule& schedule, const ScheduleGraph& graph) {
-  MemoryLedger ledger = sim::make_ledger(schedule, graph.memory_ops);
+  MemoryLedger ledger;
+  sim::make_ledger(schedule, graph.memory_ops, ledger);
   Diagnostics d = sim::record_memory(schedule, schedule.ops, graph.memory_ops, nullptr, ledger);
   if (d.has_errors()) return d;
   return ledger;

@@ -5,7 +5,6 @@
 #include <array>
 #include <cmath>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -13,30 +12,6 @@
 
 namespace zerosim::sim {
 namespace {
-
-// The collectives costed so far, by (kind, numel, out_numel, dtype, communicator): most calls
-// repeat one of a few sizes (an all-gather per module and layer), so each is costed once. A hash
-// table: an ordered map's tuple comparisons were a sixth of compile's own time.
-struct CallKey {
-  CollectiveKind kind;
-  Elements numel;
-  Elements out_numel;
-  DType dtype;
-  std::uint32_t comm;
-  friend bool operator==(const CallKey&, const CallKey&) = default;
-};
-struct CallKeyHash {
-  std::size_t operator()(const CallKey& k) const {
-    // splitmix64's finaliser over the fields: the sizes differ in few bits.
-    std::uint64_t h = k.numel * 0x9E3779B97F4A7C15ULL ^ k.out_numel;
-    h ^= (std::uint64_t{k.comm} << 16) ^ (static_cast<std::uint64_t>(k.kind) << 8) ^
-         static_cast<std::uint64_t>(k.dtype);
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBULL;
-    return static_cast<std::size_t>(h ^ (h >> 31));
-  }
-};
-using SeenCalls = std::unordered_map<CallKey, std::size_t, CallKeyHash>;
 
 bool is_compute(OpKind k) {
   return k == OpKind::Forward || k == OpKind::Backward || k == OpKind::Recompute;
@@ -123,8 +98,8 @@ void cost_op(const Op& op, std::uint32_t i, Elements elements, const CommGroup& 
              const CostModel& cost, SeenCalls& seen, Program& p, Diagnostics& d) {
   if (op.kind == OpKind::Collective) {
     const CallKey key{op.collective, op.numel, op.out_numel, op.dtype, op.comm};
-    if (auto it = seen.find(key); it != seen.end()) {
-      CollectiveCall call = p.collectives[it->second];
+    if (const std::size_t* at = seen.find(key)) {
+      CollectiveCall call = p.collectives[*at];
       // The first call's op duration: the collective's cost plus the host's launch of it (the
       // collective cost alone would charge the launch to the first of identical calls only).
       p.ops[i].duration_ns = p.ops[call.op].duration_ns;
@@ -146,25 +121,54 @@ void cost_op(const Op& op, std::uint32_t i, Elements elements, const CommGroup& 
   p.ops[i].duration_ns = c.duration_ns;
   p.bytes[i] = c.bytes;
   if (!c.collective) return;
-  seen.emplace(CallKey{op.collective, op.numel, op.out_numel, op.dtype, op.comm},
-               p.collectives.size());
+  seen.insert(CallKey{op.collective, op.numel, op.out_numel, op.dtype, op.comm},
+              p.collectives.size());
   p.collectives.push_back({i, op.collective, *c.collective});
 }
 
 }  // namespace
 
-Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const CostModel& cost) {
-  Program p;
+void SeenCalls::clear() {
+  if (slots_.empty()) {
+    slots_.resize(256);
+    mask_ = slots_.size() - 1;
+    shift_ = 64 - 8;
+  }
+  if (used_ != 0)
+    for (Slot& x : slots_) x.used = false;
+  used_ = 0;
+}
+
+void SeenCalls::insert(const CallKey& key, std::size_t index) {
+  if (4 * (used_ + 1) > slots_.size()) {  // at most a quarter full: probes stay short
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    mask_ = slots_.size() - 1;
+    --shift_;
+    used_ = 0;
+    for (const Slot& x : old)
+      if (x.used) insert(x.key, x.index);
+  }
+  std::size_t at = home(key);
+  while (slots_[at].used) at = (at + 1) & mask_;
+  slots_[at] = {key, index, true};
+  ++used_;
+}
+
+Diagnostics compile(const Schedule& s, const ScheduleGraph& graph, const CostModel& cost,
+                    Program& p, CompileScratch& scratch) {
   p.graph = &graph;
   Diagnostics d;
   const auto n = static_cast<std::uint32_t>(s.ops.size());
-  p.ops = OpArray<CompiledOp>(n);  // every element written below
-  p.bytes = OpArray<Bytes>(n);
+  p.ops.resize_for_overwrite(n);  // every element written below
+  p.bytes.resize_for_overwrite(n);
+  p.collectives.clear();
   p.collectives.reserve(graph.collectives.size());
-  SeenCalls seen;
-  seen.reserve(64);
+  SeenCalls& seen = scratch.seen;
+  seen.clear();
   PiecesPerLayer pieces;
-  std::vector<std::uint32_t> compute_ops;  // host time is applied once the pieces are counted
+  std::vector<std::uint32_t>& compute_ops = scratch.compute_ops;  // host time: once pieces known
+  compute_ops.clear();
   compute_ops.reserve(n);
   const std::uint32_t first_step = s.ops.empty() ? 0 : s.ops.front().step;
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -188,8 +192,7 @@ Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const Cos
     SimTime& dur = p.ops[i].duration_ns;
     dur = std::max(dur, host(op.kind, pieces(op.kind, op.layer)));
   }
-  if (d.has_errors()) return d;
-  return p;
+  return d;
 }
 
 }  // namespace zerosim::sim

@@ -33,21 +33,31 @@ struct CompiledOp {
   std::uint32_t step;
 };
 
-/// A fixed-size array whose elements start uninitialised, for per-op arrays that are written in
-/// full: a std::vector would zero (or construct) every element first, and a push_back per op pays a
-/// capacity test, which together were a quarter of compile().
+/// A per-op array whose elements start uninitialised, for arrays that are written in full: a
+/// std::vector would zero (or construct) every element first, and a push_back per op pays a
+/// capacity test, which together were a quarter of compile(). resize_for_overwrite keeps the
+/// storage when it is large enough, so a workspace's arrays (EngineWorkspace) are allocated once.
 template <class T>
 class OpArray {
  public:
   OpArray() = default;
-  explicit OpArray(std::size_t n) : data_(std::make_unique_for_overwrite<T[]>(n)), size_(n) {}
+  explicit OpArray(std::size_t n) { resize_for_overwrite(n); }
+  /// n elements, unspecified values (the old ones where the storage is kept).
+  void resize_for_overwrite(std::size_t n) {
+    if (n > capacity_) {
+      data_ = std::make_unique_for_overwrite<T[]>(n);
+      capacity_ = n;
+    }
+    size_ = n;
+  }
   std::size_t size() const { return size_; }
+  std::size_t capacity() const { return capacity_; }
   T& operator[](std::size_t i) { return data_[i]; }
   const T& operator[](std::size_t i) const { return data_[i]; }
 
  private:
   std::unique_ptr<T[]> data_;
-  std::size_t size_ = 0;
+  std::size_t size_ = 0, capacity_ = 0;
 };
 
 /// One collective call and its cost.
@@ -69,21 +79,83 @@ struct Program {
   OpArray<Bytes> bytes;                     ///< per op: bytes touched or S
 };
 
-/// Costs every op of the lowered schedule for the timing role (graph.max_slots). Errors: a cost
-/// the models cannot give (every one is reported).
-Result<Program> compile(const Schedule& s, const ScheduleGraph& graph, const CostModel& cost);
+/// The collectives compile() has costed, by call (kind, sizes, dtype, communicator): an
+/// open-addressing table in one array (no heap node per entry), cleared per compile().
+struct CallKey {
+  CollectiveKind kind;
+  Elements numel;
+  Elements out_numel;
+  DType dtype;
+  std::uint32_t comm;
+  friend bool operator==(const CallKey&, const CallKey&) = default;
+};
+class SeenCalls {
+ public:
+  void clear();
+  /// The index stored for `key`, or nullptr. Inline: compile() asks once per collective.
+  const std::size_t* find(const CallKey& key) const {
+    for (std::size_t at = home(key);; at = (at + 1) & mask_) {
+      const Slot& x = slots_[at];
+      if (!x.used) return nullptr;
+      if (x.key == key) return &x.index;
+    }
+  }
+  void insert(const CallKey& key, std::size_t index);
+
+ private:
+  struct Slot {
+    CallKey key;
+    std::size_t index;
+    bool used;
+  };
+  // Fibonacci hashing of the fields (the sizes differ in few low bits): the product's top bits.
+  std::size_t home(const CallKey& k) const {
+    const std::uint64_t h =
+        (k.numel ^ (k.out_numel << 7) ^ (std::uint64_t{k.comm} << 40) ^
+         (static_cast<std::uint64_t>(k.kind) << 48) ^ (static_cast<std::uint64_t>(k.dtype) << 56)) *
+        0x9E3779B97F4A7C15ULL;
+    return static_cast<std::size_t>(h >> shift_);
+  }
+  std::vector<Slot> slots_;  // 2^(64 - shift_) slots, at most a quarter used
+  std::size_t mask_ = 0;
+  unsigned shift_ = 64;
+  std::size_t used_ = 0;
+};
+
+/// compile()'s scratch, kept by the workspace.
+struct CompileScratch {
+  SeenCalls seen;
+  std::vector<std::uint32_t> compute_ops;
+};
+
+/// Costs every op of the lowered schedule for the timing role (graph.max_slots) into `p` (its
+/// arrays reused). Errors: a cost the models cannot give (every one is reported).
+Diagnostics compile(const Schedule& s, const ScheduleGraph& graph, const CostModel& cost,
+                    Program& p, CompileScratch& scratch);
 
 /// What the event loop measured.
 struct LoopOutput {
-  std::vector<OpTiming> ops;
-  std::vector<SimTime> blocked_ns;     ///< per op on the compute stream: idle time before it
-  std::vector<std::uint32_t> blocker;  ///< the op it waited for last (kNone: none)
-  MemoryLedger ledger;                 ///< one buffer per schedule buffer (same index)
+  std::vector<OpTiming> ops;  ///< moved into the result (EngineWorkspace::recycle hands it back)
+  /// A compute-stream op that found the stream idle: the idle time before it and the op it waited
+  /// for last (kNone: none). Ascending op index (the compute stream runs in program order); every
+  /// other op waited 0 (readers walk it with a cursor: no per-op array to clear or write).
+  struct Wait {
+    std::uint32_t op;
+    std::uint32_t blocker;
+    SimTime blocked_ns;
+  };
+  std::vector<Wait> waits;
+  MemoryLedger ledger;  ///< one buffer per schedule buffer (same index); moved into the result
+  /// The event loop's per-op "finished" flags (scratch). An enum, not a uint8_t: stores through a
+  /// character type may alias every member, so the compiler would reload them all after each one.
+  enum class Done : std::uint8_t { No, Yes };
+  std::vector<Done> done;
 };
 
-/// Runs the event loop, then fills the ledger with every Alloc/Free in program order
-/// (record_memory in simulator.cc says why). Errors: a deadlock, time overflow, ledger misuse.
-Result<LoopOutput> run_event_loop(const Schedule& s, const Program& p);
+/// Runs the event loop into `out` (its arrays reused), then fills the ledger with every Alloc/Free
+/// in program order (record_memory in simulator.cc says why). Errors: a deadlock, time overflow,
+/// ledger misuse.
+Diagnostics run_event_loop(const Schedule& s, const Program& p, LoopOutput& out);
 
 /// The trace of a simulation: a span per op (Alloc/Free excepted; in start order) and a comm record
 /// per collective, from the loop's times. Ranks come from traced_ranks.
@@ -100,3 +172,15 @@ std::vector<TraceRank> traced_ranks(const Schedule& s, const LoopOutput& loop,
                                     const std::vector<RoleMemory>& memory, std::uint32_t max_roles);
 
 }  // namespace zerosim::sim
+
+namespace zerosim {
+
+/// What EngineWorkspace (engine.h) keeps from call to call.
+struct EngineWorkspace::Impl {
+  ScheduleGraph graph;  ///< simulate() without a graph lowers into it
+  sim::Program program;
+  sim::CompileScratch compile;
+  sim::LoopOutput loop;
+};
+
+}  // namespace zerosim

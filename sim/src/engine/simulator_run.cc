@@ -112,24 +112,73 @@ std::size_t SimulationResult::footprint_bytes() const {
   return n;
 }
 
+EngineWorkspace::EngineWorkspace() : impl_(std::make_unique<Impl>()) {}
+EngineWorkspace::~EngineWorkspace() = default;
+EngineWorkspace::EngineWorkspace(EngineWorkspace&&) noexcept = default;
+EngineWorkspace& EngineWorkspace::operator=(EngineWorkspace&&) noexcept = default;
+
+EngineWorkspace& EngineWorkspace::this_thread() {
+  thread_local EngineWorkspace ws;
+  return ws;
+}
+
+void EngineWorkspace::recycle(SimulationResult&& done) {
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  sim::LoopOutput& loop = impl_->loop;
+  // Keep the larger storage (a result from another workspace may be smaller).
+  if (done.ops.capacity() > loop.ops.capacity()) loop.ops = std::move(done.ops);
+  if (done.ledger.footprint_bytes() > loop.ledger.footprint_bytes())
+    loop.ledger = std::move(done.ledger);
+}
+
+void EngineWorkspace::release() { impl_ = std::make_unique<Impl>(); }
+
+std::size_t EngineWorkspace::footprint_bytes() const {
+  if (!impl_) return 0;
+  const Impl& w = *impl_;
+  std::size_t n = sizeof(Impl) + w.graph.footprint_bytes() +
+                  w.program.ops.capacity() * sizeof(sim::CompiledOp) +
+                  w.program.bytes.capacity() * sizeof(Bytes) + vec_bytes(w.program.collectives) +
+                  vec_bytes(w.compile.compute_ops) + vec_bytes(w.loop.ops) +
+                  vec_bytes(w.loop.waits) + vec_bytes(w.loop.done);
+  return n + w.loop.ledger.footprint_bytes();
+}
+
 Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
                                   const EngineOptions& options) {
-  // The engine reads no tensor layout; build_schedule and the schedule reader replanned it.
-  auto graph = lower_schedule(schedule, "schedule", LayoutCheck::References);
-  if (!graph.ok()) return graph.diagnostics();
-  return simulate(schedule, graph.value(), gpu, options);
+  return simulate(schedule, gpu, options, EngineWorkspace::this_thread());
 }
 
 Result<SimulationResult> simulate(const Schedule& schedule, const ScheduleGraph& graph,
                                   const GpuSpec& gpu, const EngineOptions& options) {
+  return simulate(schedule, graph, gpu, options, EngineWorkspace::this_thread());
+}
+
+Result<SimulationResult> simulate(const Schedule& schedule, const GpuSpec& gpu,
+                                  const EngineOptions& options, EngineWorkspace& workspace) {
+  if (!workspace.impl_) workspace.impl_ = std::make_unique<EngineWorkspace::Impl>();
+  // The engine reads no tensor layout; build_schedule and the schedule reader replanned it.
+  ScheduleGraph& graph = workspace.impl_->graph;
+  Diagnostics d = lower_schedule_into(schedule, graph, "schedule", LayoutCheck::References);
+  if (d.has_errors()) return d;
+  return simulate(schedule, graph, gpu, options, workspace);
+}
+
+Result<SimulationResult> simulate(const Schedule& schedule, const ScheduleGraph& graph,
+                                  const GpuSpec& gpu, const EngineOptions& options,
+                                  EngineWorkspace& workspace) {
+  if (!workspace.impl_) workspace.impl_ = std::make_unique<EngineWorkspace::Impl>();
+  EngineWorkspace::Impl& w = *workspace.impl_;
   SimulationResult out;
   out.timing_slots = graph.max_slots;
   auto cost = CostModel::make(gpu, schedule.meta, options);
   if (!cost.ok()) return cost.diagnostics();
-  auto program = sim::compile(schedule, graph, cost.value());
-  if (!program.ok()) return program.diagnostics();
-  auto loop = sim::run_event_loop(schedule, program.value());
-  if (!loop.ok()) return loop.diagnostics();
+  sim::Program& program = w.program;
+  if (Diagnostics d = sim::compile(schedule, graph, cost.value(), program, w.compile);
+      d.has_errors())
+    return d;
+  sim::LoopOutput& loop = w.loop;
+  if (Diagnostics d = sim::run_event_loop(schedule, program, loop); d.has_errors()) return d;
   const Bytes capacity = options.device_capacity ? *options.device_capacity : gpu.memory_bytes;
   // The summary is summarize() of the simulation's trace, fed record by record (SummaryBuilder) so
   // that a simulation without a trace builds none. Its steps come first: the steady state (the
@@ -137,20 +186,19 @@ Result<SimulationResult> simulate(const Schedule& schedule, const ScheduleGraph&
   // optimizer states created by the first one exist, as in the planner's steady-state report).
   const TraceMeta meta = make_meta(schedule, gpu, options, cost.value(), capacity);
   SummaryBuilder summary(meta);
-  sim::add_ops(schedule, program.value(), loop.value(), summary);
-  out.memory = loop->ledger.analyze(capacity, summary.steady_from_ns());
+  sim::add_ops(schedule, program, loop, summary);
+  out.memory = loop.ledger.analyze(capacity, summary.steady_from_ns());
   for (RoleMemory& m : out.memory)  // the ledger's buffers are unnamed (make_ledger says why)
     if (m.oom && m.oom->buffer < schedule.buffers.size())
       m.oom->buffer_name = schedule.buffers[m.oom->buffer].name;
   sim::add_roles(schedule, out.memory, summary);
   out.summary = summary.finish();
   if (options.record_trace) {
-    out.trace = sim::make_trace(schedule, program.value(), loop.value(), meta);
-    out.trace.ranks =
-        sim::traced_ranks(schedule, loop.value(), out.memory, options.max_trace_roles);
+    out.trace = sim::make_trace(schedule, program, loop, meta);
+    out.trace.ranks = sim::traced_ranks(schedule, loop, out.memory, options.max_trace_roles);
   }
-  out.ops = std::move(loop->ops);
-  out.ledger = std::move(loop->ledger);
+  out.ops = std::move(loop.ops);
+  out.ledger = std::move(loop.ledger);
   return out;
 }
 

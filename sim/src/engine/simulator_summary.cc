@@ -13,8 +13,9 @@
 namespace zerosim::sim {
 namespace {
 
+// `wait`: op i's entry of loop.waits, or nullptr (it did not wait).
 Span make_span(const Schedule& s, const Program& p, const LoopOutput& loop, std::uint32_t i,
-               bool named) {
+               bool named, const LoopOutput::Wait* wait) {
   const Op& op = s.ops[i];
   Span sp;
   sp.stream = op.stream;
@@ -31,8 +32,10 @@ Span make_span(const Schedule& s, const Program& p, const LoopOutput& loop, std:
   sp.numel = op.kind == OpKind::Collective ? op.numel : 0;
   sp.flops = op.flops;
   sp.phase = op.phase;
-  sp.wait_ns = loop.blocked_ns[i];
-  if (loop.blocker[i] != kNone) sp.wait_stream = p.ops[loop.blocker[i]].stream;
+  if (wait != nullptr) {
+    sp.wait_ns = wait->blocked_ns;
+    if (wait->blocker != kNone) sp.wait_stream = p.ops[wait->blocker].stream;
+  }
   return sp;
 }
 
@@ -112,10 +115,14 @@ Trace make_trace(const Schedule& s, const Program& p, const LoopOutput& loop,
   t.meta = meta;
   t.comms.reserve(p.collectives.size());
   std::size_t next_call = 0;  // p.collectives is in program order
+  std::size_t next_wait = 0;  // so are loop.waits
   for (std::uint32_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
+    const LoopOutput::Wait* wait = nullptr;
+    if (next_wait < loop.waits.size() && loop.waits[next_wait].op == i)
+      wait = &loop.waits[next_wait++];
     if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
-    t.spans.push_back(make_span(s, p, loop, i, true));
+    t.spans.push_back(make_span(s, p, loop, i, true, wait));
     if (next_call >= p.collectives.size() || p.collectives[next_call].op != i) continue;
     t.spans.back().comm = static_cast<std::uint32_t>(t.comms.size());
     t.comms.push_back(make_comm(s, p, p.collectives[next_call++], loop));
@@ -131,9 +138,15 @@ void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, Summar
   constexpr std::size_t kChunk = 256;
   std::array<SpanTiming, kChunk> spans;
   std::size_t n = 0;
+  const LoopOutput::Wait* wait = loop.waits.data();  // ascending op index (LoopOutput)
+  const LoopOutput::Wait* const waits_end = wait + loop.waits.size();
   for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
     const CompiledOp& op = p.ops[i];
-    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
+    const bool waited = wait != waits_end && wait->op == i;
+    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) {
+      wait += waited;
+      continue;
+    }
     SpanTiming& sp = spans[n];
     sp.stream = op.stream;
     sp.compute =
@@ -143,9 +156,13 @@ void add_ops(const Schedule& s, const Program& p, const LoopOutput& loop, Summar
     sp.dur_ns = loop.ops[i].end_ns - loop.ops[i].start_ns;
     sp.step = op.step;
     sp.phase = op.phase;
-    sp.wait_ns = loop.blocked_ns[i];
+    sp.wait_ns = 0;
     sp.wait_stream.reset();
-    if (loop.blocker[i] != kNone) sp.wait_stream = p.ops[loop.blocker[i]].stream;
+    if (waited) {
+      sp.wait_ns = wait->blocked_ns;
+      if (wait->blocker != kNone) sp.wait_stream = p.ops[wait->blocker].stream;
+      ++wait;
+    }
     if (++n == kChunk) {
       b.add(std::span<const SpanTiming>(spans.data(), n));
       n = 0;

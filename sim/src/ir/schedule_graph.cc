@@ -62,10 +62,14 @@ bool data_fields_ok(const Op& op) {
 
 class Lowering {
  public:
-  Lowering(const Schedule& s, const std::string& source, LayoutCheck layout)
-      : s_(s), src_(source), layout_(layout) {}
+  // `storage`: a graph whose vectors' storage the lowering reuses (emptied first).
+  Lowering(const Schedule& s, ScheduleGraph&& storage, const std::string& source,
+           LayoutCheck layout)
+      : s_(s), src_(source), layout_(layout), g_(std::move(storage)) {}
 
-  Result<ScheduleGraph> run();
+  Diagnostics run();
+  /// The graph (after run()).
+  ScheduleGraph take() { return std::move(g_); }
 
  private:
   void error(const std::string& pointer, const std::string& message) {
@@ -106,7 +110,7 @@ class Lowering {
   const std::string& src_;
   LayoutCheck layout_;
   Diagnostics d_;
-  ScheduleGraph g_;
+  ScheduleGraph g_;  // a member, not a reference: the loop keeps its vectors in registers
   std::vector<std::uint32_t> live_since_;  // per buffer: op of its live Alloc, or kNone
   std::vector<std::uint32_t> freed_run_;   // buffers the Free ops right before this op released
   bool comms_ok_ = true;                   // communicator problems are reported once, at /comms
@@ -930,7 +934,16 @@ void Lowering::check_lifetimes_at_end() {
                                       ") to be freed or marked persistent, got it live at the end");
 }
 
-Result<ScheduleGraph> Lowering::run() {
+Diagnostics Lowering::run() {
+  g_.op_count = 0;
+  for (auto& lane : g_.lanes) lane.clear();
+  g_.dep_offsets.clear();
+  g_.deps.clear();
+  g_.gate.clear();
+  g_.prev_call.clear();
+  g_.memory_ops.clear();
+  g_.collectives.clear();
+  g_.max_slots.clear();
   check_meta();
   if (d_.has_errors()) return d_;
   check_roles();
@@ -958,11 +971,12 @@ Result<ScheduleGraph> Lowering::run() {
   g_.dep_offsets.resize(std::size_t{n} + 1);
   g_.deps.reserve(n);
   g_.gate.resize(n);
-  g_.prev_call.assign(n, kNone);
+  g_.prev_call.resize(n);  // written per op below
   g_.memory_ops.reserve(n / 2);
   live_since_.assign(n_buffers, kNone);
   std::uint32_t* const dep_offsets = g_.dep_offsets.data();
   std::uint32_t* const gate = g_.gate.data();
+  std::uint32_t* const prev_call = g_.prev_call.data();
   std::vector<std::pair<std::uint32_t, std::uint32_t>> last_call;  // (communicator, latest op)
   std::uint32_t last_sync = kNone;
   bool op_errors = false;
@@ -973,6 +987,7 @@ Result<ScheduleGraph> Lowering::run() {
     const Op& op = s_.ops[i];
     dep_offsets[i] = static_cast<std::uint32_t>(g_.deps.size());
     gate[i] = last_sync;
+    prev_call[i] = kNone;
     // The fast path checks everything check_op does, without building a string.
     const bool memory = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
     bool ok = (memory ? op.buffer < n_buffers : op.buffer == kNone) &&
@@ -1029,13 +1044,12 @@ Result<ScheduleGraph> Lowering::run() {
       if (it == last_call.end())
         last_call.emplace_back(comm, i);
       else
-        g_.prev_call[i] = std::exchange(it->second, i);
+        prev_call[i] = std::exchange(it->second, i);
     }
   }
   dep_offsets[n] = static_cast<std::uint32_t>(g_.deps.size());
   if (!op_errors) check_lifetimes_at_end();
-  if (d_.has_errors()) return d_;
-  return std::move(g_);
+  return std::move(d_);
 }
 
 template <class T>
@@ -1057,7 +1071,18 @@ std::size_t ScheduleGraph::footprint_bytes() const {
 
 Result<ScheduleGraph> lower_schedule(const Schedule& s, const std::string& source,
                                      LayoutCheck layout) {
-  return Lowering(s, source, layout).run();
+  Lowering lowering(s, ScheduleGraph{}, source, layout);
+  Diagnostics d = lowering.run();
+  if (d.has_errors()) return d;
+  return lowering.take();
+}
+
+Diagnostics lower_schedule_into(const Schedule& s, ScheduleGraph& out, const std::string& source,
+                                LayoutCheck layout) {
+  Lowering lowering(s, std::move(out), source, layout);
+  Diagnostics d = lowering.run();
+  out = lowering.take();
+  return d;
 }
 
 }  // namespace zerosim
