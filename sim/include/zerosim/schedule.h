@@ -231,6 +231,11 @@ struct Op {
   DType dtype = DType::Float16;  ///< element type of `elements` / of the collective
   /// Copy-like ops and GradReady: whether dst receives the stream (Assign) or accumulates it (Add).
   CopyMode copy_mode = CopyMode::Assign;
+  // Collective fields (kind == Collective). The one-byte ones sit here, in the padding after
+  // slot/dtype/copy_mode, and root beside comm: Op is 240 bytes instead of 256, 1/16 less memory
+  // (and first-touch page faults) for the ~50,000 ops of a 405B stage 3 program.
+  CollectiveKind collective = CollectiveKind::AllReduce;
+  ReduceOp reduce_op = ReduceOp::None;
   /// Where the op reads and writes (data ops and collectives; empty: not carried). Copy, WriteBack,
   /// HostToDevice, DeviceToHost, CopyToBucket: the src element stream lands in dst, cast to dst's
   /// dtype. GradReady: the param as the layer sees it, its gradient buffer. GradNorm /
@@ -246,12 +251,9 @@ struct Op {
   /// scale, the engine's division by the accumulation steps). DeepSpeed's averaging by 1/world,
   /// the gradient-accumulation division and the predivide factors (its div_ / mul_ calls).
   double scale = 1.0;
-  // Collective fields (kind == Collective).
-  CollectiveKind collective = CollectiveKind::AllReduce;
-  Elements numel = 0;      ///< input elements per rank
-  Elements out_numel = 0;  ///< output elements per rank (gathers/scatters; = numel otherwise)
-  std::uint32_t comm = 0;  ///< Schedule::comms index: the communicator the collective runs on
-  ReduceOp reduce_op = ReduceOp::None;
+  Elements numel = 0;          ///< collective: input elements per rank
+  Elements out_numel = 0;      ///< output elements per rank (gathers/scatters; = numel otherwise)
+  std::uint32_t comm = 0;      ///< Schedule::comms index: the communicator the collective runs on
   std::uint32_t root = kNone;  ///< reduce destination / broadcast source: index in the communicator
   std::vector<std::uint32_t> deps;  ///< op indices that must finish before this op starts
   std::string label;                ///< human-readable ("flush 3: AR(500000000)", "fwd layers.4")

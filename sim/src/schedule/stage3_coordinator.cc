@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -110,10 +111,10 @@ void Coordinator::fetch(std::uint32_t module, bool backward) {
     invalidate();
   if (mode_ == Mode::Record) recorded_.push_back(module);
   const std::string what = cx_.e.label(backward ? "bwd " : "fwd ", mod.name);
-  std::vector<std::uint32_t> to_gather;
+  to_gather_.clear();
   for (auto p : mod.params)
-    if (ps_[p].status == Status::NotAvailable) to_gather.push_back(p);
-  if (!to_gather.empty()) gather(to_gather, cx_.e.label("fetch ", what));
+    if (ps_[p].status == Status::NotAvailable) to_gather_.push_back(p);
+  if (!to_gather_.empty()) gather(to_gather_, cx_.e.label("fetch ", what));
   for (auto p : mod.params) {
     if (!contains(ps_[p].active, module)) ps_[p].active.push_back(module);
     if (ps_[p].handle != kNone) wait(p);
@@ -136,17 +137,17 @@ void Coordinator::fetch(std::uint32_t module, bool backward) {
 // Pops the module's own entries off the prefetch queue (those no earlier prefetch scan consumed).
 void Coordinator::consume_own(const Module& mod) {
   const auto step = static_cast<std::int64_t>(step_id_);
-  std::vector<std::uint32_t> fresh;
+  fresh_.clear();
   for (auto p : mod.params)
-    if (ps_[p].last_consumed < step) fresh.push_back(p);
-  std::vector<std::uint32_t> popped;
-  while (queue_head_ < param_trace_.size() && popped.size() < fresh.size()) {
+    if (ps_[p].last_consumed < step) fresh_.push_back(p);
+  popped_.clear();
+  while (queue_head_ < param_trace_.size() && popped_.size() < fresh_.size()) {
     const auto [q, s] = param_trace_[queue_head_++];
     ps_[q].last_consumed = s;
-    if (!contains(popped, q)) popped.push_back(q);
+    if (!contains(popped_, q)) popped_.push_back(q);
   }
-  std::sort(popped.begin(), popped.end());
-  if (popped != fresh)  // DeepSpeed raises "tracing error at step ..." here
+  std::sort(popped_.begin(), popped_.end());
+  if (popped_ != fresh_)  // DeepSpeed raises "tracing error at step ..." here
     cx_.internal.error("schedule (internal error)", "",
                        "stage 3 trace: expected the next queue entries to be the params of " +
                            quote(mod.name) + " at step " + std::to_string(step_id_));
@@ -158,7 +159,8 @@ void Coordinator::prefetch() {
   const std::int64_t budget =
       std::min(sub_sat(to_i64(cx_.z.max_live_parameters), n_available_), to_i64(bucket));
   std::int64_t volume = 0;
-  std::vector<std::uint32_t> pf;
+  std::vector<std::uint32_t>& pf = to_gather_;  // fetch's list is done with by now
+  pf.clear();
   // Strict <: the param that crosses the budget is still taken (overshoot by one).
   while (queue_head_ < param_trace_.size() && volume < budget) {
     const auto [q, s] = param_trace_[queue_head_++];
@@ -171,7 +173,7 @@ void Coordinator::prefetch() {
   if (volume > 0) gather(pf, "prefetch");
 }
 
-void Coordinator::gather(std::vector<std::uint32_t> params, const std::string& why) {
+void Coordinator::gather(std::vector<std::uint32_t>& params, const std::string& why) {
   std::sort(params.begin(), params.end());  // all S3 coalesced collectives sort by ds_id
   for (auto p : params) {
     n_available_ += to_i64(cx_.n(p));
@@ -179,12 +181,17 @@ void Coordinator::gather(std::vector<std::uint32_t> params, const std::string& w
   }
   if (cx_.z.allgather_sequential || params.size() == 1) {
     for (auto p : params) {
-      handles_.push_back({{p}, kNone, 0, 1, false});
+      handles_.push_back(
+          {static_cast<std::uint32_t>(handle_params_.size()), 1, kNone, 0, 1, false});
+      handle_params_.push_back(p);
       gather_single(p, why, static_cast<std::uint32_t>(handles_.size() - 1));
     }
     return;
   }
-  handles_.push_back({params, kNone, 0, static_cast<std::uint32_t>(params.size()), false});
+  const auto count = static_cast<std::uint32_t>(params.size());
+  handles_.push_back(
+      {static_cast<std::uint32_t>(handle_params_.size()), count, kNone, 0, count, false});
+  handle_params_.insert(handle_params_.end(), params.begin(), params.end());
   gather_coalesced(params, why, static_cast<std::uint32_t>(handles_.size() - 1));
 }
 
@@ -196,7 +203,7 @@ void Coordinator::gather(std::vector<std::uint32_t> params, const std::string& w
 // _move_to_flat_buffer :832-834, `src.data = dest.data`; the same in v0.14.4). A persistent param
 // outside the optimizer is never moved and is read in place (Context::staged_from_host). Returns
 // the device copy, or kNone.
-std::uint32_t Coordinator::stage_partitions_on_device(const std::vector<std::uint32_t>& params,
+std::uint32_t Coordinator::stage_partitions_on_device(std::span<const std::uint32_t> params,
                                                       Elements& numel) {
   numel = 0;
   if (!cx_.offload_param) return kNone;
@@ -233,6 +240,11 @@ std::vector<Piece> Coordinator::own_sources(const std::vector<std::uint32_t>& pa
   return out;
 }
 
+Piece Coordinator::own_source(std::uint32_t p, std::uint32_t tmp) const {
+  if (tmp != kNone && cx_.staged_from_host(p)) return {tmp, 0, cx_.c(p)};
+  return cx_.own_piece(p);
+}
+
 // One param: the output W*c is the param's storage (a view of its first n elements).
 // use_all_reduce_for_fetch_params: a zero-filled W·c buffer, the rank's slice copied in at r·c
 // (only its real elements: the padding stays 0), one sum all-reduce in place.
@@ -243,8 +255,8 @@ void Coordinator::gather_single(std::uint32_t p, const std::string& why, std::ui
   const bool reduce = k == CollectiveKind::AllReduce;
   cx_.e.alloc(cx_.padded_buf[p], gs, kNone, reduce);
   Elements staged = 0;
-  const auto tmp = stage_partitions_on_device({p}, staged);
-  const Piece from = own_sources({p}, tmp).front();
+  const auto tmp = stage_partitions_on_device(std::span(&p, 1), staged);
+  const Piece from = own_source(p, tmp);
   const Region own = region(from.buffer, from.offset, from.length);
   if (reduce)
     cx_.data_op(OpKind::Copy, gs, c, cx_.lp, own,
@@ -320,7 +332,9 @@ void Coordinator::wait(std::uint32_t p) {
     handles_[hid].complete = true;
     const Elements sum_c = handles_[hid].staging_numel / cx_.world;
     Elements prefix_c = 0, prefix_n = 0;  // q's chunk in each rank's slot; its all-reduce segment
-    for (auto q : handles_[hid].params) {
+    const Handle hd = handles_[hid];
+    for (std::uint32_t i = hd.first; i < hd.first + hd.count; ++i) {
+      const std::uint32_t q = handle_params_[i];
       if (handles_[hid].staging != kNone) {
         cx_.e.alloc(cx_.full_buf[q], gs);
         // From q's chunk of every rank's slot (runs of c, Σc apart, cut at n), or its segment of
@@ -359,9 +373,9 @@ void Coordinator::free_param(std::uint32_t p) {
   n_available_ -= to_i64(cx_.n(p));
 }
 
-std::vector<std::uint32_t> Coordinator::params_to_release(const Module& mod) const {
+void Coordinator::params_to_release(const Module& mod, std::vector<std::uint32_t>& cand) const {
   const auto step = static_cast<std::int64_t>(step_id_);
-  std::vector<std::uint32_t> cand;
+  cand.clear();
   for (auto p :
        mod.params)  // a use the prefetcher skipped past keeps the param (its last use > now)
     if (!cx_.persistent(p) && ps_[p].last_consumed <= step) cand.push_back(p);
@@ -373,14 +387,13 @@ std::vector<std::uint32_t> Coordinator::params_to_release(const Module& mod) con
       walked = checked_add(walked, cx_.n(q)).value_or(std::numeric_limits<std::uint64_t>::max());
     }
   }
-  return cand;
 }
 
 void Coordinator::release(std::uint32_t module) {
   const Module& mod = cx_.walk.modules[module];
   // Recording or invalid trace: everything goes, persistent params included.
-  const std::vector<std::uint32_t> cand =
-      mode_ == Mode::Complete ? params_to_release(mod) : mod.params;
+  if (mode_ == Mode::Complete) params_to_release(mod, release_);
+  const std::vector<std::uint32_t>& cand = mode_ == Mode::Complete ? release_ : mod.params;
   for (auto p : mod.params) {
     auto& act = ps_[p].active;
     act.erase(std::remove(act.begin(), act.end(), module), act.end());
