@@ -36,7 +36,7 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 step_asan() {
   cmake -S . -B "$asan_dir" -DCMAKE_CXX_COMPILER=clang++-14 -DZEROSIM_SANITIZE=ON -DZEROSIM_FUZZ=ON \
     "${common[@]}" >/dev/null
-  cmake --build "$asan_dir" -j "$jobs" --target zerosim zerosim_tests zerosim_trace_only zerosim_fuzzers
+  cmake --build "$asan_dir" -j "$jobs" --target zerosim zerosim_tests zerosim_trace_only zerosim_base_only zerosim_fuzzers
   ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" -E '^(lint|format)\.' -LE data_large
 }
 
