@@ -195,7 +195,8 @@ exec::Status CudaDevice::init() {
   if (exec::Status e = ZS_CUDA(cudaEventRecord(origin_, streams_[0]))) return e;
   exec::Status synced = ZS_CUDA(cudaDeviceSynchronize());
   host_origin_ = Clock::now();  // the origin event completed just before: t = 0 on both clocks
-  return synced;
+  if (synced) return synced;
+  return sample_counters();  // before op 0 (step 0's sample)
 }
 
 exec::Status CudaDevice::alloc_error(std::uint32_t buffer, Bytes bytes, BufferCategory c,
@@ -359,6 +360,35 @@ exec::Status CudaDevice::begin_step(std::uint32_t step) {
   return std::nullopt;
 }
 
+namespace {
+constexpr std::array<const char*, 3> kCounterNames = {
+    "cuda.device_used_bytes", "cuda.pool_reserved_bytes", "cuda.pool_used_bytes"};
+}  // namespace
+
+exec::Status CudaDevice::sample_counters() {
+  // Three driver queries, so at step boundaries only (trace.h "Named counters"). The host's
+  // steady clock from the origin event is the span's issue clock, close to the device's.
+  std::size_t free_b = 0, total_b = 0;
+  if (exec::Status e = ZS_CUDA(cudaMemGetInfo(&free_b, &total_b))) return e;
+  std::uint64_t reserved = 0, used = 0;  // cuuint64_t, as the attributes' documentation says
+  if (exec::Status e =
+          ZS_CUDA(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved)))
+    return e;
+  if (exec::Status e =
+          ZS_CUDA(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &used)))
+    return e;
+  device_used_high_ = std::max<Bytes>(device_used_high_, total_b - free_b);
+  std::int64_t t =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - host_origin_).count();
+  const std::array<std::uint64_t, kCounterNames.size()> v = {total_b - free_b, reserved, used};
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    std::vector<CounterSample>& series = counters_[k];
+    if (!series.empty()) t = std::max(t, series.back().t);  // time order whatever the clock does
+    series.push_back({std::max<std::int64_t>(t, 0), static_cast<std::int64_t>(v[k])});
+  }
+  return std::nullopt;
+}
+
 exec::Status CudaDevice::grad_ready(const exec::WorkCall& c, cudaStream_t st) {
   if (exec::Status e = begin_step(c.step)) return e;
   const auto ls = static_cast<float>(loss_scaled_ ? scaler_.scale() : 1.0);
@@ -473,6 +503,7 @@ exec::Status CudaDevice::timed_end(Stream stream, OpEvents& ev, Clock::time_poin
 }
 
 exec::Status CudaDevice::work(Stream stream, const exec::WorkCall& c) {
+  if (exec::Status e = sample_at_step(c.step)) return e;
   const Clock::time_point t0 = Clock::now();
   cudaStream_t st = streams_[static_cast<std::size_t>(stream)];
   OpEvents ev;
@@ -566,6 +597,7 @@ exec::Status CudaDevice::stand_in(const exec::CollectiveCall& c, void* in, void*
 }
 
 exec::Status CudaDevice::collective(Stream stream, const exec::CollectiveCall& c) {
+  if (exec::Status e = sample_at_step(c.step)) return e;
   const Clock::time_point t0 = Clock::now();
   if (exec::Status e = begin_step(c.step)) return e;
   cudaStream_t st = streams_[static_cast<std::size_t>(stream)];
@@ -697,8 +729,12 @@ void CudaDevice::abort() {
   comms_.clear();
 }
 
-exec::Status CudaDevice::collect(CudaRankResult& out, std::vector<Span>& spans) {
+exec::Status CudaDevice::collect(CudaRankResult& out, std::vector<Span>& spans,
+                                 std::vector<TraceCounter>& counters) {
   if (exec::Status e = synchronize()) return e;
+  if (exec::Status e = sample_counters()) return e;  // after the last op
+  for (std::size_t k = 0; k < counters_.size(); ++k)
+    counters.push_back({rank_, kCounterNames[k], std::move(counters_[k])});
   std::uint64_t v = 0;
   if (exec::Status e = ZS_CUDA(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &v)))
     return e;

@@ -11,6 +11,8 @@
 //     synthetic gradients; OptimizerStep the fused AdamW kernel with the loss scale on the device;
 //   * compute: cuBLAS GEMMs (cuda_plan.h plan_gemms) or the busy kernel;
 //   * timing: two timing events around every op on its stream, host issue time beside it;
+//   * counters: device-wide used bytes (cudaMemGetInfo) and the pool's used and reserved bytes
+//     (trace.h "cuda.*"), read before op 0, at every step's first op and after the last op;
 //   * synchronize: polls the streams and ncclCommGetAsyncError until a deadline.
 #pragma once
 
@@ -62,8 +64,10 @@ class CudaDevice final : public exec::Device {
   exec::Status wait(Stream stream, std::uint32_t op) override;
   exec::Status synchronize() override;
 
-  /// After the walk: the op timings, bytes and memory into `out`, spans into `spans`.
-  exec::Status collect(CudaRankResult& out, std::vector<Span>& spans);
+  /// After the walk: the op timings, bytes and memory into `out`, spans into `spans`, the named
+  /// counters (rank, by name) appended to `counters`.
+  exec::Status collect(CudaRankResult& out, std::vector<Span>& spans,
+                       std::vector<TraceCounter>& counters);
   /// Bytes of the backend's own device memory (GEMM workspace, staging, scratch): not in the
   /// prediction, shown beside it.
   Bytes own_bytes() const { return gemm_ws_bytes_ + staging_bytes_; }
@@ -86,6 +90,14 @@ class CudaDevice final : public exec::Device {
   exec::Status stand_in(const exec::CollectiveCall& c, void* in, void* out, bool in_place,
                         cudaStream_t st);
   exec::Status begin_step(std::uint32_t step);
+  /// The counters' readings now, at host time since host_origin_ (kCounterNames' order).
+  exec::Status sample_counters();
+  /// sample_counters() at the first op of a step after the last sampled one (cheap otherwise).
+  exec::Status sample_at_step(std::uint32_t step) {
+    if (step <= sampled_step_) return std::nullopt;
+    sampled_step_ = step;
+    return sample_counters();
+  }
   /// Count-only: `bytes` read and written through the staging buffer (halves copied in chunks).
   exec::Status touch(Bytes bytes, cudaStream_t st);
   /// Count-only: the AdamW kernel over `n` elements, in chunks of the staging buffer.
@@ -141,6 +153,9 @@ class CudaDevice final : public exec::Device {
   std::int64_t issue_ns_ = 0;
   std::chrono::steady_clock::time_point host_origin_{};  ///< host time of origin_'s record
   Bytes device_used_high_ = 0;
+  /// Named counters: cuda.device_used_bytes, cuda.pool_reserved_bytes, cuda.pool_used_bytes.
+  std::array<std::vector<CounterSample>, 3> counters_;
+  std::uint32_t sampled_step_ = 0;
 };
 
 }  // namespace zerosim::cuda

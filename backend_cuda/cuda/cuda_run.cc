@@ -65,7 +65,9 @@ exec::Status run_rank(const Schedule& s, const ScheduleGraph& g, const CudaOptio
   }
   r.memory.tracked = walked.value().memory;
   std::vector<Span> spans;
-  if (exec::Status e = dev->collect(r, spans)) return at_phase(*e, rank, "collecting timings");
+  std::vector<TraceCounter> counters;
+  if (exec::Status e = dev->collect(r, spans, counters))
+    return at_phase(*e, rank, "collecting timings");
   TraceRank tr;
   tr.rank = rank;
   tr.role = r.role;
@@ -97,6 +99,8 @@ exec::Status run_rank(const Schedule& s, const ScheduleGraph& g, const CudaOptio
     run.trace.comms.push_back(std::move(cr));
   }
   run.trace.spans.insert(run.trace.spans.end(), spans.begin(), spans.end());
+  // Ranks run in ascending order here (one, or single-GPU mode's in turn): Trace::counters' order.
+  for (TraceCounter& c : counters) run.trace.counters.push_back(std::move(c));
   run.ranks.push_back(std::move(r));
   return std::nullopt;
 }

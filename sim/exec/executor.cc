@@ -44,6 +44,7 @@ Status TrackingAllocator::allocate(std::uint32_t buffer, Bytes bytes, MemoryPool
                             " bytes free of the " + std::to_string(limit_) + "-byte limit",
                         "raise --host-memory-limit or run with --no-data"};
     c_.device_current += bytes;
+    ++c_.device_buffers;
     live_[static_cast<std::size_t>(category)] += bytes;
     if (c_.device_current > c_.device_peak) {  // strictly above: the first time the peak is reached
       c_.device_peak = c_.device_current;
@@ -51,6 +52,7 @@ Status TrackingAllocator::allocate(std::uint32_t buffer, Bytes bytes, MemoryPool
     }
   } else {
     c_.host_current += bytes;
+    ++c_.host_buffers;
     c_.host_peak = std::max(c_.host_peak, c_.host_current);
   }
   b = {bytes, pool, category, true};
@@ -68,9 +70,11 @@ Status TrackingAllocator::release(std::uint32_t buffer) {
   Live& b = buffers_[buffer];
   if (b.pool == MemoryPool::Device) {
     c_.device_current -= b.bytes;
+    --c_.device_buffers;
     live_[static_cast<std::size_t>(b.category)] -= b.bytes;
   } else {
     c_.host_current -= b.bytes;
+    --c_.host_buffers;
   }
   b.live = false;
   return std::nullopt;

@@ -13,6 +13,7 @@
 #include "host_data.h"
 #include "host_world.h"
 #include "ring_plan.h"
+#include "sampled_device.h"
 #include "zerosim/comm_record.h"
 #include "zerosim/schedule_io.h"
 
@@ -23,9 +24,16 @@ Diagnostic host_error(std::string message) {
   return Diagnostic{Severity::Error, "host backend", "", std::move(message), {}};
 }
 
+// Issue and start on a CPU thread. The rank's thread is both the host that issues an op and the
+// device that runs it, so an op starts the moment its call is made (issue == start) -- except a
+// collective, which cannot move data before every rank of its communicator has arrived: it is
+// issued when this rank arrives at the rendezvous and starts when the rendezvous completes (the
+// last member's arrival), so start - issue is the time spent waiting on a partner (a GPU's NCCL
+// kernel, launched at issue, would spin that long). A Sync returns at once here (nothing is
+// queued behind the thread), so no other op waits; a blocked Device call would show the same way.
 struct OpSpan {
   std::uint32_t op = 0;
-  std::int64_t start_ns = 0, end_ns = 0;
+  std::int64_t issue_ns = 0, start_ns = 0, end_ns = 0;
 };
 
 // Count-only device: ops run on the rank's thread in program order (which satisfies every
@@ -48,13 +56,14 @@ class CountingDevice final : public Device {
       if (Status e = data_->work(call)) return e;
     // Not spans (as count-only, which skips them): a GradReady, an adopting Alloc's contents.
     if (call.kind == OpKind::GradReady || call.kind == OpKind::Alloc) return {};
-    if (spans_) spans_out.push_back({call.op, t0, world_.now_ns()});
+    if (spans_) spans_out.push_back({call.op, t0, t0, world_.now_ns()});
     return {};
   }
   Status collective(Stream, const CollectiveCall& call) override {
     const std::int64_t t0 = world_.now_ns();
     if (Status f = fault(call.op)) return f;
     if (Status e = world_.arrive(rank_, call, ArrivalSite(s_, rank_, call.op))) return e;
+    const std::int64_t started = world_.now_ns();  // every member has arrived
     if (data_)
       if (Status e = data_->collective(call)) return e;
     const RingBytes b =
@@ -64,8 +73,8 @@ class CountingDevice final : public Device {
     out_.sent_by_kind[static_cast<std::size_t>(call.kind)] += b.sent;
     out_.received_by_kind[static_cast<std::size_t>(call.kind)] += b.received;
     const std::int64_t t1 = world_.now_ns();
-    if (spans_) spans_out.push_back({call.op, t0, t1});
-    times.push_back({call.op, t0, t1});
+    if (spans_) spans_out.push_back({call.op, t0, started, t1});
+    times.push_back({call.op, t0, started, t1});
     return {};
   }
   Status record(Stream, std::uint32_t) override { return {}; }
@@ -99,6 +108,7 @@ class CountingDevice final : public Device {
 struct RankState {
   std::vector<MemorySample> curve;
   std::vector<OpSpan> spans, times;
+  std::vector<TraceCounter> counters;  ///< traced ranks: the allocator's, by name
 };
 
 std::vector<std::uint32_t> traced_ranks(const Schedule& s, const HostOptions& o) {
@@ -182,6 +192,8 @@ Trace make_measured_trace(const Schedule& s, const HostRun& run,
       span.category = std::string(op_kind_name(op.kind));
       span.start_ns = sp.start_ns;
       span.dur_ns = sp.end_ns - sp.start_ns;
+      span.issue_ns = sp.issue_ns;
+      span.phase = op.phase;  // summarize(): Phase::Init spans end the init phase
       span.step = op.step;
       span.micro_step = op.micro_step;
       span.layer = op.layer;
@@ -196,6 +208,9 @@ Trace make_measured_trace(const Schedule& s, const HostRun& run,
   std::stable_sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.op < b.op;
   });
+  // Named counters: traced ranks ascending, each rank's by name (Trace::counters' order).
+  for (std::uint32_t rank : traced)
+    for (const TraceCounter& c : states[rank].counters) t.counters.push_back(c);
   return t;
 }
 
@@ -238,43 +253,11 @@ Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOp
       if (o.data) data = std::make_unique<DataPath>(s, o.data_options, r, rings, page_cache);
       CountingDevice dev(hw, s, o, r, spans, out, data.get());
       TrackingAllocator alloc(o.memory_limit);
-      // The device curve: a sample after every Alloc/Free of a device buffer.
-      struct CurveDevice final : Device {
-        Device& inner;
-        TrackingAllocator& a;
-        HostWorld& w;
-        std::vector<MemorySample>& curve;
-        CurveDevice(Device& d, TrackingAllocator& al, HostWorld& hw2, std::vector<MemorySample>& c)
-            : inner(d), a(al), w(hw2), curve(c) {}
-        void sample() {
-          MemorySample m;
-          m.t = w.now_ns();
-          m.total = a.counters().device_current;
-          m.by_category = a.device_by_category();
-          if (!curve.empty()) m.t = std::max(m.t, curve.back().t);
-          curve.push_back(m);
-        }
-        Status allocate(std::uint32_t b, Bytes n, MemoryPool p, BufferCategory c, bool z,
-                        bool iw) override {
-          Status st = inner.allocate(b, n, p, c, z, iw);
-          if (!st && p == MemoryPool::Device) sample();
-          return st;
-        }
-        Status release(std::uint32_t b) override {
-          const Bytes before = a.counters().device_current;
-          Status st = inner.release(b);
-          if (!st && a.counters().device_current != before) sample();
-          return st;
-        }
-        Status work(Stream st, const WorkCall& c) override { return inner.work(st, c); }
-        Status collective(Stream st, const CollectiveCall& c) override {
-          return inner.collective(st, c);
-        }
-        Status record(Stream st, std::uint32_t op) override { return inner.record(st, op); }
-        Status wait(Stream st, std::uint32_t op) override { return inner.wait(st, op); }
-        Status synchronize() override { return inner.synchronize(); }
-      } curve_dev(dev, alloc, hw, states[r].curve);
-      auto res = execute_rank({&s, &g, r, out.role, o.data}, curve_dev, alloc);
+      // The device curve (every rank) and the allocator's named counters (traced ranks).
+      AllocatorCounters counters;
+      SampledDevice sampled(dev, alloc, hw, states[r].curve, spans ? &counters : nullptr);
+      sampled.start();
+      auto res = execute_rank({&s, &g, r, out.role, o.data}, sampled, alloc);
       if (!res.ok()) {
         hw.abort(res.diagnostics().items().front());
         rings.abort_all();
@@ -289,6 +272,7 @@ Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOp
       out.memory = res.value().memory;
       states[r].spans = std::move(dev.spans_out);
       states[r].times = std::move(dev.times);
+      states[r].counters = counters.take(r);
     });
   }
   for (std::thread& t : threads) t.join();

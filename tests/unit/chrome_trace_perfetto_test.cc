@@ -3,12 +3,15 @@
 // one-character phases with their required fields, M events naming every traced rank, X slices
 // with non-negative times, numeric C counters, s/f flows paired by (id, cat, name) with bp "e",
 // no displayTimeUnit; and issue #9's two checks: every traced rank appears, and an out-of-memory
-// run carries its OOM as a process-scoped instant naming what was being allocated.
+// run carries its OOM as a process-scoped instant naming what was being allocated; a measured
+// (validate) run's named counters become counter tracks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "unit/cli_testlib.h"
@@ -174,6 +177,63 @@ TEST(ChromeTracePerfetto, AnOutOfMemoryRunCarriesItsOomAsAProcessInstantEvent) {
     }
   }
   EXPECT_GE(oom_ranks, 1u);
+}
+
+// `zerosim validate --output`: the measured trace's named counters (trace.h "Named counters")
+// become one counter track each under the rank's process, the peak counter's last value is the
+// peak validate reports, and every slice carries its host issue time.
+TEST(ChromeTracePerfetto, AValidateRunsNamedCountersBecomeCounterTracks) {
+  const std::string base =
+      ::testing::TempDir() + "zerosim_chrome_" + std::to_string(getpid()) + "_validate";
+  const clitest::CliRun v = clitest::run_cli(
+      "validate --scenario " + std::string(ZEROSIM_SOURCE_DIR) +
+      "/scenarios/tiny_zero2_4gpu.json --no-data --format json --output " + base + ".json");
+  ASSERT_EQ(v.exit_code, 0) << v.err << v.out;
+  const auto report = nlohmann::json::parse(v.out);
+  Result<Trace> t = read_trace_file(base + ".json");
+  std::remove((base + ".json").c_str());
+  ASSERT_TRUE(t.ok()) << t.diagnostics().to_string();
+  Exported e;
+  e.trace = std::move(t.value());
+  std::ostringstream chrome;
+  write_chrome_trace(e.trace, chrome);
+  e.text = chrome.str();
+  e.chrome = nlohmann::json::parse(e.text, nullptr, false);
+  std::set<int> with_slices;
+  expect_perfetto_structure(e, with_slices);
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_FALSE(e.trace.counters.empty());
+  // (pid, name) -> the last value written and the arg key it was written under.
+  std::map<std::pair<int, std::string>, std::pair<std::string, std::int64_t>> last;
+  std::size_t issued = 0, slices = 0;
+  for (const auto& ev : e.chrome.at("traceEvents")) {
+    if (ev.at("ph") == "X") {
+      ++slices;
+      issued += ev.at("args").contains("issue_ts") &&
+                ev.at("args").at("issue_ts").get<double>() <= ev.at("ts").get<double>();
+    }
+    if (ev.at("ph") != "C") continue;
+    const std::string name = ev.at("name");
+    if (name.rfind("memory.", 0) == 0) continue;  // the memory curve's series
+    ASSERT_EQ(ev.at("args").size(), 1u) << ev;
+    const auto& [key, value] = *ev.at("args").items().begin();
+    last[{ev.at("pid").get<int>(), name}] = {key, value.get<std::int64_t>()};
+  }
+  EXPECT_EQ(issued, slices);
+  EXPECT_GT(slices, 0u);
+  ASSERT_EQ(last.size(), e.trace.counters.size());
+  std::int64_t largest_peak = 0;
+  for (const TraceCounter& c : e.trace.counters) {
+    const auto it = last.find({static_cast<int>(c.rank), c.name});
+    ASSERT_NE(it, last.end()) << c.name << " of rank " << c.rank << " has no counter track";
+    const bool bytes = c.name.size() > 6 && c.name.substr(c.name.size() - 6) == "_bytes";
+    EXPECT_EQ(it->second.first, bytes ? "bytes" : "value") << c.name;
+    EXPECT_EQ(it->second.second, c.samples.back().value) << c.name;
+    if (c.name == "alloc.device_peak_bytes")
+      largest_peak = std::max(largest_peak, c.samples.back().value);
+  }
+  EXPECT_GT(largest_peak, 0);
+  EXPECT_EQ(largest_peak, report.at("memory").at("largest_peak_bytes").get<std::int64_t>());
 }
 
 }  // namespace

@@ -121,8 +121,11 @@ struct Span {
   Elements numel = 0;            ///< elements the op touches (collective: input per rank)
   double flops = 0;              ///< compute ops
   // Version 2.
-  Phase phase = Phase::Forward;       ///< Phase::Init spans end the init phase
-  SimTime issue_ns = kNoTime;         ///< host time the op was issued (kNoTime: not recorded)
+  Phase phase = Phase::Forward;  ///< Phase::Init spans end the init phase
+  /// Host time the op was issued (kNoTime: not recorded), on the clock of start_ns: the CUDA
+  /// backend's host call that enqueued it; the host backend's rank thread calling it, which is
+  /// start_ns but for a collective (issued on arrival, started once every member has arrived).
+  SimTime issue_ns = kNoTime;
   SimTime wait_ns = 0;                ///< idle time of its stream right before it started
   std::optional<Stream> wait_stream;  ///< the stream of what it waited for last (wait_ns > 0)
 };
@@ -160,7 +163,27 @@ struct CounterSample {
 };
 
 /// A named per-rank counter series (v2): device-wide memory (cudaMemGetInfo), allocator pool
-/// statistics, live host bytes (kHostBytesCounter). Samples in time order.
+/// statistics, live host bytes (kHostBytesCounter). Samples in time order. A name ending in
+/// "_bytes" counts bytes, any other name a number of things. The producers write, per traced rank:
+///   * host backend, from the rank's tracking allocator (every Alloc/Free of the schedule in issue
+///     order: zerosim's own bytes), a sample before op 0, then one at each Alloc/Free that changes
+///     the value, so the values and their number do not depend on timing (the CUDA backend
+///     reports these figures as RankPeaks instead):
+///       alloc.device_bytes       device bytes live (TraceRank::memory's total)
+///       alloc.device_peak_bytes  the largest alloc.device_bytes so far (torch's
+///                                max_memory_allocated); its last value is the rank's device peak
+///       alloc.device_buffers     device buffers live
+///       alloc.host_buffers       host and pinned buffers live
+///       host_bytes               host and pinned bytes live (kHostBytesCounter: summarize()'s host
+///                                peak when the rank carries no RankPeaks)
+///   * CUDA backend, read from the CUDA runtime before op 0, at the first op of every later step
+///     and after the last op (not per op: each reading is a driver call), at host steady-clock
+///     time from the rank's origin event:
+///       cuda.device_used_bytes   cudaMemGetInfo's total - free: device-wide (the context, NCCL's
+///                                buffers, every process on the GPU, the pool's reservations)
+///       cuda.pool_used_bytes     cudaMemPoolAttrUsedMemCurrent of the rank's memory pool
+///       cuda.pool_reserved_bytes cudaMemPoolAttrReservedMemCurrent (what the pool holds from the
+///                                driver, freed blocks included)
 struct TraceCounter {
   std::uint32_t rank = 0;  ///< a traced rank (or kAllRanks)
   std::string name;        ///< [a-z0-9_.]+, unique per rank

@@ -5,10 +5,13 @@
 // stream + 1, named with M events and ordered with sort indices; ops as X events; device memory as
 // C counters with ONE series per event name ("memory.total", "memory.param16", ... each with
 // args {"bytes": N}, so the legacy viewer does not stack them), one value per timestamp (the last),
-// written only when it changes; one s/f flow per bucket, from the middle of its last CopyToBucket
-// to the middle of its first collective, f bound to the enclosing slice (bp "e"); a rank's OOM as
-// a process-scoped instant event (ph "i", s "p") with what was being allocated. Never
-// displayTimeUnit (some Perfetto versions then reinterpret ts).
+// written only when it changes; the trace's named counters (Trace::counters: allocator and
+// device-wide statistics) the same way, one series per counter under its own name with args
+// {"bytes": N} for a name ending in "_bytes" and {"value": N} otherwise; a span's host issue time
+// (Span::issue_ns, when recorded) as its arg "issue_ts" in µs; one s/f flow per bucket, from the
+// middle of its last CopyToBucket to the middle of its first collective, f bound to the enclosing
+// slice (bp "e"); a rank's OOM as a process-scoped instant event (ph "i", s "p") with what was
+// being allocated. Never displayTimeUnit (some Perfetto versions then reinterpret ts).
 #include <array>
 #include <map>
 #include <optional>
@@ -77,6 +80,8 @@ class ChromeWriter {
       if (used[k]) write_thread(r.rank, static_cast<Stream>(k));
     for (const Span* s : spans) write_span(r.rank, *s);
     write_counters(r);
+    for (const TraceCounter& c : t_.counters)
+      if (c.rank == kAllRanks || c.rank == r.rank) write_named_counter(r.rank, c);
     write_flows(r.rank, spans);
     if (r.oom) write_oom(r.rank, *r.oom);
   }
@@ -108,6 +113,7 @@ class ChromeWriter {
          << ", \"dur\": " << format_us(s.dur_ns) << ", \"pid\": " << pid
          << ", \"tid\": " << tid_of(s.stream) << ", \"args\": {\"op\": " << s.op
          << ", \"step\": " << s.step;
+    if (s.issue_ns != kNoTime) out_ << ", \"issue_ts\": " << format_us(s.issue_ns);
     if (s.layer != kNone) out_ << ", \"layer\": " << s.layer;
     if (s.bucket != kNone) out_ << ", \"bucket\": " << s.bucket;
     if (s.bytes != 0) out_ << ", \"bytes\": " << s.bytes;
@@ -146,6 +152,24 @@ class ChromeWriter {
                 s.by_category[k]);
         last[k + 1] = s.by_category[k];
       }
+    }
+  }
+
+  // A named counter: the same rules as the memory series (the last value per timestamp, changes
+  // only), its unit in the arg's key.
+  void write_named_counter(std::uint32_t pid, const TraceCounter& c) {
+    const bool bytes = c.name.size() >= 6 && c.name.compare(c.name.size() - 6, 6, "_bytes") == 0;
+    const std::string name = str(c.name);
+    const char* key = bytes ? "bytes" : "value";
+    std::optional<std::int64_t> last;
+    for (std::size_t i = 0; i < c.samples.size(); ++i) {
+      const CounterSample& s = c.samples[i];
+      if (i + 1 < c.samples.size() && c.samples[i + 1].t == s.t) continue;
+      if (last == s.value) continue;
+      last = s.value;
+      begin_event();
+      out_ << "{\"name\": " << name << ", \"ph\": \"C\", \"ts\": " << format_us(s.t)
+           << ", \"pid\": " << pid << ", \"args\": {\"" << key << "\": " << s.value << "}}";
     }
   }
 

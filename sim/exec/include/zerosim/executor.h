@@ -102,6 +102,8 @@ struct MemoryCounters {
   CategoryBytes device_peak_by_category{};  ///< breakdown at the device peak (sums to it)
   Bytes host_current = 0;                   ///< Host and Pinned pools together
   Bytes host_peak = 0;
+  std::uint64_t device_buffers = 0;  ///< live device allocations now
+  std::uint64_t host_buffers = 0;    ///< live host + pinned allocations now
 };
 
 /// One rank's device. Calls are asynchronous with CUDA semantics (see the file comment).
