@@ -51,6 +51,19 @@ sed 's/"dst":{"buffer":1}/"dst":{"buffer":1,"offset":4}/' "$dir/../data/schedule
   >"$tmp/schedule_region_outside.json"
 sed 's/"label":"flush 0: AR(7)"/"comm":3,"label":"flush 0: AR(7)"/' \
   "$dir/../data/schedules/two_rank.json" >"$tmp/schedule_unknown_comm.json"
+# Sparse role slots (issue 7), each made from the good file by one edit: a slot past the count, a
+# slot twice, a zero written, a count other than the slot names', and (two slot names) slots out of
+# order.
+two_rank="$dir/../data/schedules/two_rank.json"
+sed 's/"nonzero":\[\[0,8\]\]/"nonzero":[[1,8]]/' "$two_rank" >"$tmp/schedule_slot_out_of_range.json"
+sed 's/"nonzero":\[\[0,8\]\]/"nonzero":[[0,8],[0,9]]/' "$two_rank" >"$tmp/schedule_slot_twice.json"
+sed 's/"nonzero":\[\[0,8\]\]/"nonzero":[[0,0]]/' "$two_rank" >"$tmp/schedule_slot_zero.json"
+sed 's/"count":1,"nonzero":\[\[0,8\]\]/"count":2,"nonzero":[[0,8]]/' "$two_rank" \
+  >"$tmp/schedule_slot_count.json"
+sed -e 's/"slot_names":\["grads_in_partition"\]/"slot_names":["grads_in_partition","spare"]/' \
+  -e 's/"count":1,"nonzero":\[\[0,8\]\]/"count":2,"nonzero":[[1,5],[0,8]]/' \
+  -e 's/"count":1,"nonzero":\[\[0,7\]\]/"count":2,"nonzero":[[0,7]]/' "$two_rank" \
+  >"$tmp/schedule_slot_descending.json"
 sed 's/"comm": 0, "bytes": 128000/"comm": 999, "bytes": 128000/' "$dir/trace_span_past_int64.json" |
   sed 's/"start_ns": 9223372036854775797/"start_ns": 9000000000/' >"$tmp/trace_dangling_comm.json"
 

@@ -47,9 +47,9 @@ TEST(SlotValues, SetKeepsSlotOrderAndDropsZeros) {
   EXPECT_NE(v, w);  // one slot more
 }
 
-// A two-role schedule with a slot no role uses and one every role has: the JSON keeps one value
-// per slot, the read-back roles compare equal, and the lowering's maxima, the per-role sizes and
-// the simulated per-role peaks come from the sparse values.
+// A two-role schedule with a slot no role uses and one every role has: the JSON keeps the non-zero
+// values with the slot count, the read-back roles compare equal, and the lowering's maxima, the
+// per-role sizes and the simulated per-role peaks come from the sparse values.
 TEST(SlotValues, RoundTripsAndSizesBuffersPerRole) {
   Schedule s = simtest::two_role_schedule();
   s.meta.slot_names = {"grads_in_partition", "unused", "everywhere"};
@@ -63,7 +63,9 @@ TEST(SlotValues, RoundTripsAndSizesBuffersPerRole) {
   EXPECT_EQ(s.buffer_numel(1, 1), 3000000u);
   std::ostringstream os;
   write_schedule_json(s, os);
-  EXPECT_NE(os.str().find("[1000000,0,7]"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("\"slots\":{\"count\":3,\"nonzero\":[[0,1000000],[2,7]]}"),
+            std::string::npos)
+      << os.str();
   auto back = read_schedule_json(os.str(), "test.json");
   ASSERT_TRUE(back.ok()) << back.diagnostics().to_string();
   ASSERT_EQ(back->roles.size(), 2u);

@@ -320,7 +320,7 @@ class SlotValues {
     friend bool operator==(const Entry&, const Entry&) = default;
   };
   SlotValues() = default;
-  /// Dense values, slot 0 first (the JSON form).
+  /// Dense values, slot 0 first.
   SlotValues(std::initializer_list<Elements> dense);
   /// `count` slots, all 0.
   static SlotValues zeros(std::size_t count);
@@ -332,9 +332,9 @@ class SlotValues {
   void set(std::size_t k, Elements v);
   /// Appends slot size() with value v (the reader's dense array, in order).
   void push_back(Elements v);
-  /// The non-zero values, ascending slot.
+  /// The non-zero values, ascending slot (schedule JSON "slots": {"count", "nonzero"}).
   const std::vector<Entry>& nonzero() const { return values_; }
-  /// One value per slot (schedule JSON "slots").
+  /// One value per slot (the dense "slots" array of earlier schedule files; the digest's form).
   std::vector<Elements> dense() const;
   friend bool operator==(const SlotValues&, const SlotValues&) = default;
 

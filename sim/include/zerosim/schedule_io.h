@@ -31,10 +31,16 @@ namespace zerosim {
 
 inline constexpr const char* kScheduleFormat = "zerosim-schedule";
 
+/// How a role's "slots" are written: Sparse, {"count": N, "nonzero": [[slot, value], ...]} (what
+/// `zerosim schedule` writes: O(non-zero values), not O(ranks x slots)); Dense, one value per slot,
+/// the form files had before (schedule_digest hashes it, so digests did not change with the form).
+/// The reader accepts both.
+enum class SlotsForm { Sparse, Dense };
+
 /// Writes `s` as schedule JSON. Deterministic: equal schedules give byte-identical output.
 /// Streams op by op (memory O(largest op), not O(file)). Precondition: `s` is valid
 /// (lower_schedule, schedule_graph.h); flops must be finite.
-void write_schedule_json(const Schedule& s, std::ostream& out);
+void write_schedule_json(const Schedule& s, std::ostream& out, SlotsForm slots = SlotsForm::Sparse);
 
 /// Parses schedule JSON. `source` names the file in diagnostics. When `model` is given, op `param`
 /// and `layer` indices are also checked against its params and layers (a Schedule does not record

@@ -1,4 +1,5 @@
-// schedule_digest (schedule_digest.h): FNV-1a 64 over the schedule JSON, hashed as it is written.
+// schedule_digest (schedule_digest.h): FNV-1a 64 over the schedule JSON (dense slots), hashed as it
+// is written.
 #include "zerosim/schedule_digest.h"
 
 #include <cstdint>
@@ -38,7 +39,9 @@ class Fnv1aBuf final : public std::streambuf {
 std::string schedule_digest(const Schedule& s) {
   Fnv1aBuf buf;
   std::ostream out(&buf);
-  write_schedule_json(s, out);
+  // The dense slot form: the text every digest was taken over before files wrote slots sparsely,
+  // so traces recorded then still compare with `zerosim check` (the IR did not change).
+  write_schedule_json(s, out, SlotsForm::Dense);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(buf.hash));
   return std::string("fnv1a64:") + hex;

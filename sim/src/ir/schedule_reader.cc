@@ -6,6 +6,8 @@
 // lifetimes), the one check every consumer shares. No exception leaves this file.
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "base/json_reader.h"
 #include "zerosim/collective_model.h"
@@ -96,6 +98,7 @@ class ScheduleReader {
   void read_tensor(JsonReader& r, TensorInfo& t);
   void read_layout(JsonReader& r);
   void read_role(JsonReader& r, RankRole& role);
+  void read_sparse_slots(JsonReader& r, SlotValues& out);
   void read_op(JsonReader& r, Op& o);
   void read_op_refs(JsonReader& r, Op& o);
 
@@ -103,6 +106,7 @@ class ScheduleReader {
   Diagnostics& d_;
   Schedule s_;
   bool meta_ok_ = false;
+  bool slot_names_ok_ = false;  // meta slot_names read without error: a role's count is checked
 };
 
 bool ScheduleReader::read_header(JsonReader& root) {
@@ -166,7 +170,9 @@ void ScheduleReader::read_meta(JsonReader& m) {
   read_enum(m, "master", names().dtype, meta.master);
   read_enum(m, "grad_accum_dtype", names().dtype, meta.grad_accum_dtype);
   read_enum(m, "comm", names().dtype, meta.comm);
+  const std::size_t before_slots = d_.items().size();
   meta.slot_names = read_strings(m, "slot_names");
+  slot_names_ok_ = m.has("slot_names") && d_.items().size() == before_slots;
   meta.notes = read_strings(m, "notes");
   // Optional (0 when absent: the GEMM shape is unknown and the engine's fallback efficiency
   // applies).
@@ -322,11 +328,83 @@ void ScheduleReader::read_role(JsonReader& r, RankRole& role) {
   }
   if (auto rep = r.get_uint("representative", 0, max_rank))
     role.representative = static_cast<std::uint32_t>(*rep);
-  if (auto slots = r.child("slots"))
-    if (auto items = slots->elements())
-      for (auto& item : *items)
-        if (auto v = item.as_uint(0, UINT64_MAX)) role.slots.push_back(*v);
+  if (auto slots = r.child("slots")) {
+    if (slots->value().is_object()) {
+      read_sparse_slots(*slots, role.slots);
+    } else if (slots->value().is_array()) {  // the dense form (every file before sparse slots)
+      if (auto items = slots->elements())
+        for (auto& item : *items)
+          if (auto v = item.as_uint(0, UINT64_MAX)) role.slots.push_back(*v);
+    } else {
+      slots->error(std::string("expected {\"count\": N, \"nonzero\": [[slot, value], ...]} or "
+                               "an array of slot values, got ") +
+                   json::describe(slots->value()));
+    }
+  }
   r.reject_unknown({"ranks", "representative", "slots"});
+}
+
+// {"count": N, "nonzero": [[slot, value], ...]}: N is the number of meta slot_names; the pairs name
+// distinct slots below N in ascending order, each with a non-zero value (a zero is not written, so
+// one role has one spelling and a re-write is byte-identical).
+void ScheduleReader::read_sparse_slots(JsonReader& r, SlotValues& out) {
+  for (const char* k : {"count", "nonzero"})
+    if (!r.has(k)) r.error(std::string("expected key \"") + k + "\", got none");
+  std::optional<std::uint64_t> count;
+  if (r.has("count")) {
+    if (slot_names_ok_) {
+      const std::uint64_t n = s_.meta.slot_names.size();
+      count = r.get_uint("count", 0, kU32Max);
+      if (count && *count != n) {
+        r.error("expected a count of " + std::to_string(n) +
+                    " (one per meta slot_names entry), got " + std::to_string(*count),
+                "count");
+        count.reset();
+      }
+    } else {
+      count = r.get_uint("count", 0, kU32Max);
+    }
+  }
+  if (count) out = SlotValues::zeros(*count);
+  if (auto nonzero = r.child("nonzero"))
+    if (auto pairs = nonzero->elements()) {
+      std::optional<std::uint64_t> previous;
+      for (auto& pr : *pairs) {
+        auto pair = pr.elements();
+        if (!pair) continue;
+        if (pair->size() != 2) {
+          pr.error("expected [slot, value], got an array of " + std::to_string(pair->size()));
+          continue;
+        }
+        JsonReader& slot_r = (*pair)[0];
+        JsonReader& value_r = (*pair)[1];
+        std::optional<std::uint64_t> slot = slot_r.as_uint(0, kU32Max - 1);
+        if (slot && count && *slot >= *count) {
+          if (*count == 0)
+            slot_r.error("expected no slot index (count is 0), got " + std::to_string(*slot));
+          else
+            slot_r.error("expected a slot index 0.." + std::to_string(*count - 1) + ", got " +
+                         std::to_string(*slot));
+          slot.reset();
+        }
+        if (slot && previous && *slot == *previous) {
+          slot_r.error("expected each slot once, got slot " + std::to_string(*slot) + " again");
+          slot.reset();
+        } else if (slot && previous && *slot < *previous) {
+          slot_r.error("expected slots in ascending order, got " + std::to_string(*slot) +
+                       " after " + std::to_string(*previous));
+          slot.reset();
+        }
+        std::optional<std::uint64_t> value;
+        if (value_r.value().is_number() && value_r.value() == 0)
+          value_r.error("expected a non-zero value (a zero slot is not written), got 0");
+        else
+          value = value_r.as_uint(1, UINT64_MAX);
+        if (slot) previous = slot;
+        if (slot && value && count) out.set(*slot, *value);
+      }
+    }
+  r.reject_unknown({"count", "nonzero"});
 }
 
 void ScheduleReader::read_op(JsonReader& r, Op& o) {

@@ -116,13 +116,27 @@ void write_layout(std::ostream& out, const Layout& l) {
   out << (l.sub_groups.empty() ? "]" : "\n    ]") << "},\n";
 }
 
-ojson role_json(const RankRole& r) {
+// Slots sparse: the count and the non-zero [slot, value] pairs, ascending slot. A stage 0-2 role
+// has a handful of non-zero slots out of one per bucket and partition boundary, so the dense array
+// made the file grow with the ranks (O(roles x slots)); the dense form is kept for the digest.
+ojson role_json(const RankRole& r, SlotsForm form) {
   ojson j;
   ojson ranges = ojson::array();
   for (const auto& [first, last] : r.ranks) ranges.push_back(ojson::array({first, last}));
   j["ranks"] = ranges;
   j["representative"] = r.representative;
-  j["slots"] = r.slots.dense();
+  if (form == SlotsForm::Dense) {
+    j["slots"] = r.slots.dense();
+    return j;
+  }
+  ojson nonzero = ojson::array();
+  for (const SlotValues::Entry& e : r.slots.nonzero())
+    if (e.slot < r.slots.size())  // as dense() has it
+      nonzero.push_back(ojson::array({e.slot, e.value}));
+  ojson slots;
+  slots["count"] = r.slots.size();
+  slots["nonzero"] = std::move(nonzero);
+  j["slots"] = std::move(slots);
   return j;
 }
 
@@ -234,7 +248,7 @@ void write_array(std::ostream& out, const char* key, const std::vector<T>& items
 
 }  // namespace
 
-void write_schedule_json(const Schedule& s, std::ostream& out) {
+void write_schedule_json(const Schedule& s, std::ostream& out, SlotsForm slots) {
   out << "{\n";
   out << "  \"format\": " << ojson(kScheduleFormat).dump() << ",\n";
   out << "  \"version\": " << kScheduleIrVersion << ",\n";
@@ -275,7 +289,8 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
   write_array(out, "grad_passes", s.grad_passes, grad_pass_json, false);
   write_array(out, "derived", s.derived, derived_json, false);
   write_array(out, "buffers", s.buffers, buffer_json, false);
-  write_array(out, "roles", s.roles, role_json, false);
+  write_array(
+      out, "roles", s.roles, [&](const RankRole& r) { return role_json(r, slots); }, false);
   write_array(out, "ops", s.ops, op_json, true);
   out << "}\n";
 }
