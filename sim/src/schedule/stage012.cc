@@ -68,7 +68,7 @@ void ZeroOptimizer::lp_copy_of_grad_accum(std::uint32_t p) {
            .elements = cfg_.m.params[p].numel,
            .src = region(module_.grad_accum(p)),
            .dst = region(module_.grad(p)),
-           .label = "LP copy of grad_accum"});
+           .label = e_.label("LP copy of grad_accum")});
 }
 
 // The hook side of one gradient (§4.2): SETUP_BUCKETS, autograd storage, GA-attribute move, insert.
@@ -97,7 +97,7 @@ void ZeroOptimizer::on_grad(IpgPass& pass, std::size_t& cursor, std::uint32_t p,
              .src = region(module_.grad(p)),
              .dst = region(module_.grad_accum(p)),
              .mode = first_accum ? CopyMode::Assign : CopyMode::Add,
-             .label = "grad_accum += grad"});
+             .label = e_.label("grad_accum += grad")});
     module_.free_grad(p);
   }
   const bool inserts = (cfg_.stage == 2 || cfg_.overlap) && (cfg_.stage == 2 || boundary);

@@ -6,9 +6,8 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <string>
-#include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -64,10 +63,7 @@ class SlotTable {
  private:
   std::uint32_t add(SlotDef d);
   std::vector<SlotDef> defs_;
-  std::map<std::tuple<SlotKind, std::vector<std::uint32_t>, std::uint32_t, std::uint32_t,
-                      std::uint32_t, Elements, Elements, std::uint32_t>,
-           std::uint32_t>
-      index_;
+  std::unordered_multimap<std::uint64_t, std::uint32_t> index_;  ///< hash of a definition -> id
   std::vector<std::vector<std::vector<std::uint32_t>>> passes_;
 };
 
@@ -98,18 +94,6 @@ struct PlannedInsert {
   bool copied = false;  ///< copied into the IPG buffer (contiguous and n <= R)
 };
 
-/// One reduction of a flush with reduce_scatter: `total` elements gathered from `pieces` owner
-/// slices, all-reduced (root kNone) or reduced to rank `root` (its index in the world
-/// communicator).
-struct PlannedReduction {
-  Elements total = 0;
-  Elements offset = 0;  ///< bucket offset of the first slice (the input when `pieces` is 1)
-  Elements span = 0;    ///< bucket positions from `offset` to the last slice's end
-  std::size_t pieces = 0;
-  std::uint32_t root = kNone;
-  Region src{};  ///< the slices in the bucket: one range (all-reduce) or a list (one owner's)
-};
-
 /// Where a flattened reduction's result goes back (X4): DeepSpeed copies the temporary back after
 /// the collective (§4.4): every rank the whole tensor (the cast back to LP without reduce_scatter,
 /// gradient_reduction_w_predivide, stage_1_and_2.py:1285-1286 at edaa722; each gradient of a
@@ -127,6 +111,33 @@ struct CopyBack {
   std::uint32_t in_tmp = kNone;  ///< the same entries at their offsets in the temporary
   Elements window = 0, window_length = 0;  ///< a chunk's bucket positions (length 0: all)
   std::uint32_t root = kNone;              ///< a reduce's root: only it copies back
+};
+
+/// The operands reduce_chunk interns for one reduction (its temporary, the copy-back's source and
+/// destination), kept from its first emission: every micro-step and step that repeats the flush
+/// emits the same ones, and interning them again (a string-keyed temporary, two hashed derived
+/// operands) was most of a repeated flush's cost.
+struct ChunkOperands {
+  bool ready = false;
+  std::uint32_t tmp = kNone;  ///< the flatten temporary (kNone: reduced in place)
+  Region back_src{}, back_dst{};
+};
+
+/// One reduction of a flush with reduce_scatter: `total` elements gathered from `pieces` owner
+/// slices, all-reduced (root kNone) or reduced to rank `root` (its index in the world
+/// communicator).
+struct PlannedReduction {
+  Elements total = 0;
+  Elements offset = 0;  ///< bucket offset of the first slice (the input when `pieces` is 1)
+  Elements span = 0;    ///< bucket positions from `offset` to the last slice's end
+  std::size_t pieces = 0;
+  std::uint32_t root = kNone;
+  Region src{};  ///< the slices in the bucket: one range (all-reduce) or a list (one owner's)
+  /// Set by the first emission and reused by the later ones: where the result goes back (its
+  /// slot and flush plans registered once) and the interned operands.
+  bool emitted = false;
+  CopyBack back{};
+  ChunkOperands ops{};
 };
 
 /// One backward's (or boundary pass's) bucket history. The last flush is the epilogue's (possibly
@@ -154,6 +165,8 @@ struct IpgPass {
   /// micro-step and step that repeats the pass.
   std::vector<std::vector<PlannedReduction>> reductions;
   std::vector<bool> reductions_ready;
+  /// [set][flush]: the PartitionGrads operand of the post-flush copy (empty until first used).
+  std::array<std::vector<Region>, 2> gip_dst;
 };
 
 /// Plans the bucket for params inserted in `order` (zero-size params are ignored, §4.3): strict
@@ -168,9 +181,9 @@ struct BucketSlice {
   Elements length = 0;
 };
 /// OWNER_SLICES: params in insertion order, owners in offset order, adjacent same-owner slices
-/// merged.
-std::vector<BucketSlice> owner_slices(const PartitionPlan& plan, const ModelDesc& m,
-                                      const std::vector<std::uint32_t>& params);
+/// merged. Written into `out` (cleared first).
+void owner_slices(const PartitionPlan& plan, const ModelDesc& m,
+                  const std::vector<std::uint32_t>& params, std::vector<BucketSlice>& out);
 /// CHUNK_GT: [begin, end) index ranges; a chunk closes once its running total exceeds `limit`.
 std::vector<std::pair<std::size_t, std::size_t>> chunk_gt(const std::vector<Elements>& sizes,
                                                           Elements limit);

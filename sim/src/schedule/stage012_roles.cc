@@ -10,7 +10,6 @@
 // over those events, and segments with equal value vectors share a role.
 #include <algorithm>
 #include <map>
-#include <tuple>
 #include <unordered_map>
 
 #include "schedule/stage012_internal.h"
@@ -18,14 +17,26 @@
 
 namespace zerosim::schedule::s12 {
 
+// Slots are interned by a hash of their definition (equal definitions confirmed field by field):
+// an ordered map keyed by a tuple holding a copy of the params cost a vector copy per lookup.
 std::uint32_t SlotTable::add(SlotDef d) {
-  auto key = std::make_tuple(d.kind, d.params, d.group, d.pass, d.flush, d.window, d.window_length,
-                             d.owner);
-  auto it = index_.find(key);
-  if (it != index_.end()) return it->second;
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a style over the definition's fields
+  const auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+  for (std::uint64_t v : {std::uint64_t{static_cast<std::uint8_t>(d.kind)}, std::uint64_t{d.group},
+                          std::uint64_t{d.pass}, std::uint64_t{d.flush}, std::uint64_t{d.window},
+                          std::uint64_t{d.window_length}, std::uint64_t{d.owner}})
+    mix(v);
+  for (std::uint32_t p : d.params) mix(p);
+  for (auto [it, end] = index_.equal_range(h); it != end; ++it) {
+    const SlotDef& o = defs_[it->second];
+    if (o.kind == d.kind && o.group == d.group && o.pass == d.pass && o.flush == d.flush &&
+        o.window == d.window && o.window_length == d.window_length && o.owner == d.owner &&
+        o.params == d.params)
+      return it->second;
+  }
   const auto id = static_cast<std::uint32_t>(defs_.size());
   defs_.push_back(std::move(d));
-  index_.emplace(std::move(key), id);
+  index_.emplace(h, id);
   return id;
 }
 
