@@ -265,7 +265,7 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
     s12::emit_engine_program(cfg, e, module, *opt);
   }
   fill_tensor_table(s, in, module.grad_buffers());
-  for (const auto& d : slots.defs()) s.meta.slot_names.push_back(d.name);
+  s.meta.slot_names = slots.take_names();
   Diagnostics d;
   s.roles = s12::compute_roles(*in.model, *in.plan, slots, d);
   if (d.has_errors()) return Result<Schedule>(d);

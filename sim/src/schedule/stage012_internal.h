@@ -58,11 +58,14 @@ class SlotTable {
   std::uint32_t first_touch(std::string name, std::uint32_t pass, std::uint32_t flush);
 
   const std::vector<SlotDef>& defs() const { return defs_; }
+  /// The slots' names (meta slot_names), moved out: the table keeps the definitions only.
+  std::vector<std::string> take_names() { return std::move(names_); }
   const std::vector<std::vector<std::vector<std::uint32_t>>>& passes() const { return passes_; }
 
  private:
   std::uint32_t add(SlotDef d);
-  std::vector<SlotDef> defs_;
+  std::vector<SlotDef> defs_;  ///< names moved to names_ (SlotDef::name is empty here)
+  std::vector<std::string> names_;
   std::unordered_multimap<std::uint64_t, std::uint32_t> index_;  ///< hash of a definition -> id
   std::vector<std::vector<std::vector<std::uint32_t>>> passes_;
 };

@@ -9,7 +9,6 @@
 // every param (plus the padding ranks of each group). Values are evaluated per segment by sweeps
 // over those events, and segments with equal value vectors share a role.
 #include <algorithm>
-#include <map>
 #include <unordered_map>
 
 #include "schedule/stage012_internal.h"
@@ -35,6 +34,8 @@ std::uint32_t SlotTable::add(SlotDef d) {
       return it->second;
   }
   const auto id = static_cast<std::uint32_t>(defs_.size());
+  names_.push_back(std::move(d.name));
+  d.name.clear();
   defs_.push_back(std::move(d));
   index_.emplace(h, id);
   return id;
@@ -185,8 +186,23 @@ class Segments {
       add(rp);
       add(rp + 1);
     }
-    std::sort(starts_.begin(), starts_.end());
-    starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
+    if (world_ > 0 && world_ <= 8 * starts_.size()) {
+      // Few ranks per breakpoint (a large model on ~1000 ranks): a mark per rank instead of
+      // sorting ~4 breakpoints per param, and with it the segment of every rank (O(1) `at`,
+      // which the value sweeps call a few times per param and slot).
+      std::vector<std::uint8_t> mark(world_, 0);
+      for (std::uint32_t r : starts_) mark[r] = 1;
+      starts_.clear();
+      dense_.resize(std::size_t{world_} + 1);
+      for (std::uint32_t r = 0; r < world_; ++r) {
+        dense_[r] = static_cast<std::uint32_t>(starts_.size());  // segments starting before r
+        if (mark[r] != 0) starts_.push_back(r);
+      }
+      dense_[world_] = static_cast<std::uint32_t>(starts_.size());
+    } else {
+      std::sort(starts_.begin(), starts_.end());
+      starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
+    }
   }
   std::size_t size() const { return starts_.size(); }
   std::uint32_t first(std::size_t i) const { return starts_[i]; }
@@ -196,6 +212,7 @@ class Segments {
   /// Segment starting at rank r (r must be a breakpoint) or size() for r >= W.
   std::size_t at(std::uint64_t r) const {
     if (r >= world_) return starts_.size();
+    if (!dense_.empty()) return dense_[r];
     return static_cast<std::size_t>(std::lower_bound(starts_.begin(), starts_.end(), r) -
                                     starts_.begin());
   }
@@ -203,6 +220,7 @@ class Segments {
  private:
   std::uint32_t world_;
   std::vector<std::uint32_t> starts_;
+  std::vector<std::uint32_t> dense_;  ///< per rank: the first segment starting at or after it
 };
 
 Elements padding_of(const PartitionPlan& plan, std::uint32_t rank) {
@@ -330,7 +348,34 @@ class SparseSlots {
         }
       }
     }
-    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> first_touch_slot;
+    // FirstTouch values: grads_in_partition of the segment, in the slot of its first flush. The
+    // segments of each (pass, flush) are listed once (a counting sort by first flush, segments
+    // ascending), so every slot's values are appended in slot order like the others'.
+    std::vector<std::vector<std::uint32_t>> by_first_start(first_flush.size());
+    std::vector<std::vector<std::uint32_t>> by_first(first_flush.size());
+    std::vector<Elements> gip;
+    const auto first_touch = [&](const SlotDef& d, std::uint32_t slot) {
+      if (d.pass >= first_flush.size()) return;
+      auto& start = by_first_start[d.pass];
+      auto& list = by_first[d.pass];
+      if (start.empty()) {  // this pass's segments by first flush
+        const auto& ff = first_flush[d.pass];
+        start.assign(slots.passes()[d.pass].size() + 2, 0);
+        for (std::uint32_t f : ff)
+          if (f != kNone) ++start[f + 2];
+        for (std::size_t f = 2; f < start.size(); ++f) start[f] += start[f - 1];
+        list.resize(start.back());
+        for (std::size_t i = 0; i < n_; ++i)
+          if (ff[i] != kNone) list[start[ff[i] + 1]++] = static_cast<std::uint32_t>(i);
+      }
+      if (gip.empty()) {
+        gip.resize(n_);
+        for (std::size_t i = 0; i < n_; ++i) gip[i] = plan_.grads_in_partition(seg_.first(i));
+      }
+      if (std::size_t{d.flush} + 1 >= start.size()) return;
+      for (std::uint32_t j = start[d.flush]; j < start[d.flush + 1]; ++j)
+        if (const std::uint32_t i = list[j]; gip[i] != 0) by_slot_.push_back({i, slot, gip[i]});
+    };
     for (std::size_t k = 0; k < defs.size(); ++k) {
       const SlotDef& d = defs[k];
       const auto slot = static_cast<std::uint32_t>(k);
@@ -354,29 +399,15 @@ class SparseSlots {
               by_slot_.push_back({static_cast<std::uint32_t>(i), slot, v});
           break;
         case SlotKind::FirstTouch:
-          first_touch_slot.emplace(std::make_pair(d.pass, d.flush), slot);
+          first_touch(d, slot);
           break;
-      }
-    }
-    // FirstTouch values: grads_in_partition of the segment, in the slot of its first flush.
-    if (first_touch_slot.empty()) return;
-    std::vector<Elements> gip(n_);
-    for (std::size_t i = 0; i < n_; ++i) gip[i] = plan_.grads_in_partition(seg_.first(i));
-    for (std::size_t ps = 0; ps < first_flush.size(); ++ps) {
-      for (std::size_t i = 0; i < n_; ++i) {
-        if (first_flush[ps][i] == kNone || gip[i] == 0) continue;
-        const auto it = first_touch_slot.find({static_cast<std::uint32_t>(ps), first_flush[ps][i]});
-        if (it != first_touch_slot.end())
-          by_slot_.push_back({static_cast<std::uint32_t>(i), it->second, gip[i]});
       }
     }
   }
 
-  // Groups the values by segment (a counting sort), each segment's in slot order.
-  // by_slot_ is in slot order but for the FirstTouch values, appended last.
+  // Groups the values by segment (a counting sort), each segment's in slot order: by_slot_ is in
+  // slot order already (every slot's values are appended when the slot is visited).
   void transpose() {
-    std::stable_sort(by_slot_.begin(), by_slot_.end(),
-                     [](const Cell& a, const Cell& b) { return a.slot < b.slot; });
     row_start_.assign(n_ + 1, 0);
     for (const Cell& c : by_slot_) ++row_start_[c.segment + 1];
     for (std::size_t i = 0; i < n_; ++i) row_start_[i + 1] += row_start_[i];
