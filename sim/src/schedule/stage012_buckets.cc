@@ -126,6 +126,7 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
   std::vector<std::vector<std::uint32_t>> lists;
   for (const auto& f : pass.flushes) lists.push_back(f.params);
   const std::uint32_t id = slots_.add_pass(std::move(lists));
+  pass.slot_pass = id;
   const std::size_t nf = pass.flushes.size();
   pass.copy_slot.assign(nf, kNone);
   pass.owned_slot.assign(nf, kNone);
@@ -145,22 +146,22 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
     return e_.buffer(std::move(b));
   };
   for (std::uint32_t f = 0; f < nf; ++f) {
-    const std::string fname = name + " flush " + std::to_string(f);
+    const std::string fname = concat({name, " flush ", std::to_string(f)});
     pass.copy_slot[f] =
-        slots_.touching(fname + ": full numel of the rank's params", pass.flushes[f].params);
+        slots_.flush_touching(concat({fname, ": full numel of the rank's params"}), id, f);
     if (cfg_.offload || (cfg_.contiguous && cfg_.reduce_scatter && cfg_.multi_rank))
       pass.owned_slot[f] =  // the B4 D2H, the copy-back
-          slots_.owned_slice(fname + ": owned slice", pass.flushes[f].params);
+          slots_.flush_owned_slice(concat({fname, ": owned slice"}), id, f);
     if (cfg_.offload) {
       offload_.attach(pass.offload, pass.flushes[f].params);
     } else if (cfg_.contiguous) {
       pass.first_slot[f] =
-          slots_.first_touch(fname + ": grads_in_partition if first touched here", id, f);
+          slots_.first_touch(concat({fname, ": grads_in_partition if first touched here"}), id, f);
       pass.gip_buf[0][f] =
-          grad_buffer("grads_in_partition (" + fname + ")", "T3", pass.first_slot[f]);
+          grad_buffer(concat({"grads_in_partition (", fname, ")"}), "T3", pass.first_slot[f]);
       if (second_set)
         pass.gip_buf[1][f] =
-            grad_buffer("grads_in_partition #2 (" + fname + ")", "T3", pass.first_slot[f]);
+            grad_buffer(concat({"grads_in_partition #2 (", fname, ")"}), "T3", pass.first_slot[f]);
     } else {
       for (std::uint32_t set = 0; set < (second_set ? 2u : 1u); ++set)
         pass.retained_buf[set][f] = grad_buffer(
@@ -172,6 +173,7 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
   // Each flush's gradients where it reduces them: the IPG buffer at the bucket offset when copied,
   // else the param's own gradient (extra-large, non-contiguous).
   std::vector<FlushPlan> plans(nf);
+  for (std::uint32_t f = 0; f < nf; ++f) plans[f].entries.reserve(pass.flushes[f].params.size());
   for (const PlannedInsert& ins : pass.inserts)
     plans[ins.flush].entries.push_back(
         ins.copied ? FlushEntry{ins.param, ipg_[ins.buffer_index], ins.offset}
@@ -346,16 +348,17 @@ CopyBack IpgBuckets::copy_back_of(IpgPass& pass, std::uint32_t f, PlannedReducti
   if (flattened && (to_owner || reductions > 1)) {
     // One chunk of several, or one owner's slices: each rank copies back what it owns there
     // (allreduce_and_copy_with_multiple_ranks), the root what it was reduced to (X4).
-    return {.copied = true,
-            .slot = slots_.owned_chunk(
-                tag + ": owned slices at bucket positions [" + std::to_string(red.offset) + ", " +
-                    std::to_string(red.offset + red.span) + ")" +
-                    (to_owner ? " on rank " + std::to_string(red.root) : std::string()),
-                pass.flushes[f].params, red.offset, red.span, red.root),
-            .plan = pass.flush_plan[f],
-            .window = red.offset,
-            .window_length = red.span,
-            .root = red.root};
+    return {
+        .copied = true,
+        .slot = slots_.owned_chunk(
+            concat({tag, ": owned slices at bucket positions [", std::to_string(red.offset), ", ",
+                    std::to_string(red.offset + red.span), ")", to_owner ? " on rank " : "",
+                    to_owner ? std::to_string(red.root) : std::string()}),
+            pass.slot_pass, f, red.offset, red.span, red.root),
+        .plan = pass.flush_plan[f],
+        .window = red.offset,
+        .window_length = red.span,
+        .root = red.root};
   }
   if (!to_owner && reductions == 1 && pass.owned_slot[f] != kNone) {
     // The flush's one all-reduce: each rank copies back the slices it owns (X4), from the

@@ -33,7 +33,12 @@ enum class SlotKind : std::uint8_t {
 struct SlotDef {
   SlotKind kind = SlotKind::Touching;
   std::string name;
-  std::vector<std::uint32_t> params;
+  std::vector<std::uint32_t> params;  ///< unless `shared`
+  /// A pass's flush list in the table (SlotTable::passes) instead of a copy in `params`.
+  const std::vector<std::uint32_t>* shared = nullptr;
+  const std::vector<std::uint32_t>& param_list() const {
+    return shared != nullptr ? *shared : params;
+  }
   std::uint32_t group = 0;
   std::uint32_t pass = 0;
   std::uint32_t flush = 0;
@@ -45,12 +50,19 @@ struct SlotDef {
 /// shared (identical micro-steps reuse their slots).
 class SlotTable {
  public:
+  SlotTable() = default;
+  SlotTable(const SlotTable&) = delete;  // slots point into passes_
+  SlotTable& operator=(const SlotTable&) = delete;
+
   std::uint32_t touching(std::string name, std::vector<std::uint32_t> params);
-  std::uint32_t owned_slice(std::string name, std::vector<std::uint32_t> params);
-  /// The owned slices of one reduction chunk: bucket positions [window, window + length), on
-  /// rank `owner` only unless kNone.
-  std::uint32_t owned_chunk(std::string name, std::vector<std::uint32_t> params, Elements window,
-                            Elements length, std::uint32_t owner);
+  /// The same over flush `flush` of pass `pass` (add_pass), which the slot refers to: a flush's
+  /// slots share its list instead of copying it.
+  std::uint32_t flush_touching(std::string name, std::uint32_t pass, std::uint32_t flush);
+  std::uint32_t flush_owned_slice(std::string name, std::uint32_t pass, std::uint32_t flush);
+  /// The owned slices of one reduction chunk of flush `flush` of pass `pass`: bucket positions
+  /// [window, window + length), on rank `owner` only unless kNone.
+  std::uint32_t owned_chunk(std::string name, std::uint32_t pass, std::uint32_t flush,
+                            Elements window, Elements length, std::uint32_t owner);
   std::uint32_t padding();
   std::uint32_t flat_copy(std::uint32_t group);
   /// Registers a pass's flush lists; returns its id for first_touch.
@@ -162,8 +174,9 @@ struct IpgPass {
   std::vector<std::uint32_t> flush_plan;
   /// Its Schedule::grad_passes entry (contiguous gradients without offload: grads_in_partition).
   std::uint32_t grad_pass = kNone;
-  std::uint32_t offload = kNone;   ///< its CpuOffload record (kNone: no optimizer offload)
-  std::uint32_t all_slot = kNone;  ///< Touching(params)
+  std::uint32_t offload = kNone;    ///< its CpuOffload record (kNone: no optimizer offload)
+  std::uint32_t all_slot = kNone;   ///< Touching(params)
+  std::uint32_t slot_pass = kNone;  ///< its SlotTable pass (the flush lists its slots share)
   /// Per flush: its owner-slice reductions, computed once (O(ranks touched)) and reused by every
   /// micro-step and step that repeats the pass.
   std::vector<std::vector<PlannedReduction>> reductions;

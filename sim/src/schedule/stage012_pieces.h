@@ -23,14 +23,27 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "schedule/stage012_internal.h"
 
 namespace zerosim::schedule::s12 {
+
+/// `parts` joined, in one allocation (an operator+ chain reallocates at every step): the builder
+/// names a few slots and buffers per flush.
+inline std::string concat(std::initializer_list<std::string_view> parts) {
+  std::size_t n = 0;
+  for (std::string_view p : parts) n += p.size();
+  std::string out;
+  out.reserve(n);
+  for (std::string_view p : parts) out += p;
+  return out;
+}
 
 /// A buffer of the pieces: `numel` elements on every rank, or with `slot` the role's value of that
 /// slot (then numel is 0); `persistent`: lives to the end once allocated.

@@ -25,12 +25,13 @@ std::uint32_t SlotTable::add(SlotDef d) {
                           std::uint64_t{d.pass}, std::uint64_t{d.flush}, std::uint64_t{d.window},
                           std::uint64_t{d.window_length}, std::uint64_t{d.owner}})
     mix(v);
-  for (std::uint32_t p : d.params) mix(p);
+  const std::vector<std::uint32_t>& params = d.param_list();
+  for (std::uint32_t p : params) mix(p);
   for (auto [it, end] = index_.equal_range(h); it != end; ++it) {
     const SlotDef& o = defs_[it->second];
     if (o.kind == d.kind && o.group == d.group && o.pass == d.pass && o.flush == d.flush &&
         o.window == d.window && o.window_length == d.window_length && o.owner == d.owner &&
-        o.params == d.params)
+        o.param_list() == params)
       return it->second;
   }
   const auto id = static_cast<std::uint32_t>(defs_.size());
@@ -49,20 +50,29 @@ std::uint32_t SlotTable::touching(std::string name, std::vector<std::uint32_t> p
   return add(std::move(d));
 }
 
-std::uint32_t SlotTable::owned_slice(std::string name, std::vector<std::uint32_t> params) {
+std::uint32_t SlotTable::flush_touching(std::string name, std::uint32_t pass, std::uint32_t flush) {
   SlotDef d;
-  d.kind = SlotKind::OwnedSlice;
+  d.kind = SlotKind::Touching;
   d.name = std::move(name);
-  d.params = std::move(params);
+  d.shared = &passes_[pass][flush];
   return add(std::move(d));
 }
 
-std::uint32_t SlotTable::owned_chunk(std::string name, std::vector<std::uint32_t> params,
+std::uint32_t SlotTable::flush_owned_slice(std::string name, std::uint32_t pass,
+                                           std::uint32_t flush) {
+  SlotDef d;
+  d.kind = SlotKind::OwnedSlice;
+  d.name = std::move(name);
+  d.shared = &passes_[pass][flush];
+  return add(std::move(d));
+}
+
+std::uint32_t SlotTable::owned_chunk(std::string name, std::uint32_t pass, std::uint32_t flush,
                                      Elements window, Elements length, std::uint32_t owner) {
   SlotDef d;
   d.kind = SlotKind::OwnedSlice;
   d.name = std::move(name);
-  d.params = std::move(params);
+  d.shared = &passes_[pass][flush];
   d.window = window;
   d.window_length = length;
   d.owner = owner;
@@ -139,10 +149,11 @@ Span window_of(Span sp, Elements base, Elements w, Elements len) {
 
 // Calls f(span) for each param of a windowed OwnedSlice slot: its part inside the window.
 template <class F>
-void for_each_window_span(const ModelDesc& m, const PartitionPlan& plan, const SlotDef& d, F f) {
+void for_each_window_span(const ModelDesc& m, const std::vector<Span>& spans, const SlotDef& d,
+                          F f) {
   Elements base = 0;
-  for (std::uint32_t p : d.params) {
-    const Span sp = span_of(plan, m, p);
+  for (std::uint32_t p : d.param_list()) {
+    const Span& sp = spans[p];
     if (sp.valid && sp.n > 0) f(window_of(sp, base, d.window, d.window_length));
     base += m.params[p].numel;
   }
@@ -150,7 +161,8 @@ void for_each_window_span(const ModelDesc& m, const PartitionPlan& plan, const S
 
 class Segments {
  public:
-  Segments(const ModelDesc& m, const PartitionPlan& plan, const SlotTable& slots)
+  Segments(const ModelDesc& m, const PartitionPlan& plan, const std::vector<Span>& spans,
+           const SlotTable& slots)
       : world_(plan.world) {
     starts_.push_back(0);
     auto add = [&](std::uint64_t r) {
@@ -163,7 +175,7 @@ class Segments {
       add(std::uint64_t{sp.hi} + 1);
     };
     for (std::uint32_t p = 0; p < m.params.size(); ++p) {
-      const Span sp = span_of(plan, m, p);
+      const Span& sp = spans[p];
       if (!sp.valid) continue;
       add_span(sp);
     }
@@ -176,7 +188,7 @@ class Segments {
         add(std::uint64_t{d.owner} + 1);
       }
       if (d.window_length > 0)
-        for_each_window_span(m, plan, d, [&](const Span& sp) {
+        for_each_window_span(m, spans, d, [&](const Span& sp) {
           if (sp.n > 0) add_span(sp);
         });
     }
@@ -258,9 +270,9 @@ class SparseSlots {
     friend bool operator==(const Entry&, const Entry&) = default;
   };
 
-  SparseSlots(const ModelDesc& m, const PartitionPlan& plan, const SlotTable& slots,
-              const Segments& seg)
-      : m_(m), plan_(plan), seg_(seg), n_(seg.size()), acc_(n_, 0), marked_(n_, 0) {
+  SparseSlots(const ModelDesc& m, const PartitionPlan& plan, const std::vector<Span>& spans,
+              const SlotTable& slots, const Segments& seg)
+      : m_(m), plan_(plan), spans_(spans), seg_(seg), n_(seg.size()), acc_(n_, 0), marked_(n_, 0) {
     fill(slots);
     transpose();
   }
@@ -294,7 +306,7 @@ class SparseSlots {
   }
   void add_touching(const std::vector<std::uint32_t>& params) {
     for (std::uint32_t p : params) {
-      const Span sp = span_of(plan_, m_, p);
+      const Span& sp = spans_[p];
       if (!sp.valid || sp.n == 0) continue;
       add_range(seg_.at(sp.lo), seg_.at(std::uint64_t{sp.hi} + 1), sp.n);
     }
@@ -321,11 +333,11 @@ class SparseSlots {
   }
   void add_owned(const SlotDef& d) {
     if (d.window_length > 0) {
-      for_each_window_span(m_, plan_, d, [&](const Span& sp) { add_owned_span(sp, d.owner); });
+      for_each_window_span(m_, spans_, d, [&](const Span& sp) { add_owned_span(sp, d.owner); });
       return;
     }
-    for (std::uint32_t p : d.params) {
-      const Span sp = span_of(plan_, m_, p);
+    for (std::uint32_t p : d.param_list()) {
+      const Span& sp = spans_[p];
       if (sp.valid) add_owned_span(sp, d.owner);
     }
   }
@@ -340,7 +352,7 @@ class SparseSlots {
       const auto& flushes = slots.passes()[ps];
       for (std::size_t f = 0; f < flushes.size(); ++f) {
         for (std::uint32_t p : flushes[f]) {
-          const Span sp = span_of(plan_, m_, p);
+          const Span& sp = spans_[p];
           if (!sp.valid || sp.n == 0) continue;
           const std::size_t to = seg_.at(std::uint64_t{sp.hi} + 1);
           for (std::size_t i = seg_.at(sp.lo); i < to; ++i)
@@ -381,7 +393,7 @@ class SparseSlots {
       const auto slot = static_cast<std::uint32_t>(k);
       switch (d.kind) {
         case SlotKind::Touching:
-          add_touching(d.params);
+          add_touching(d.param_list());
           flush_column(slot);
           break;
         case SlotKind::OwnedSlice:
@@ -424,6 +436,7 @@ class SparseSlots {
   };
   const ModelDesc& m_;
   const PartitionPlan& plan_;
+  const std::vector<Span>& spans_;  // per param
   const Segments& seg_;
   std::size_t n_;
   std::vector<Elements> acc_;           // per segment: the column being accumulated
@@ -438,11 +451,14 @@ class SparseSlots {
 
 std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan,
                                     const SlotTable& slots, Diagnostics& diags) {
-  const Segments seg(m, plan, slots);
+  // Every param's span, computed once: the breakpoints and every slot's sweep read them.
+  std::vector<Span> spans(m.params.size());
+  for (std::uint32_t p = 0; p < m.params.size(); ++p) spans[p] = span_of(plan, m, p);
+  const Segments seg(m, plan, spans, slots);
   // RankRole keeps a dense value per slot: a model of 10^15 parameters in thousands of tensors at
   // 2^20 ranks asked for tens of GB of them. Refused up front instead.
   if (!check_role_table(seg.size(), slots.defs().size(), plan.world, diags)) return {};
-  const SparseSlots values(m, plan, slots, seg);
+  const SparseSlots values(m, plan, spans, slots, seg);
   const std::size_t n = seg.size(), slot_count = slots.defs().size();
   // Segments with equal value vectors share a role, numbered by first segment. Grouped by a hash
   // of the non-zero values (equal vectors confirmed value by value), not an ordered map of
