@@ -68,7 +68,7 @@ void ZeroOptimizer::lp_copy_of_grad_accum(std::uint32_t p) {
            .elements = cfg_.m.params[p].numel,
            .src = region(module_.grad_accum(p)),
            .dst = region(module_.grad(p)),
-           .label = "LP copy of grad_accum"});
+           .label = e_.label("LP copy of grad_accum")});
 }
 
 // The hook side of one gradient (§4.2): SETUP_BUCKETS, autograd storage, GA-attribute move, insert.
@@ -97,7 +97,7 @@ void ZeroOptimizer::on_grad(IpgPass& pass, std::size_t& cursor, std::uint32_t p,
              .src = region(module_.grad(p)),
              .dst = region(module_.grad_accum(p)),
              .mode = first_accum ? CopyMode::Assign : CopyMode::Add,
-             .label = "grad_accum += grad"});
+             .label = e_.label("grad_accum += grad")});
     module_.free_grad(p);
   }
   const bool inserts = (cfg_.stage == 2 || cfg_.overlap) && (cfg_.stage == 2 || boundary);
@@ -265,7 +265,7 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
     s12::emit_engine_program(cfg, e, module, *opt);
   }
   fill_tensor_table(s, in, module.grad_buffers());
-  for (const auto& d : slots.defs()) s.meta.slot_names.push_back(d.name);
+  s.meta.slot_names = slots.take_names();
   Diagnostics d;
   s.roles = s12::compute_roles(*in.model, *in.plan, slots, d);
   if (d.has_errors()) return Result<Schedule>(d);

@@ -5,6 +5,7 @@
 // optimizer offload, CpuOffload's copies to and from host memory). The planning functions come
 // first; IpgBuckets (stage012_pieces.h: DeepSpeedZeroOptimizer's IPGBucket and reduce_ipg_grads)
 // emits the plan.
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -47,22 +48,35 @@ IpgPass plan_ipg_pass(const ModelDesc& m, const std::vector<std::uint32_t>& orde
   return pass;
 }
 
-std::vector<BucketSlice> owner_slices(const PartitionPlan& plan, const ModelDesc& m,
-                                      const std::vector<std::uint32_t>& params) {
-  std::vector<BucketSlice> out;
+// The owner slices of PartitionPlan::owners (§2.1 step 8), computed in place: the query's vector
+// per param was most of a flush's planning.
+void owner_slices(const PartitionPlan& plan, const ModelDesc& m,
+                  const std::vector<std::uint32_t>& params, std::vector<BucketSlice>& out) {
+  out.clear();
   Elements base = 0;
   for (std::uint32_t p : params) {
-    for (const OwnerSlice& os : plan.owners(plan.param_group[p], p)) {
-      if (os.length == 0) continue;
-      if (!out.empty() && out.back().owner == os.rank) {
-        out.back().length += os.length;  // adjacent slices of one owner are merged
-      } else {
-        out.push_back({os.rank, base + os.offset, os.length});
+    const std::size_t g = p < plan.param_group.size() ? plan.param_group[p] : plan.groups.size();
+    if (g < plan.groups.size() && p < plan.flat_index.size()) {
+      const FlatGroup& fg = plan.groups[g];
+      const std::size_t idx = plan.flat_index[p];
+      const Elements start = fg.flat_offset[idx];
+      const Elements end = idx + 1 < fg.flat_offset.size() ? fg.flat_offset[idx + 1] : fg.numel;
+      const Elements s = fg.partition;
+      if (s != 0 && start < fg.aligned && start != end) {
+        for (Elements k = start / s, last = (end - 1) / s; k <= last; ++k) {
+          const Elements lo = std::max(start, k * s), hi = std::min(end, (k + 1) * s);
+          if (hi == lo) continue;
+          const auto rank = static_cast<std::uint32_t>(k);
+          if (!out.empty() && out.back().owner == rank) {
+            out.back().length += hi - lo;  // adjacent slices of one owner are merged
+          } else {
+            out.push_back({rank, base + (lo - start), hi - lo});
+          }
+        }
       }
     }
     base += m.params[p].numel;
   }
-  return out;
 }
 
 std::vector<std::pair<std::size_t, std::size_t>> chunk_gt(const std::vector<Elements>& sizes,
@@ -112,6 +126,7 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
   std::vector<std::vector<std::uint32_t>> lists;
   for (const auto& f : pass.flushes) lists.push_back(f.params);
   const std::uint32_t id = slots_.add_pass(std::move(lists));
+  pass.slot_pass = id;
   const std::size_t nf = pass.flushes.size();
   pass.copy_slot.assign(nf, kNone);
   pass.owned_slot.assign(nf, kNone);
@@ -131,22 +146,22 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
     return e_.buffer(std::move(b));
   };
   for (std::uint32_t f = 0; f < nf; ++f) {
-    const std::string fname = name + " flush " + std::to_string(f);
+    const std::string fname = concat({name, " flush ", std::to_string(f)});
     pass.copy_slot[f] =
-        slots_.touching(fname + ": full numel of the rank's params", pass.flushes[f].params);
+        slots_.flush_touching(concat({fname, ": full numel of the rank's params"}), id, f);
     if (cfg_.offload || (cfg_.contiguous && cfg_.reduce_scatter && cfg_.multi_rank))
       pass.owned_slot[f] =  // the B4 D2H, the copy-back
-          slots_.owned_slice(fname + ": owned slice", pass.flushes[f].params);
+          slots_.flush_owned_slice(concat({fname, ": owned slice"}), id, f);
     if (cfg_.offload) {
       offload_.attach(pass.offload, pass.flushes[f].params);
     } else if (cfg_.contiguous) {
       pass.first_slot[f] =
-          slots_.first_touch(fname + ": grads_in_partition if first touched here", id, f);
+          slots_.first_touch(concat({fname, ": grads_in_partition if first touched here"}), id, f);
       pass.gip_buf[0][f] =
-          grad_buffer("grads_in_partition (" + fname + ")", "T3", pass.first_slot[f]);
+          grad_buffer(concat({"grads_in_partition (", fname, ")"}), "T3", pass.first_slot[f]);
       if (second_set)
         pass.gip_buf[1][f] =
-            grad_buffer("grads_in_partition #2 (" + fname + ")", "T3", pass.first_slot[f]);
+            grad_buffer(concat({"grads_in_partition #2 (", fname, ")"}), "T3", pass.first_slot[f]);
     } else {
       for (std::uint32_t set = 0; set < (second_set ? 2u : 1u); ++set)
         pass.retained_buf[set][f] = grad_buffer(
@@ -158,6 +173,7 @@ void IpgBuckets::prepare(IpgPass& pass, const std::string& name) {
   // Each flush's gradients where it reduces them: the IPG buffer at the bucket offset when copied,
   // else the param's own gradient (extra-large, non-contiguous).
   std::vector<FlushPlan> plans(nf);
+  for (std::uint32_t f = 0; f < nf; ++f) plans[f].entries.reserve(pass.flushes[f].params.size());
   for (const PlannedInsert& ins : pass.inserts)
     plans[ins.flush].entries.push_back(
         ins.copied ? FlushEntry{ins.param, ipg_[ins.buffer_index], ins.offset}
@@ -213,11 +229,32 @@ std::uint32_t IpgBuckets::flush_collective(CollectiveKind k, Elements numel, Str
 // result goes back where the slices are: a costed copy (`back`), or the collective's dst.
 void IpgBuckets::reduce_chunk(CollectiveKind k, Elements total, std::size_t pieces, Stream st,
                               const std::string& tag, std::uint32_t seq, Region src,
-                              std::uint32_t root, const CopyBack& back) {
+                              std::uint32_t root, const CopyBack& back, ChunkOperands* cached) {
   const bool flatten = pieces > 1 || cfg_.cd != cfg_.lp;
-  std::uint32_t tmp = kNone;
+  const bool copy_back = flatten && back.copied;
+  ChunkOperands local;
+  ChunkOperands& ops = cached != nullptr ? *cached : local;
+  if (!ops.ready) {  // interned in this order at the first emission: the ids stay the same
+    ops.ready = true;
+    if (flatten && ops.tmp == kNone) ops.tmp = e_.temp("reduction temp", total, cfg_.cd);
+    if (copy_back && back.slot != kNone && back.window_length > 0) {  // one chunk's owned slices
+      const DerivedOperand owned{.kind = DerivedKind::OwnedGrads,
+                                 .flush_plan = back.plan,
+                                 .window = back.window,
+                                 .window_length = back.window_length,
+                                 .rank = back.root};
+      DerivedOperand in_tmp = owned;
+      in_tmp.into = ops.tmp;
+      in_tmp.packed = back.root != kNone;  // one owner's slices were flattened one after another
+      ops.back_src = e_.derived(std::move(in_tmp));
+      ops.back_dst = e_.derived(owned);
+    } else if (copy_back && back.slot != kNone) {  // the rank's owned slices
+      ops.back_src = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = back.in_tmp});
+      ops.back_dst = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = back.plan});
+    }
+  }
+  const std::uint32_t tmp = ops.tmp;
   if (flatten) {
-    tmp = e_.temp("reduction temp", total, cfg_.cd);
     e_.alloc(tmp, st);
     e_.copy({.stream = st,
              .dtype = cfg_.cd,
@@ -226,7 +263,6 @@ void IpgBuckets::reduce_chunk(CollectiveKind k, Elements total, std::size_t piec
              .dst = region(tmp),
              .label = e_.label(tag, ": flatten")});
   }
-  const bool copy_back = flatten && back.copied;
   flush_collective(k, total, st, tag, seq, flatten ? region(tmp) : src, root,
                    flatten && !copy_back ? src : Region{});
   if (copy_back && back.slot == kNone) {  // every rank the whole result
@@ -236,27 +272,12 @@ void IpgBuckets::reduce_chunk(CollectiveKind k, Elements total, std::size_t piec
              .src = region(tmp),
              .dst = src,
              .label = e_.label(tag, ": copy back")});
-  } else if (copy_back && back.window_length > 0) {  // the owned slices of one chunk
-    const DerivedOperand owned{.kind = DerivedKind::OwnedGrads,
-                               .flush_plan = back.plan,
-                               .window = back.window,
-                               .window_length = back.window_length,
-                               .rank = back.root};
-    DerivedOperand in_tmp = owned;
-    in_tmp.into = tmp;
-    in_tmp.packed = back.root != kNone;  // one owner's slices were flattened one after another
+  } else if (copy_back) {  // the owned slices (of one chunk, or of the whole flush)
     e_.copy({.stream = st,
              .dtype = cfg_.cd,
              .slot = back.slot,
-             .src = e_.derived(std::move(in_tmp)),
-             .dst = e_.derived(owned),
-             .label = e_.label(tag, ": copy back")});
-  } else if (copy_back) {  // the rank's owned slices only
-    e_.copy({.stream = st,
-             .dtype = cfg_.cd,
-             .slot = back.slot,
-             .src = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = back.in_tmp}),
-             .dst = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = back.plan}),
+             .src = ops.back_src,
+             .dst = ops.back_dst,
              .label = e_.label(tag, ": copy back")});
   }
   if (flatten) e_.free(tmp, st);
@@ -264,7 +285,7 @@ void IpgBuckets::reduce_chunk(CollectiveKind k, Elements total, std::size_t piec
 
 // The reduce_scatter path's reductions of flush f: CHUNK_GT over all owner slices (one all-reduce
 // per chunk), or, without use_multi_rank_bucket_allreduce, per owner in order of first appearance.
-const std::vector<PlannedReduction>& IpgBuckets::owner_reductions(IpgPass& pass, std::uint32_t f) {
+std::vector<PlannedReduction>& IpgBuckets::owner_reductions(IpgPass& pass, std::uint32_t f) {
   if (pass.reductions.size() != pass.flushes.size()) {
     pass.reductions.assign(pass.flushes.size(), {});
     pass.reductions_ready.assign(pass.flushes.size(), false);
@@ -272,22 +293,19 @@ const std::vector<PlannedReduction>& IpgBuckets::owner_reductions(IpgPass& pass,
   auto& out = pass.reductions[f];
   if (pass.reductions_ready[f]) return out;
   pass.reductions_ready[f] = true;
-  const auto slices = owner_slices(cfg_.plan, cfg_.m, pass.flushes[f].params);
+  owner_slices(cfg_.plan, cfg_.m, pass.flushes[f].params, slices_);
   const PlannedFlush& fl = pass.flushes[f];
   const std::uint32_t bucket =
       fl.extra_large ? module_.grad(fl.params.front()) : ipg_[fl.buffer_index];
+  // CHUNK_GT over `chunk_slices`: a chunk closes once its running total exceeds the bucket size.
   auto add_chunks = [&](const std::vector<BucketSlice>& chunk_slices, std::uint32_t root) {
-    std::vector<Elements> sizes;
-    sizes.reserve(chunk_slices.size());
-    for (const auto& sl : chunk_slices) sizes.push_back(sl.length);
-    for (const auto& [b, e] : chunk_gt(sizes, cfg_.r)) {
-      Elements total = 0;
-      for (std::size_t i = b; i < e; ++i) total += sizes[i];
+    const auto add = [&](std::size_t b, std::size_t e, Elements total) {
       // All owners' slices tile the bucket in order, so an all-reduce chunk is one range; one
       // owner's slices (reduce to it) are a list, the same on every rank.
       Region src = region(bucket, chunk_slices[b].offset, total);
       if (root != kNone && e - b > 1) {
         std::vector<Piece> pieces;
+        pieces.reserve(e - b);
         for (std::size_t i = b; i < e; ++i)
           pieces.push_back({bucket, chunk_slices[i].offset, chunk_slices[i].length});
         src = list_region(e_.list(std::move(pieces)));
@@ -295,21 +313,68 @@ const std::vector<PlannedReduction>& IpgBuckets::owner_reductions(IpgPass& pass,
       const Elements span =
           chunk_slices[e - 1].offset + chunk_slices[e - 1].length - chunk_slices[b].offset;
       out.push_back({total, chunk_slices[b].offset, span, e - b, root, src});
+    };
+    std::size_t begin = 0;
+    Elements total = 0;
+    for (std::size_t i = 0; i < chunk_slices.size(); ++i) {
+      total += chunk_slices[i].length;
+      if (total > cfg_.r) {
+        add(begin, i + 1, total);
+        begin = i + 1;
+        total = 0;
+      }
     }
+    if (begin < chunk_slices.size()) add(begin, chunk_slices.size(), total);
   };
   if (cfg_.multi_rank) {
-    add_chunks(slices, kNone);
+    add_chunks(slices_, kNone);
     return out;
   }
   std::vector<std::uint32_t> owner_order;
   std::map<std::uint32_t, std::vector<BucketSlice>> by_owner;
-  for (const auto& sl : slices) {
+  for (const auto& sl : slices_) {
     auto [it, fresh] = by_owner.try_emplace(sl.owner);
     if (fresh) owner_order.push_back(sl.owner);
     it->second.push_back(sl);
   }
   for (std::uint32_t k : owner_order) add_chunks(by_owner[k], k);
   return out;
+}
+
+CopyBack IpgBuckets::copy_back_of(IpgPass& pass, std::uint32_t f, PlannedReduction& red,
+                                  std::size_t reductions, const std::string& tag) {
+  const bool to_owner = red.root != kNone;
+  const bool flattened = red.pieces > 1 || cfg_.cd != cfg_.lp;  // else reduced in place
+  if (flattened && (to_owner || reductions > 1)) {
+    // One chunk of several, or one owner's slices: each rank copies back what it owns there
+    // (allreduce_and_copy_with_multiple_ranks), the root what it was reduced to (X4).
+    return {
+        .copied = true,
+        .slot = slots_.owned_chunk(
+            concat({tag, ": owned slices at bucket positions [", std::to_string(red.offset), ", ",
+                    std::to_string(red.offset + red.span), ")", to_owner ? " on rank " : "",
+                    to_owner ? std::to_string(red.root) : std::string()}),
+            pass.slot_pass, f, red.offset, red.span, red.root),
+        .plan = pass.flush_plan[f],
+        .window = red.offset,
+        .window_length = red.span,
+        .root = red.root};
+  }
+  if (!to_owner && reductions == 1 && pass.owned_slot[f] != kNone) {
+    // The flush's one all-reduce: each rank copies back the slices it owns (X4), from the
+    // temporary at their bucket offset less the chunk's.
+    FlushPlan in_tmp;
+    const std::uint32_t tmp = e_.temp("reduction temp", red.total, cfg_.cd);
+    red.ops.tmp = tmp;  // the temporary reduce_chunk flattens into (the same name and size)
+    in_tmp.entries.reserve(pass.entries[f].size());
+    for (const FlushEntry& en : pass.entries[f])
+      in_tmp.entries.push_back({en.tensor, tmp, en.offset - red.offset});
+    return {.copied = true,
+            .slot = pass.owned_slot[f],
+            .plan = pass.flush_plan[f],
+            .in_tmp = e_.flush_plan(std::move(in_tmp))};
+  }
+  return {};
 }
 
 void IpgBuckets::reduce_contiguous(IpgPass& pass, std::uint32_t f, Stream st,
@@ -329,39 +394,16 @@ void IpgBuckets::reduce_contiguous(IpgPass& pass, std::uint32_t f, Stream st,
                  {.copied = true});
     return;
   }
-  const auto& reductions = owner_reductions(pass, f);
-  for (const PlannedReduction& red : reductions) {
+  auto& reductions = owner_reductions(pass, f);
+  for (PlannedReduction& red : reductions) {
     const bool to_owner = red.root != kNone;
     if (to_owner && cfg_.overlap) e_.sync(e_.label(tag, ": synchronize before reduce"));
-    CopyBack back;
-    const bool flattened = red.pieces > 1 || cfg_.cd != cfg_.lp;  // else reduced in place
-    if (flattened && (to_owner || reductions.size() > 1)) {
-      // One chunk of several, or one owner's slices: each rank copies back what it owns there
-      // (allreduce_and_copy_with_multiple_ranks), the root what it was reduced to (X4).
-      back = {.copied = true,
-              .slot = slots_.owned_chunk(
-                  tag + ": owned slices at bucket positions [" + std::to_string(red.offset) + ", " +
-                      std::to_string(red.offset + red.span) + ")" +
-                      (to_owner ? " on rank " + std::to_string(red.root) : std::string()),
-                  fl.params, red.offset, red.span, red.root),
-              .plan = pass.flush_plan[f],
-              .window = red.offset,
-              .window_length = red.span,
-              .root = red.root};
-    } else if (!to_owner && reductions.size() == 1 && pass.owned_slot[f] != kNone) {
-      // The flush's one all-reduce: each rank copies back the slices it owns (X4), from the
-      // temporary at their bucket offset less the chunk's.
-      FlushPlan in_tmp;
-      const std::uint32_t tmp = e_.temp("reduction temp", red.total, cfg_.cd);
-      for (const FlushEntry& en : pass.entries[f])
-        in_tmp.entries.push_back({en.tensor, tmp, en.offset - red.offset});
-      back = {.copied = true,
-              .slot = pass.owned_slot[f],
-              .plan = pass.flush_plan[f],
-              .in_tmp = e_.flush_plan(std::move(in_tmp))};
+    if (!red.emitted) {  // the slot and plans of the copy-back, registered once
+      red.emitted = true;
+      red.back = copy_back_of(pass, f, red, reductions.size(), tag);
     }
     reduce_chunk(to_owner ? CollectiveKind::Reduce : CollectiveKind::AllReduce, red.total,
-                 red.pieces, st, tag, seq, red.src, red.root, back);
+                 red.pieces, st, tag, seq, red.src, red.root, red.back, &red.ops);
   }
 }
 
@@ -388,6 +430,16 @@ void IpgBuckets::drop_deferred(Stream st) {
   for (const auto& [b, plan] : deferred_retained_) e_.adopt(b, plan, st);
   deferred_grad_frees_.clear();
   deferred_retained_.clear();
+}
+
+// Flush f's piece of grads_in_partition set `set`, interned once per pass.
+Region IpgBuckets::partition_grads(IpgPass& pass, std::uint32_t set, std::uint32_t f) {
+  auto& cache = pass.gip_dst[set];
+  if (cache.size() != pass.flushes.size()) cache.assign(pass.flushes.size(), Region{});
+  if (cache[f].empty())
+    cache[f] = e_.derived(
+        {.kind = DerivedKind::PartitionGrads, .pass = pass.grad_pass, .set = set, .flush = f});
+  return cache[f];
 }
 
 void IpgBuckets::flush(IpgPass& pass, std::uint32_t f, std::uint32_t set, bool boundary,
@@ -423,10 +475,7 @@ void IpgBuckets::flush(IpgPass& pass, std::uint32_t f, std::uint32_t set, bool b
                .dtype = cfg_.lp,
                .slot = pass.copy_slot[f],
                .src = touched,
-               .dst = e_.derived({.kind = DerivedKind::PartitionGrads,
-                                  .pass = pass.grad_pass,
-                                  .set = set,
-                                  .flush = f}),
+               .dst = partition_grads(pass, set, f),
                .label = e_.label(tag, ": copy the rank's grads into grads_in_partition")});
     }
   } else if (cfg_.stage == 2) {

@@ -6,9 +6,8 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <string>
-#include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -34,7 +33,12 @@ enum class SlotKind : std::uint8_t {
 struct SlotDef {
   SlotKind kind = SlotKind::Touching;
   std::string name;
-  std::vector<std::uint32_t> params;
+  std::vector<std::uint32_t> params;  ///< unless `shared`
+  /// A pass's flush list in the table (SlotTable::passes) instead of a copy in `params`.
+  const std::vector<std::uint32_t>* shared = nullptr;
+  const std::vector<std::uint32_t>& param_list() const {
+    return shared != nullptr ? *shared : params;
+  }
   std::uint32_t group = 0;
   std::uint32_t pass = 0;
   std::uint32_t flush = 0;
@@ -46,12 +50,19 @@ struct SlotDef {
 /// shared (identical micro-steps reuse their slots).
 class SlotTable {
  public:
+  SlotTable() = default;
+  SlotTable(const SlotTable&) = delete;  // slots point into passes_
+  SlotTable& operator=(const SlotTable&) = delete;
+
   std::uint32_t touching(std::string name, std::vector<std::uint32_t> params);
-  std::uint32_t owned_slice(std::string name, std::vector<std::uint32_t> params);
-  /// The owned slices of one reduction chunk: bucket positions [window, window + length), on
-  /// rank `owner` only unless kNone.
-  std::uint32_t owned_chunk(std::string name, std::vector<std::uint32_t> params, Elements window,
-                            Elements length, std::uint32_t owner);
+  /// The same over flush `flush` of pass `pass` (add_pass), which the slot refers to: a flush's
+  /// slots share its list instead of copying it.
+  std::uint32_t flush_touching(std::string name, std::uint32_t pass, std::uint32_t flush);
+  std::uint32_t flush_owned_slice(std::string name, std::uint32_t pass, std::uint32_t flush);
+  /// The owned slices of one reduction chunk of flush `flush` of pass `pass`: bucket positions
+  /// [window, window + length), on rank `owner` only unless kNone.
+  std::uint32_t owned_chunk(std::string name, std::uint32_t pass, std::uint32_t flush,
+                            Elements window, Elements length, std::uint32_t owner);
   std::uint32_t padding();
   std::uint32_t flat_copy(std::uint32_t group);
   /// Registers a pass's flush lists; returns its id for first_touch.
@@ -59,15 +70,15 @@ class SlotTable {
   std::uint32_t first_touch(std::string name, std::uint32_t pass, std::uint32_t flush);
 
   const std::vector<SlotDef>& defs() const { return defs_; }
+  /// The slots' names (meta slot_names), moved out: the table keeps the definitions only.
+  std::vector<std::string> take_names() { return std::move(names_); }
   const std::vector<std::vector<std::vector<std::uint32_t>>>& passes() const { return passes_; }
 
  private:
   std::uint32_t add(SlotDef d);
-  std::vector<SlotDef> defs_;
-  std::map<std::tuple<SlotKind, std::vector<std::uint32_t>, std::uint32_t, std::uint32_t,
-                      std::uint32_t, Elements, Elements, std::uint32_t>,
-           std::uint32_t>
-      index_;
+  std::vector<SlotDef> defs_;  ///< names moved to names_ (SlotDef::name is empty here)
+  std::vector<std::string> names_;
+  std::unordered_multimap<std::uint64_t, std::uint32_t> index_;  ///< hash of a definition -> id
   std::vector<std::vector<std::vector<std::uint32_t>>> passes_;
 };
 
@@ -98,18 +109,6 @@ struct PlannedInsert {
   bool copied = false;  ///< copied into the IPG buffer (contiguous and n <= R)
 };
 
-/// One reduction of a flush with reduce_scatter: `total` elements gathered from `pieces` owner
-/// slices, all-reduced (root kNone) or reduced to rank `root` (its index in the world
-/// communicator).
-struct PlannedReduction {
-  Elements total = 0;
-  Elements offset = 0;  ///< bucket offset of the first slice (the input when `pieces` is 1)
-  Elements span = 0;    ///< bucket positions from `offset` to the last slice's end
-  std::size_t pieces = 0;
-  std::uint32_t root = kNone;
-  Region src{};  ///< the slices in the bucket: one range (all-reduce) or a list (one owner's)
-};
-
 /// Where a flattened reduction's result goes back (X4): DeepSpeed copies the temporary back after
 /// the collective (§4.4): every rank the whole tensor (the cast back to LP without reduce_scatter,
 /// gradient_reduction_w_predivide, stage_1_and_2.py:1285-1286 at edaa722; each gradient of a
@@ -127,6 +126,33 @@ struct CopyBack {
   std::uint32_t in_tmp = kNone;  ///< the same entries at their offsets in the temporary
   Elements window = 0, window_length = 0;  ///< a chunk's bucket positions (length 0: all)
   std::uint32_t root = kNone;              ///< a reduce's root: only it copies back
+};
+
+/// The operands reduce_chunk interns for one reduction (its temporary, the copy-back's source and
+/// destination), kept from its first emission: every micro-step and step that repeats the flush
+/// emits the same ones, and interning them again (a string-keyed temporary, two hashed derived
+/// operands) was most of a repeated flush's cost.
+struct ChunkOperands {
+  bool ready = false;
+  std::uint32_t tmp = kNone;  ///< the flatten temporary (kNone: reduced in place)
+  Region back_src{}, back_dst{};
+};
+
+/// One reduction of a flush with reduce_scatter: `total` elements gathered from `pieces` owner
+/// slices, all-reduced (root kNone) or reduced to rank `root` (its index in the world
+/// communicator).
+struct PlannedReduction {
+  Elements total = 0;
+  Elements offset = 0;  ///< bucket offset of the first slice (the input when `pieces` is 1)
+  Elements span = 0;    ///< bucket positions from `offset` to the last slice's end
+  std::size_t pieces = 0;
+  std::uint32_t root = kNone;
+  Region src{};  ///< the slices in the bucket: one range (all-reduce) or a list (one owner's)
+  /// Set by the first emission and reused by the later ones: where the result goes back (its
+  /// slot and flush plans registered once) and the interned operands.
+  bool emitted = false;
+  CopyBack back{};
+  ChunkOperands ops{};
 };
 
 /// One backward's (or boundary pass's) bucket history. The last flush is the epilogue's (possibly
@@ -148,12 +174,15 @@ struct IpgPass {
   std::vector<std::uint32_t> flush_plan;
   /// Its Schedule::grad_passes entry (contiguous gradients without offload: grads_in_partition).
   std::uint32_t grad_pass = kNone;
-  std::uint32_t offload = kNone;   ///< its CpuOffload record (kNone: no optimizer offload)
-  std::uint32_t all_slot = kNone;  ///< Touching(params)
+  std::uint32_t offload = kNone;    ///< its CpuOffload record (kNone: no optimizer offload)
+  std::uint32_t all_slot = kNone;   ///< Touching(params)
+  std::uint32_t slot_pass = kNone;  ///< its SlotTable pass (the flush lists its slots share)
   /// Per flush: its owner-slice reductions, computed once (O(ranks touched)) and reused by every
   /// micro-step and step that repeats the pass.
   std::vector<std::vector<PlannedReduction>> reductions;
   std::vector<bool> reductions_ready;
+  /// [set][flush]: the PartitionGrads operand of the post-flush copy (empty until first used).
+  std::array<std::vector<Region>, 2> gip_dst;
 };
 
 /// Plans the bucket for params inserted in `order` (zero-size params are ignored, §4.3): strict
@@ -168,9 +197,9 @@ struct BucketSlice {
   Elements length = 0;
 };
 /// OWNER_SLICES: params in insertion order, owners in offset order, adjacent same-owner slices
-/// merged.
-std::vector<BucketSlice> owner_slices(const PartitionPlan& plan, const ModelDesc& m,
-                                      const std::vector<std::uint32_t>& params);
+/// merged. Written into `out` (cleared first).
+void owner_slices(const PartitionPlan& plan, const ModelDesc& m,
+                  const std::vector<std::uint32_t>& params, std::vector<BucketSlice>& out);
 /// CHUNK_GT: [begin, end) index ranges; a chunk closes once its running total exceeds `limit`.
 std::vector<std::pair<std::size_t, std::size_t>> chunk_gt(const std::vector<Elements>& sizes,
                                                           Elements limit);

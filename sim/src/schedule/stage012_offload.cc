@@ -141,15 +141,15 @@ void CpuOffload::post_flush(std::uint32_t id, std::uint32_t owned_slot,
         r.b8_live[p] = true;
       }
       if (ds_micro > 0) {
-        const std::uint32_t h2d =
-            e_.copy({.kind = OpKind::HostToDevice,
-                     .stream = Stream::H2D,
-                     .dtype = cfg_.lp,
-                     .slot = slot,
-                     .src = region(r.b8_buf[p]),
-                     .dst = region(b6_),
-                     .after = cfg_.produced_on(),
-                     .label = "accumulated grad of " + cfg_.pname(p) + " to GPU (B8 -> B6)"});
+        const std::uint32_t h2d = e_.copy(
+            {.kind = OpKind::HostToDevice,
+             .stream = Stream::H2D,
+             .dtype = cfg_.lp,
+             .slot = slot,
+             .src = region(r.b8_buf[p]),
+             .dst = region(b6_),
+             .after = cfg_.produced_on(),
+             .label = e_.label("accumulated grad of ", cfg_.pname(p), " to GPU (B8 -> B6)")});
         e_.copy({.stream = st,
                  .dtype = cfg_.lp,
                  .slot = slot,
@@ -157,7 +157,7 @@ void CpuOffload::post_flush(std::uint32_t id, std::uint32_t owned_slot,
                  .dst = grad,
                  .mode = CopyMode::Add,
                  .deps = {h2d},
-                 .label = "add accumulated grad of " + cfg_.pname(p)});
+                 .label = e_.label("add accumulated grad of ", cfg_.pname(p))});
       }
       if (to_cpu)
         e_.copy({.kind = OpKind::DeviceToHost,
@@ -167,19 +167,26 @@ void CpuOffload::post_flush(std::uint32_t id, std::uint32_t owned_slot,
                  .src = grad,
                  .dst = region(r.b8_buf[p]),
                  .after = cfg_.produced_on(),
-                 .label = "grad of " + cfg_.pname(p) + " to CPU accumulator (B8)"});
+                 .label = e_.label("grad of ", cfg_.pname(p), " to CPU accumulator (B8)")});
     }
   }
-  if (boundary)
-    e_.copy({.kind = OpKind::DeviceToHost,
-             .stream = Stream::D2H,
-             .dtype = cfg_.mw,
-             .slot = owned_slot,  // each owned slice into its group's B4, cast to MW
-             .src = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = flush_plan}),
-             .dst = e_.derived(
-                 {.kind = DerivedKind::OwnedPartition, .flush_plan = flush_plan, .buffers = b4_}),
-             .after = cfg_.produced_on(),
-             .label = "owned gradient slices to fp32 CPU partition (B4)"});
+  if (!boundary) return;
+  // The D2H's operands, interned once per flush plan (every step repeats them).
+  if (flush_plan >= b4_copy_.size()) b4_copy_.resize(flush_plan + 1);
+  auto& [owned, partition] = b4_copy_[flush_plan];
+  if (owned.empty()) {
+    owned = e_.derived({.kind = DerivedKind::OwnedGrads, .flush_plan = flush_plan});
+    partition =
+        e_.derived({.kind = DerivedKind::OwnedPartition, .flush_plan = flush_plan, .buffers = b4_});
+  }
+  e_.copy({.kind = OpKind::DeviceToHost,
+           .stream = Stream::D2H,
+           .dtype = cfg_.mw,
+           .slot = owned_slot,  // each owned slice into its group's B4, cast to MW
+           .src = owned,
+           .dst = partition,
+           .after = cfg_.produced_on(),
+           .label = e_.label("owned gradient slices to fp32 CPU partition (B4)")});
 }
 
 void CpuOffload::copy_back(std::size_t g, Elements s, std::uint32_t master, std::uint32_t flat) {

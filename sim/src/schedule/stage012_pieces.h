@@ -23,14 +23,27 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "schedule/stage012_internal.h"
 
 namespace zerosim::schedule::s12 {
+
+/// `parts` joined, in one allocation (an operator+ chain reallocates at every step): the builder
+/// names a few slots and buffers per flush.
+inline std::string concat(std::initializer_list<std::string_view> parts) {
+  std::size_t n = 0;
+  for (std::string_view p : parts) n += p.size();
+  std::string out;
+  out.reserve(n);
+  for (std::string_view p : parts) out += p;
+  return out;
+}
 
 /// A buffer of the pieces: `numel` elements on every rank, or with `slot` the role's value of that
 /// slot (then numel is 0); `persistent`: lives to the end once allocated.
@@ -206,6 +219,9 @@ class CpuOffload {
   Emitter& e_;
   SlotTable& slots_;
   std::vector<std::uint32_t> b4_, b5_;
+  /// Per flush plan: the OwnedGrads and OwnedPartition operands of its D2H into B4 (empty: not
+  /// interned yet).
+  std::vector<std::pair<Region, Region>> b4_copy_;
   std::uint32_t b6_ = kNone, b7_ = kNone;
   std::uint32_t temp_bit16_ = kNone;  ///< the live temp_buffer_bit16 (init, pinned only)
   std::vector<PassRecord> passes_;
@@ -273,15 +289,20 @@ class IpgBuckets {
 
  private:
   void flush(IpgPass& pass, std::uint32_t f, std::uint32_t set, bool boundary, std::uint32_t micro);
+  Region partition_grads(IpgPass& pass, std::uint32_t set, std::uint32_t f);
   /// Applies the deferred drops of a non-contiguous overlapped flush (next flush or epilogue).
   void drop_deferred(Stream st);
   std::uint32_t flush_collective(CollectiveKind k, Elements numel, Stream st,
                                  const std::string& tag, std::uint32_t seq, Region src,
                                  std::uint32_t root = kNone, Region dst = {});
+  /// `cached`: the reduction's operands from its first emission (filled then), or null.
   void reduce_chunk(CollectiveKind k, Elements total, std::size_t pieces, Stream st,
                     const std::string& tag, std::uint32_t seq, Region src, std::uint32_t root,
-                    const CopyBack& back = {});
-  const std::vector<PlannedReduction>& owner_reductions(IpgPass& pass, std::uint32_t f);
+                    const CopyBack& back = {}, ChunkOperands* cached = nullptr);
+  std::vector<PlannedReduction>& owner_reductions(IpgPass& pass, std::uint32_t f);
+  /// Where reduction `red` of flush f goes back (X4), registered at its first emission.
+  CopyBack copy_back_of(IpgPass& pass, std::uint32_t f, PlannedReduction& red,
+                        std::size_t reductions, const std::string& tag);
   void reduce_contiguous(IpgPass& pass, std::uint32_t f, Stream st, const std::string& tag,
                          std::uint32_t seq);
   void reduce_fallback(const PlannedFlush& fl, Stream st, const std::string& tag,
@@ -293,7 +314,8 @@ class IpgBuckets {
   EngineModule& module_;
   CpuOffload& offload_;
   AveragedGradients& averaged_;
-  std::vector<std::uint32_t> ipg_;  ///< T2 buffers (1, or 2 with overlap)
+  std::vector<std::uint32_t> ipg_;   ///< T2 buffers (1, or 2 with overlap)
+  std::vector<BucketSlice> slices_;  ///< owner_reductions' scratch (one flush's owner slices)
   bool ipg_live_ = false;
   bool ready_for_gradients_ = false;  ///< S12 flag: IPG set up by the first hook of a backward
   std::uint32_t flush_seq_ = 0;       ///< next flush number (Op::bucket)

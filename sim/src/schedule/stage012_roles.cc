@@ -9,8 +9,6 @@
 // every param (plus the padding ranks of each group). Values are evaluated per segment by sweeps
 // over those events, and segments with equal value vectors share a role.
 #include <algorithm>
-#include <map>
-#include <tuple>
 #include <unordered_map>
 
 #include "schedule/stage012_internal.h"
@@ -18,14 +16,29 @@
 
 namespace zerosim::schedule::s12 {
 
+// Slots are interned by a hash of their definition (equal definitions confirmed field by field):
+// an ordered map keyed by a tuple holding a copy of the params cost a vector copy per lookup.
 std::uint32_t SlotTable::add(SlotDef d) {
-  auto key = std::make_tuple(d.kind, d.params, d.group, d.pass, d.flush, d.window, d.window_length,
-                             d.owner);
-  auto it = index_.find(key);
-  if (it != index_.end()) return it->second;
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a style over the definition's fields
+  const auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+  for (std::uint64_t v : {std::uint64_t{static_cast<std::uint8_t>(d.kind)}, std::uint64_t{d.group},
+                          std::uint64_t{d.pass}, std::uint64_t{d.flush}, std::uint64_t{d.window},
+                          std::uint64_t{d.window_length}, std::uint64_t{d.owner}})
+    mix(v);
+  const std::vector<std::uint32_t>& params = d.param_list();
+  for (std::uint32_t p : params) mix(p);
+  for (auto [it, end] = index_.equal_range(h); it != end; ++it) {
+    const SlotDef& o = defs_[it->second];
+    if (o.kind == d.kind && o.group == d.group && o.pass == d.pass && o.flush == d.flush &&
+        o.window == d.window && o.window_length == d.window_length && o.owner == d.owner &&
+        o.param_list() == params)
+      return it->second;
+  }
   const auto id = static_cast<std::uint32_t>(defs_.size());
+  names_.push_back(std::move(d.name));
+  d.name.clear();
   defs_.push_back(std::move(d));
-  index_.emplace(std::move(key), id);
+  index_.emplace(h, id);
   return id;
 }
 
@@ -37,20 +50,29 @@ std::uint32_t SlotTable::touching(std::string name, std::vector<std::uint32_t> p
   return add(std::move(d));
 }
 
-std::uint32_t SlotTable::owned_slice(std::string name, std::vector<std::uint32_t> params) {
+std::uint32_t SlotTable::flush_touching(std::string name, std::uint32_t pass, std::uint32_t flush) {
   SlotDef d;
-  d.kind = SlotKind::OwnedSlice;
+  d.kind = SlotKind::Touching;
   d.name = std::move(name);
-  d.params = std::move(params);
+  d.shared = &passes_[pass][flush];
   return add(std::move(d));
 }
 
-std::uint32_t SlotTable::owned_chunk(std::string name, std::vector<std::uint32_t> params,
+std::uint32_t SlotTable::flush_owned_slice(std::string name, std::uint32_t pass,
+                                           std::uint32_t flush) {
+  SlotDef d;
+  d.kind = SlotKind::OwnedSlice;
+  d.name = std::move(name);
+  d.shared = &passes_[pass][flush];
+  return add(std::move(d));
+}
+
+std::uint32_t SlotTable::owned_chunk(std::string name, std::uint32_t pass, std::uint32_t flush,
                                      Elements window, Elements length, std::uint32_t owner) {
   SlotDef d;
   d.kind = SlotKind::OwnedSlice;
   d.name = std::move(name);
-  d.params = std::move(params);
+  d.shared = &passes_[pass][flush];
   d.window = window;
   d.window_length = length;
   d.owner = owner;
@@ -127,10 +149,11 @@ Span window_of(Span sp, Elements base, Elements w, Elements len) {
 
 // Calls f(span) for each param of a windowed OwnedSlice slot: its part inside the window.
 template <class F>
-void for_each_window_span(const ModelDesc& m, const PartitionPlan& plan, const SlotDef& d, F f) {
+void for_each_window_span(const ModelDesc& m, const std::vector<Span>& spans, const SlotDef& d,
+                          F f) {
   Elements base = 0;
-  for (std::uint32_t p : d.params) {
-    const Span sp = span_of(plan, m, p);
+  for (std::uint32_t p : d.param_list()) {
+    const Span& sp = spans[p];
     if (sp.valid && sp.n > 0) f(window_of(sp, base, d.window, d.window_length));
     base += m.params[p].numel;
   }
@@ -138,7 +161,8 @@ void for_each_window_span(const ModelDesc& m, const PartitionPlan& plan, const S
 
 class Segments {
  public:
-  Segments(const ModelDesc& m, const PartitionPlan& plan, const SlotTable& slots)
+  Segments(const ModelDesc& m, const PartitionPlan& plan, const std::vector<Span>& spans,
+           const SlotTable& slots)
       : world_(plan.world) {
     starts_.push_back(0);
     auto add = [&](std::uint64_t r) {
@@ -151,7 +175,7 @@ class Segments {
       add(std::uint64_t{sp.hi} + 1);
     };
     for (std::uint32_t p = 0; p < m.params.size(); ++p) {
-      const Span sp = span_of(plan, m, p);
+      const Span& sp = spans[p];
       if (!sp.valid) continue;
       add_span(sp);
     }
@@ -164,7 +188,7 @@ class Segments {
         add(std::uint64_t{d.owner} + 1);
       }
       if (d.window_length > 0)
-        for_each_window_span(m, plan, d, [&](const Span& sp) {
+        for_each_window_span(m, spans, d, [&](const Span& sp) {
           if (sp.n > 0) add_span(sp);
         });
     }
@@ -174,8 +198,23 @@ class Segments {
       add(rp);
       add(rp + 1);
     }
-    std::sort(starts_.begin(), starts_.end());
-    starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
+    if (world_ > 0 && world_ <= 8 * starts_.size()) {
+      // Few ranks per breakpoint (a large model on ~1000 ranks): a mark per rank instead of
+      // sorting ~4 breakpoints per param, and with it the segment of every rank (O(1) `at`,
+      // which the value sweeps call a few times per param and slot).
+      std::vector<std::uint8_t> mark(world_, 0);
+      for (std::uint32_t r : starts_) mark[r] = 1;
+      starts_.clear();
+      dense_.resize(std::size_t{world_} + 1);
+      for (std::uint32_t r = 0; r < world_; ++r) {
+        dense_[r] = static_cast<std::uint32_t>(starts_.size());  // segments starting before r
+        if (mark[r] != 0) starts_.push_back(r);
+      }
+      dense_[world_] = static_cast<std::uint32_t>(starts_.size());
+    } else {
+      std::sort(starts_.begin(), starts_.end());
+      starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
+    }
   }
   std::size_t size() const { return starts_.size(); }
   std::uint32_t first(std::size_t i) const { return starts_[i]; }
@@ -185,6 +224,7 @@ class Segments {
   /// Segment starting at rank r (r must be a breakpoint) or size() for r >= W.
   std::size_t at(std::uint64_t r) const {
     if (r >= world_) return starts_.size();
+    if (!dense_.empty()) return dense_[r];
     return static_cast<std::size_t>(std::lower_bound(starts_.begin(), starts_.end(), r) -
                                     starts_.begin());
   }
@@ -192,6 +232,7 @@ class Segments {
  private:
   std::uint32_t world_;
   std::vector<std::uint32_t> starts_;
+  std::vector<std::uint32_t> dense_;  ///< per rank: the first segment starting at or after it
 };
 
 Elements padding_of(const PartitionPlan& plan, std::uint32_t rank) {
@@ -229,9 +270,9 @@ class SparseSlots {
     friend bool operator==(const Entry&, const Entry&) = default;
   };
 
-  SparseSlots(const ModelDesc& m, const PartitionPlan& plan, const SlotTable& slots,
-              const Segments& seg)
-      : m_(m), plan_(plan), seg_(seg), n_(seg.size()), acc_(n_, 0), marked_(n_, 0) {
+  SparseSlots(const ModelDesc& m, const PartitionPlan& plan, const std::vector<Span>& spans,
+              const SlotTable& slots, const Segments& seg)
+      : m_(m), plan_(plan), spans_(spans), seg_(seg), n_(seg.size()), acc_(n_, 0), marked_(n_, 0) {
     fill(slots);
     transpose();
   }
@@ -265,7 +306,7 @@ class SparseSlots {
   }
   void add_touching(const std::vector<std::uint32_t>& params) {
     for (std::uint32_t p : params) {
-      const Span sp = span_of(plan_, m_, p);
+      const Span& sp = spans_[p];
       if (!sp.valid || sp.n == 0) continue;
       add_range(seg_.at(sp.lo), seg_.at(std::uint64_t{sp.hi} + 1), sp.n);
     }
@@ -292,11 +333,11 @@ class SparseSlots {
   }
   void add_owned(const SlotDef& d) {
     if (d.window_length > 0) {
-      for_each_window_span(m_, plan_, d, [&](const Span& sp) { add_owned_span(sp, d.owner); });
+      for_each_window_span(m_, spans_, d, [&](const Span& sp) { add_owned_span(sp, d.owner); });
       return;
     }
-    for (std::uint32_t p : d.params) {
-      const Span sp = span_of(plan_, m_, p);
+    for (std::uint32_t p : d.param_list()) {
+      const Span& sp = spans_[p];
       if (sp.valid) add_owned_span(sp, d.owner);
     }
   }
@@ -311,7 +352,7 @@ class SparseSlots {
       const auto& flushes = slots.passes()[ps];
       for (std::size_t f = 0; f < flushes.size(); ++f) {
         for (std::uint32_t p : flushes[f]) {
-          const Span sp = span_of(plan_, m_, p);
+          const Span& sp = spans_[p];
           if (!sp.valid || sp.n == 0) continue;
           const std::size_t to = seg_.at(std::uint64_t{sp.hi} + 1);
           for (std::size_t i = seg_.at(sp.lo); i < to; ++i)
@@ -319,13 +360,40 @@ class SparseSlots {
         }
       }
     }
-    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> first_touch_slot;
+    // FirstTouch values: grads_in_partition of the segment, in the slot of its first flush. The
+    // segments of each (pass, flush) are listed once (a counting sort by first flush, segments
+    // ascending), so every slot's values are appended in slot order like the others'.
+    std::vector<std::vector<std::uint32_t>> by_first_start(first_flush.size());
+    std::vector<std::vector<std::uint32_t>> by_first(first_flush.size());
+    std::vector<Elements> gip;
+    const auto first_touch = [&](const SlotDef& d, std::uint32_t slot) {
+      if (d.pass >= first_flush.size()) return;
+      auto& start = by_first_start[d.pass];
+      auto& list = by_first[d.pass];
+      if (start.empty()) {  // this pass's segments by first flush
+        const auto& ff = first_flush[d.pass];
+        start.assign(slots.passes()[d.pass].size() + 2, 0);
+        for (std::uint32_t f : ff)
+          if (f != kNone) ++start[f + 2];
+        for (std::size_t f = 2; f < start.size(); ++f) start[f] += start[f - 1];
+        list.resize(start.back());
+        for (std::size_t i = 0; i < n_; ++i)
+          if (ff[i] != kNone) list[start[ff[i] + 1]++] = static_cast<std::uint32_t>(i);
+      }
+      if (gip.empty()) {
+        gip.resize(n_);
+        for (std::size_t i = 0; i < n_; ++i) gip[i] = plan_.grads_in_partition(seg_.first(i));
+      }
+      if (std::size_t{d.flush} + 1 >= start.size()) return;
+      for (std::uint32_t j = start[d.flush]; j < start[d.flush + 1]; ++j)
+        if (const std::uint32_t i = list[j]; gip[i] != 0) by_slot_.push_back({i, slot, gip[i]});
+    };
     for (std::size_t k = 0; k < defs.size(); ++k) {
       const SlotDef& d = defs[k];
       const auto slot = static_cast<std::uint32_t>(k);
       switch (d.kind) {
         case SlotKind::Touching:
-          add_touching(d.params);
+          add_touching(d.param_list());
           flush_column(slot);
           break;
         case SlotKind::OwnedSlice:
@@ -343,29 +411,15 @@ class SparseSlots {
               by_slot_.push_back({static_cast<std::uint32_t>(i), slot, v});
           break;
         case SlotKind::FirstTouch:
-          first_touch_slot.emplace(std::make_pair(d.pass, d.flush), slot);
+          first_touch(d, slot);
           break;
-      }
-    }
-    // FirstTouch values: grads_in_partition of the segment, in the slot of its first flush.
-    if (first_touch_slot.empty()) return;
-    std::vector<Elements> gip(n_);
-    for (std::size_t i = 0; i < n_; ++i) gip[i] = plan_.grads_in_partition(seg_.first(i));
-    for (std::size_t ps = 0; ps < first_flush.size(); ++ps) {
-      for (std::size_t i = 0; i < n_; ++i) {
-        if (first_flush[ps][i] == kNone || gip[i] == 0) continue;
-        const auto it = first_touch_slot.find({static_cast<std::uint32_t>(ps), first_flush[ps][i]});
-        if (it != first_touch_slot.end())
-          by_slot_.push_back({static_cast<std::uint32_t>(i), it->second, gip[i]});
       }
     }
   }
 
-  // Groups the values by segment (a counting sort), each segment's in slot order.
-  // by_slot_ is in slot order but for the FirstTouch values, appended last.
+  // Groups the values by segment (a counting sort), each segment's in slot order: by_slot_ is in
+  // slot order already (every slot's values are appended when the slot is visited).
   void transpose() {
-    std::stable_sort(by_slot_.begin(), by_slot_.end(),
-                     [](const Cell& a, const Cell& b) { return a.slot < b.slot; });
     row_start_.assign(n_ + 1, 0);
     for (const Cell& c : by_slot_) ++row_start_[c.segment + 1];
     for (std::size_t i = 0; i < n_; ++i) row_start_[i + 1] += row_start_[i];
@@ -382,6 +436,7 @@ class SparseSlots {
   };
   const ModelDesc& m_;
   const PartitionPlan& plan_;
+  const std::vector<Span>& spans_;  // per param
   const Segments& seg_;
   std::size_t n_;
   std::vector<Elements> acc_;           // per segment: the column being accumulated
@@ -396,11 +451,14 @@ class SparseSlots {
 
 std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan,
                                     const SlotTable& slots, Diagnostics& diags) {
-  const Segments seg(m, plan, slots);
+  // Every param's span, computed once: the breakpoints and every slot's sweep read them.
+  std::vector<Span> spans(m.params.size());
+  for (std::uint32_t p = 0; p < m.params.size(); ++p) spans[p] = span_of(plan, m, p);
+  const Segments seg(m, plan, spans, slots);
   // RankRole keeps a dense value per slot: a model of 10^15 parameters in thousands of tensors at
   // 2^20 ranks asked for tens of GB of them. Refused up front instead.
   if (!check_role_table(seg.size(), slots.defs().size(), plan.world, diags)) return {};
-  const SparseSlots values(m, plan, slots, seg);
+  const SparseSlots values(m, plan, spans, slots, seg);
   const std::size_t n = seg.size(), slot_count = slots.defs().size();
   // Segments with equal value vectors share a role, numbered by first segment. Grouped by a hash
   // of the non-zero values (equal vectors confirmed value by value), not an ordered map of
