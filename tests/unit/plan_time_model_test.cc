@@ -65,7 +65,8 @@ std::string tmp(const std::string& name) {
 // measured (as calibration_test.cc makes one), with the shipped nccl-tests all-reduce table.
 std::string calibration_file() {
   static const std::string path = [] {
-    const std::string sim = tmp("sim.json"), measured = tmp("measured.json"), cal = tmp("cal.json");
+    const std::string sim = tmp("sim.json"), measured = tmp("measured.json");
+    std::string cal = tmp("cal.json");
     const auto s = run_cli("simulate --scenario " + std::string(ZEROSIM_SOURCE_DIR) +
                            "/scenarios/gpt2-xl_zero2_8xa100.json --gpu H100-SXM-80GB "
                            "--efficiency 0.3 --trace " +
