@@ -129,6 +129,7 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     const std::string given = apply_cluster_link_flags(args.value(), req.cluster, links);
     if (report(links, err)) return kExitInvalidInput;
     if (!given.empty()) req.base.notes.push_back("cluster links " + given);
+    req.links_basis = given;
     // The report says which scenario values a flag replaced (stderr says it too), so a saved
     // table or JSON cannot be mistaken for the scenario as written.
     for (const auto& n : sc.diagnostics().items())
@@ -148,6 +149,7 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     // or JSON is not read as timed on the catalog's network.
     if (!inputs->links_basis.empty())
       req.base.notes.push_back("cluster links " + inputs->links_basis);
+    req.links_basis = inputs->links_basis;
   }
   if (args->has("--mode") || !from_scenario)
     req.mode = mode.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;

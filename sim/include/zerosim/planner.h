@@ -20,6 +20,7 @@
 #include "zerosim/model_desc.h"
 #include "zerosim/partition_plan.h"
 #include "zerosim/saturating.h"
+#include "zerosim/time_model_notes.h"
 
 namespace zerosim {
 
@@ -46,6 +47,9 @@ struct PlanRequest {
   /// --calibration: fitted time-model values for every simulated row (its GPU checked by the
   /// caller, apply_calibration); null: the defaults.
   std::shared_ptr<const Calibration> calibration;
+  /// What the cluster link flags replaced ("given: --network-gbps 25 ..."; empty: the GPU
+  /// catalog's links), for the time-model notes (EngineOptions::links_basis).
+  std::string links_basis;
 };
 
 /// Host RAM one node needs: `per_rank` (a rank's host peak, MemoryReport::host_bytes) times the
@@ -120,6 +124,10 @@ struct PlanResult {
   std::string recommendation;              ///< one line: what and why
   std::vector<std::string> notes;          ///< one line each
   std::vector<SweepCell> sweep;            ///< when request.full_sweep
+  /// The time model every timed row and speed uses, each figure with its basis (default, given
+  /// or calibrated): the notes `zerosim simulate` prints for the request's micro-batch, with the
+  /// stage-3 hook costs (time_model_notes.h). Empty when no row is timed.
+  std::vector<TimeModelNote> time_model;
 };
 
 /// Simulates the steady step of one row's configuration `ds` at `micro_batch` on the request's

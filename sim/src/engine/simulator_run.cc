@@ -6,18 +6,12 @@
 #include <utility>
 
 #include "engine/simulator_internal.h"
+#include "zerosim/time_model_notes.h"
 
 namespace zerosim {
 namespace {
 
 // checked_mul (units.h), inline: it runs for every op and buffer.
-
-std::string num(double x) {
-  std::string s = std::to_string(x);
-  while (s.size() > 1 && s.back() == '0') s.pop_back();
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s;
-}
 
 TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& o,
                     const CostModel& cost, Bytes capacity) {
@@ -35,60 +29,22 @@ TraceMeta make_meta(const Schedule& s, const GpuSpec& gpu, const EngineOptions& 
   m.grad_accum = s.meta.grad_accum;
   m.timed_steps = s.meta.steps;
   m.device_capacity = capacity;
-  const LinkParams links = o.links ? *o.links : links_for_gpu(gpu);
-  const ComputeRate& rate = cost.rate();
-  const HostCosts& h = cost.host();
-  std::string calibrated;
-  for (const CollectiveKind k : kAllCollectiveKinds)
-    if (const CalibratedCollective* c = o.calibration.find(k))
-      // A calibration file's fits name the file ("calibrated: FILE ..."); nccl-tests' their table.
-      calibrated +=
-          (calibrated.empty() ? "" : ", ") + std::string(collective_name(k)) + " (" +
-          (c->source.rfind("calibrated: ", 0) == 0 ? c->source : "from nccl-tests " + c->source) +
-          ")";
-  m.notes = {
-      "compute: " + num(cost.flops_per_s() / 1e12) +
-          " TFLOP/s = " + std::string(dtype_name(s.meta.lp)) + " dense " + num(rate.dense_tflops) +
-          " x efficiency " + num(rate.efficiency) + " [" + rate.basis + "]",
-      "host: " + num(h.kernel_launch_us) + " us per kernel launch (" +
-          std::to_string(h.kernels_per_layer_forward) + " forward, " +
-          std::to_string(h.kernels_per_layer_backward) + " backward kernels per layer), " +
-          (s.meta.stage == 3 ? "stage-3 hooks " + num(h.stage3_fetch_hook_us) + " us fetch + " +
-                                   num(h.stage3_release_hook_us) + " us release per module, "
-                             : std::string()) +
-          num(h.collective_launch_us) + " us per collective launch [" +
-          (!h.calibrated.empty() ? h.calibrated
-           : h.given             ? std::string("given")
-                                 : std::string("default: assumed, docs/time_model.md")) +
-          "]; a compute op takes max(GPU time, host time)",
-      "memory-bound ops: HBM " + num(gpu.hbm_gbps) + " GB/s, host " + num(o.host_gbps) +
-          " GB/s, PCIe " + num(gpu.pcie_gbps) +
-          " GB/s; Adam touches 7 x master dtype per element [" +
-          (o.host_gbps == kDefaultHostGbps ? std::string("default: host assumed")
-                                           : std::string("given: host")) +
-          (gpu.source == "flags" ? ", HBM and PCIe from the GPU flags"
-                                 : ", HBM and PCIe: GPU catalog") +
-          "; docs/time_model.md]",
-      "collectives: busBw intra-node " + num(links.intra_gbps) + " GB/s, network " +
-          num(links.inter_gbps) + " GB/s per GPU, efficiency " + num(links.efficiency) +
-          (links.nvls_algbw_gbps > 0
-               ? ", NVLS all-reduce algbw " + num(links.nvls_algbw_gbps) + " GB/s in a node"
-               : std::string(", no NVLS")) +
-          " [" +
-          (o.links                 ? std::string("given links")
-           : o.links_basis.empty() ? std::string("default: GPU catalog")
-                                   : o.links_basis) +
-          "]" + (calibrated.empty() ? std::string() : "; calibrated: " + calibrated),
-      "timing: one timing role (element-wise max slot values of " + std::to_string(s.roles.size()) +
-          " roles); every rank shares its op times",
-      capacity == 0 ? std::string("memory: no device capacity limit")
-                    : "memory: device capacity " + std::to_string(capacity) +
-                          " bytes; an OOM is reported and the simulation continues",
-      // One note split over two lines (not two notes):
-      // NOLINTNEXTLINE(bugprone-suspicious-missing-comma)
-      "memory counts what the schedule allocates: CUDA context, NCCL buffers and fragmentation "
-      "excluded",
-  };
+  // The time-model notes come from the builder plan uses too (time_model_notes.h).
+  for (TimeModelNote& n : time_model_notes(gpu, s.meta.lp, s.meta.stage, cost.rate(), o))
+    m.notes.push_back(std::move(n.text));
+  m.notes.insert(
+      m.notes.end(),
+      {
+          "timing: one timing role (element-wise max slot values of " +
+              std::to_string(s.roles.size()) + " roles); every rank shares its op times",
+          capacity == 0 ? std::string("memory: no device capacity limit")
+                        : "memory: device capacity " + std::to_string(capacity) +
+                              " bytes; an OOM is reported and the simulation continues",
+          // One note split over two lines (not two notes):
+          // NOLINTNEXTLINE(bugprone-suspicious-missing-comma)
+          "memory counts what the schedule allocates: CUDA context, NCCL buffers and fragmentation "
+          "excluded",
+      });
   for (const std::string& n : s.meta.notes) m.notes.push_back("schedule: " + n);
   return m;
 }

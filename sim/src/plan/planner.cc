@@ -20,6 +20,8 @@
 #include <thread>
 #include <tuple>
 
+#include "zerosim/calibration.h"
+#include "zerosim/engine.h"
 #include "zerosim/partition_plan.h"
 #include "zerosim/row_simulation.h"
 #include "zerosim/saturating.h"
@@ -237,6 +239,38 @@ void recommend(PlanResult& out) {
                                                  : "; activation checkpointing would also help");
   }
   out.recommendation = os.str();
+}
+
+// The time model of the timed rows, as `simulate` states it for the request's micro-batch: the
+// same builder (time_model_notes.h) from the same options the rows are simulated with
+// (row_simulation.cc, plan_speed.cc: the calibration, the links the cluster flags gave). Stage 3
+// when the plan has stage 3 rows, so the hook costs those rows pay are listed.
+void add_time_model(PlanResult& out) {
+  const PlanRequest& req = out.request;
+  bool timed = false;
+  for (const PlanRow& r : out.rows) timed = timed || r.simulated || r.speed || r.speed_checkpointed;
+  if (!timed) return;
+  EngineOptions o;
+  o.links_basis = req.links_basis;
+  // The GPU was checked when the calibration was read (the CLI refuses another GPU's).
+  if (req.calibration) (void)apply_calibration(*req.calibration, req.cluster.gpu, o);
+  const GemmShape gemm = req.model.arch ? GemmShape{req.model.arch->hidden,
+                                                    req.training.micro_batch * req.training.seq_len}
+                                        : GemmShape{};
+  const DType lp = req.base.lp_dtype();
+  const ComputeRate rate = compute_rate(req.cluster.gpu, lp, gemm, o.compute_efficiency,
+                                        o.calibrated_compute ? &*o.calibrated_compute : nullptr);
+  out.time_model = time_model_notes(req.cluster.gpu, lp, std::min(req.max_stage, 3), rate, o);
+  // Which rows each figure times: the notes are for the request's micro-batch and list every cost,
+  // but a row pays only those of its stage and offload.
+  out.notes.push_back(
+      std::string("the time model's figures are those at micro-batch ") +
+      std::to_string(req.training.micro_batch) +
+      (req.mode == Accounting::DeepSpeed ? " (every row's step time)"
+                                         : " (paper accounting times only the predicted speeds)") +
+      "; a predicted speed at another micro-batch takes the compute efficiency of the same curve "
+      "at its GEMM size; the stage-3 hook costs apply to stage 3 rows only, and the host and PCIe "
+      "bandwidths time the offload rows' CPU optimizer step and copies");
 }
 
 void add_notes(PlanResult& out) {
@@ -500,6 +534,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
   recommend(out);
   recommend_on_speed(out);
   add_notes(out);
+  add_time_model(out);
   return Result<PlanResult>(std::move(out), diags);
 }
 

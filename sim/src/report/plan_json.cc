@@ -113,6 +113,7 @@ void write_plan_json(const PlanResult& p, std::ostream& out, bool verbose) {
                            {"micro_batch", nullptr},
                            {"reason", p.recommendation}};
   }
+  j["time_model"] = report::time_model_json(p);
   j["warnings"] = r.base.warnings;
   j["notes"] = p.notes;
   if (!p.sweep.empty()) {

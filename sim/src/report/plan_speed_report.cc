@@ -95,6 +95,29 @@ void write_plan_speeds(const PlanResult& p, std::ostream& out, bool markdown) {
   out << "\n";
 }
 
+void write_time_model(const PlanResult& p, std::ostream& out) {
+  if (p.time_model.empty()) return;
+  out << "time model (default: docs/time_model.md; given: a flag; calibrated: --calibration; each "
+         "note names its source in brackets):\n";
+  for (const TimeModelNote& n : p.time_model)
+    out << "  - [" << time_basis_name(n.basis) << "] " << n.text << "\n";
+  out << "\n";
+}
+
+nlohmann::ordered_json time_model_json(const PlanResult& p) {
+  nlohmann::ordered_json notes = nlohmann::ordered_json::array();
+  for (const TimeModelNote& n : p.time_model) {
+    nlohmann::ordered_json values = nlohmann::ordered_json::object();
+    for (const auto& [name, v] : n.values) values[name] = v;
+    notes.push_back({{"what", n.what},
+                     {"basis", std::string(time_basis_name(n.basis))},
+                     {"source", n.source},
+                     {"values", values},
+                     {"text", n.text}});
+  }
+  return notes;
+}
+
 nlohmann::ordered_json row_speed_json(const std::optional<RowSpeed>& s) {
   if (!s) return nullptr;
   nlohmann::ordered_json j;

@@ -16,6 +16,13 @@ const char* offload_label(OffloadVariant v);
 /// checkpointed alternative when simulated. Nothing when no row has a speed.
 void write_plan_speeds(const PlanResult& p, std::ostream& out, bool markdown);
 
+/// The "time model" block: each of PlanResult::time_model's notes after its basis ("[default]
+/// compute: ..."). Nothing when no row is timed.
+void write_time_model(const PlanResult& p, std::ostream& out);
+
+/// PlanResult::time_model as JSON: [{"what", "basis", "source", "values": {name: number}, "text"}].
+nlohmann::ordered_json time_model_json(const PlanResult& p);
+
 /// {"micro_batch", "activation_checkpointing", "step_ns", "tokens_per_s", "mfu"} or null.
 nlohmann::ordered_json row_speed_json(const std::optional<RowSpeed>& s);
 

@@ -186,6 +186,7 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
            "per optimizer step (ring algorithms); host/node = host RAM of one node: its GPUs x a "
            "rank's offload buffers\n\n";
   report::write_plan_speeds(p, out, markdown);
+  report::write_time_model(p, out);
   write_estimators(p, out, pre);
   out << "\nrecommendation: " << p.recommendation << "\n";
   if (!p.notes.empty()) {
@@ -213,7 +214,12 @@ void write_csv(const PlanResult& p, std::ostream& out) {
   out << "stage,offload,model_states_bytes,buffers_bytes,activations_bytes,overhead_bytes,total_"
          "bytes,"
          "peak_phase,steady_bytes,host_per_node_bytes,fits,fits_gpu,fits_host,headroom_bytes,max_"
-         "micro_batch,min_gpus,comm_bytes_per_step,step_ns\n";
+         "micro_batch,min_gpus,comm_bytes_per_step,step_ns";
+  // The time model's basis per note (default, given, calibrated; empty: no row is timed): CSV has
+  // no notes, so the columns say what the JSON's "time_model" says.
+  for (const char* what : {"compute", "host", "memory_bound", "collectives"})
+    out << "," << what << "_basis";
+  out << "\n";
   for (const auto& r : p.rows) {
     Cells c = row_cells(r, p.request.cluster, true);
     c[0] = std::to_string(r.stage);
@@ -222,6 +228,9 @@ void write_csv(const PlanResult& p, std::ostream& out) {
     c.insert(c.begin() + fits + 1,
              {r.gpu_fits ? "yes" : "no",
               p.request.cpu_memory_per_node ? (r.host_fits ? "yes" : "no") : ""});
+    for (std::size_t i = 0; i < 4; ++i)
+      c.push_back(i < p.time_model.size() ? std::string(time_basis_name(p.time_model[i].basis))
+                                          : std::string());
     for (std::size_t i = 0; i < c.size(); ++i) out << c[i] << (i + 1 < c.size() ? "," : "\n");
   }
 }
