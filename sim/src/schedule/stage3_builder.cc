@@ -19,7 +19,7 @@ namespace s3 {
 
 std::uint32_t BufferPool::acquire(Emitter& e, std::string_view name, BufferCategory cat, DType dt,
                                   Elements numel, MemoryPool pool) {
-  auto it = index_.find(std::make_tuple(name, dt, numel, pool));
+  auto it = index_.find(KeyView{name, dt, numel, pool});
   if (it == index_.end()) {
     it = index_
              .emplace(Key{std::string(name), dt, numel, pool},

@@ -111,14 +111,27 @@ class BufferPool {
 
  private:
   // A stage 3 row acquires and releases ~10,000 pooled buffers per step: the shape is found once
-  // per acquire without copying its name (std::less<>: looked up with a string_view), and a
-  // release reads the buffer's shape from a vector instead of a map.
+  // per acquire without copying its name (looked up as a string_view; clang's tuple comparison
+  // does not mix string and string_view elements, hence KeyLess), and a release reads the
+  // buffer's shape from a vector instead of a map.
   using Key = std::tuple<std::string, DType, Elements, MemoryPool>;
+  using KeyView = std::tuple<std::string_view, DType, Elements, MemoryPool>;
+  struct KeyLess {  // transparent: a Key and a KeyView compare as views (the same order)
+    using is_transparent = void;
+    static KeyView view(const KeyView& k) { return k; }
+    static KeyView view(const Key& k) {
+      return {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k)};
+    }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return view(a) < view(b);
+    }
+  };
   struct Shape {
     std::vector<std::uint32_t> free;  ///< released buffers of this shape, the latest last
     std::uint32_t created = 0;        ///< buffers made (numbers their names)
   };
-  std::map<Key, std::uint32_t, std::less<>> index_;  ///< shape -> shapes_ index
+  std::map<Key, std::uint32_t, KeyLess> index_;  ///< shape -> shapes_ index
   std::vector<Shape> shapes_;
   std::vector<std::uint32_t> shape_of_;  ///< per schedule buffer: its shape (kNone: not pooled)
 };
