@@ -3,7 +3,9 @@
 #include "schedule/emitter.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace zerosim::schedule {
@@ -45,9 +47,17 @@ Emitter::Emitter(Schedule& s, std::uint32_t world) : s_(s) { s_.comms.assign(1, 
 
 std::uint32_t Emitter::list(std::vector<Piece> pieces) {
   if (pieces.empty()) return kNone;
-  auto [it, fresh] = lists_.try_emplace(pieces, static_cast<std::uint32_t>(s_.lists.size()));
-  if (fresh) s_.lists.push_back(std::move(pieces));
-  return it->second;
+  std::uint64_t h = kHashSeed;
+  for (const Piece& p : pieces)
+    for (std::uint64_t v : {std::uint64_t{p.buffer}, p.offset, p.length, p.rank_stride, p.block,
+                            p.block_stride, p.limit})
+      h = mix(h, v);
+  for (auto [it, end] = list_index_.equal_range(h); it != end; ++it)
+    if (s_.lists[it->second] == pieces) return it->second;
+  const auto id = static_cast<std::uint32_t>(s_.lists.size());
+  s_.lists.push_back(std::move(pieces));
+  list_index_.emplace(h, id);
+  return id;
 }
 
 std::uint32_t Emitter::flush_plan(FlushPlan f) {
@@ -108,19 +118,24 @@ std::uint32_t Emitter::scratch(const std::string& name, Elements numel, DType dt
   return buffer(std::move(b));
 }
 
-std::uint32_t Emitter::temp(const std::string& name, Elements numel, DType dt, BufferCategory c,
-                            const std::string& spec_id) {
-  auto key = std::make_tuple(name, numel, dt);
-  auto it = temps_.find(key);
-  if (it != temps_.end()) return it->second;
+std::uint32_t Emitter::temp(std::string_view name, Elements numel, DType dt, BufferCategory c,
+                            std::string_view spec_id) {
+  const std::uint64_t h =
+      mix(mix(std::hash<std::string_view>{}(name), numel), static_cast<std::uint64_t>(dt));
+  for (auto [it, end] = temp_index_.equal_range(h); it != end; ++it) {
+    const TempKey& k = temp_keys_[it->second];
+    if (k.numel == numel && k.dtype == dt && k.name == name) return k.buffer;
+  }
   Buffer b;
-  b.name = name + " (" + std::to_string(numel) + " x " + std::string(dtype_name(dt)) + ")";
-  b.spec_id = spec_id;
+  b.name =
+      std::string(name) + " (" + std::to_string(numel) + " x " + std::string(dtype_name(dt)) + ")";
+  b.spec_id = std::string(spec_id);
   b.category = c;
   b.dtype = dt;
   b.numel = numel;
   const std::uint32_t id = buffer(std::move(b));
-  temps_.emplace(std::move(key), id);
+  temp_index_.emplace(h, static_cast<std::uint32_t>(temp_keys_.size()));
+  temp_keys_.push_back({std::string(name), numel, dt, id});
   return id;
 }
 

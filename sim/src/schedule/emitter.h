@@ -139,8 +139,8 @@ class Emitter {
   /// Interns a communicator (equal groups, equal index); returns its Schedule::comms index.
   std::uint32_t comm(CommGroup g);
   /// A temporary buffer named "<name> (<numel> x <dtype>)", one per distinct name/size/dtype.
-  std::uint32_t temp(const std::string& name, Elements numel, DType dt,
-                     BufferCategory c = BufferCategory::Temp, const std::string& spec_id = "T5");
+  std::uint32_t temp(std::string_view name, Elements numel, DType dt,
+                     BufferCategory c = BufferCategory::Temp, std::string_view spec_id = "T5");
 
   /// `zero_fill`: the buffer starts as zeros (torch.zeros), Op::zero_fill.
   std::uint32_t alloc(std::uint32_t buf, Stream st = Stream::Compute, std::uint32_t flush = kNone,
@@ -215,21 +215,23 @@ class Emitter {
   Phase phase_ = Phase::Init;
   std::uint32_t step_ = 0;
   std::uint32_t micro_step_ = 0;
-  std::map<std::tuple<std::string, Elements, DType>, std::uint32_t> temps_;
-  struct PiecesLess {  // lexicographic, for interning lists
-    bool operator()(const std::vector<Piece>& a, const std::vector<Piece>& b) const {
-      return std::lexicographical_compare(
-          a.begin(), a.end(), b.begin(), b.end(), [](const Piece& x, const Piece& y) {
-            return std::tie(x.buffer, x.offset, x.length, x.rank_stride, x.block, x.block_stride,
-                            x.limit) < std::tie(y.buffer, y.offset, y.length, y.rank_stride,
-                                                y.block, y.block_stride, y.limit);
-          });
-    }
+  // Temporaries by hash of (name, numel, dtype), confirmed against temp_keys_: the stage 1/2
+  // reduction chunks look one up per chunk (~15,000 per row), and an ordered map of names compared
+  // strings ~5 times per lookup.
+  struct TempKey {
+    std::string name;
+    Elements numel = 0;
+    DType dtype = DType::Float16;
+    std::uint32_t buffer = kNone;
   };
-  std::map<std::vector<Piece>, std::uint32_t, PiecesLess> lists_;
+  std::vector<TempKey> temp_keys_;
+  std::unordered_multimap<std::uint64_t, std::uint32_t> temp_index_;  ///< -> temp_keys_ index
   // Interning indexes by hash (equal values confirmed with ==): a linear search of the interned
   // derived operands and flush plans was quadratic in the flushes of a pass (~600 for
-  // Llama-3.1-405B at stage 1/2), a tenth of `zerosim plan`'s stage 1/2 builds.
+  // Llama-3.1-405B at stage 1/2), a tenth of `zerosim plan`'s stage 1/2 builds. Lists too: an
+  // ordered map of piece vectors compared them lexicographically at every level and kept a second
+  // copy of each list as its key (a stage 3 row interns ~5,000 lists).
+  std::unordered_multimap<std::uint64_t, std::uint32_t> list_index_;
   std::unordered_multimap<std::uint64_t, std::uint32_t> derived_index_;
   std::unordered_multimap<std::uint64_t, std::uint32_t> flush_plan_index_;
 };

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "schedule/stage3_internal.h"
@@ -15,31 +17,39 @@
 namespace zerosim::schedule {
 namespace s3 {
 
-std::uint32_t BufferPool::acquire(Emitter& e, const std::string& name, BufferCategory cat, DType dt,
+std::uint32_t BufferPool::acquire(Emitter& e, std::string_view name, BufferCategory cat, DType dt,
                                   Elements numel, MemoryPool pool) {
-  const Key key{name, dt, numel, pool};
-  auto& free_list = free_[key];
-  if (!free_list.empty()) {
+  auto it = index_.find(KeyView{name, dt, numel, pool});
+  if (it == index_.end()) {
+    it = index_
+             .emplace(Key{std::string(name), dt, numel, pool},
+                      static_cast<std::uint32_t>(shapes_.size()))
+             .first;
+    shapes_.emplace_back();
+  }
+  const std::uint32_t shape = it->second;
+  if (std::vector<std::uint32_t>& free_list = shapes_[shape].free; !free_list.empty()) {
     const auto b = free_list.back();
     free_list.pop_back();
     return b;
   }
-  const auto index = created_[key]++;
+  const auto index = shapes_[shape].created++;
   Buffer b;
-  b.name =
-      name + " (" + std::to_string(numel) + ")" + (index > 0 ? " #" + std::to_string(index) : "");
+  b.name = std::string(name) + " (" + std::to_string(numel) + ")" +
+           (index > 0 ? " #" + std::to_string(index) : "");
   b.category = cat;
   b.pool = pool;
   b.dtype = dt;
   b.numel = numel;
   const auto id = e.buffer(std::move(b));
-  key_of_[id] = key;
+  if (shape_of_.size() <= id) shape_of_.resize(id + 1, kNone);
+  shape_of_[id] = shape;
   return id;
 }
 
 void BufferPool::release(std::uint32_t buffer) {
-  const auto it = key_of_.find(buffer);
-  if (it != key_of_.end()) free_[it->second].push_back(buffer);
+  if (buffer < shape_of_.size() && shape_of_[buffer] != kNone)
+    shapes_[shape_of_[buffer]].free.push_back(buffer);
 }
 
 namespace {

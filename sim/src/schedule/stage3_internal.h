@@ -47,6 +47,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -103,16 +104,36 @@ Result<Walk> build_walk(const ModelDesc& m, bool activation_checkpointing,
 /// shapes, not with iterations. A buffer is handed out only while it is free.
 class BufferPool {
  public:
-  std::uint32_t acquire(Emitter& e, const std::string& name, BufferCategory cat, DType dt,
+  std::uint32_t acquire(Emitter& e, std::string_view name, BufferCategory cat, DType dt,
                         Elements numel, MemoryPool pool = MemoryPool::Device);
   /// Returns a buffer acquired here (its Free op is the caller's).
   void release(std::uint32_t buffer);
 
  private:
+  // A stage 3 row acquires and releases ~10,000 pooled buffers per step: the shape is found once
+  // per acquire without copying its name (looked up as a string_view; clang's tuple comparison
+  // does not mix string and string_view elements, hence KeyLess), and a release reads the
+  // buffer's shape from a vector instead of a map.
   using Key = std::tuple<std::string, DType, Elements, MemoryPool>;
-  std::map<Key, std::vector<std::uint32_t>> free_;
-  std::map<Key, std::uint32_t> created_;  ///< buffers made per key (numbers their names)
-  std::map<std::uint32_t, Key> key_of_;
+  using KeyView = std::tuple<std::string_view, DType, Elements, MemoryPool>;
+  struct KeyLess {  // transparent: a Key and a KeyView compare as views (the same order)
+    using is_transparent = void;
+    static KeyView view(const KeyView& k) { return k; }
+    static KeyView view(const Key& k) {
+      return {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k)};
+    }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return view(a) < view(b);
+    }
+  };
+  struct Shape {
+    std::vector<std::uint32_t> free;  ///< released buffers of this shape, the latest last
+    std::uint32_t created = 0;        ///< buffers made (numbers their names)
+  };
+  std::map<Key, std::uint32_t, KeyLess> index_;  ///< shape -> shapes_ index
+  std::vector<Shape> shapes_;
+  std::vector<std::uint32_t> shape_of_;  ///< per schedule buffer: its shape (kNone: not pooled)
 };
 
 /// Everything the stage 3 pieces share while emitting one schedule.
