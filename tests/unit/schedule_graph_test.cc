@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "simulator_testlib.h"
@@ -87,6 +88,70 @@ TEST(ScheduleGraph, EveryProblemIsReportedOnceWithItsPointer) {
             "f.json: /ops/6/comm: expected a communicator index 0..1, got 9\n"
             "f.json: /ops/6: expected \"reduce_op\" (\"sum\" or \"max\") for all_reduce, got none\n"
             "f.json: /ops/7/buffer: expected a buffer index 0..0, got 4\n");
+}
+
+// The op loop tests each op with one message-free expression and only then asks check_op what is
+// wrong: each broken field must be refused (the fast test accepts no broken op) and named at its op
+// (check_op reports what the fast test refused; the lowering's guard would say "internal error").
+TEST(ScheduleGraph, FastCheckAndCheckOpAgreeOnEveryOpRule) {
+  struct Case {
+    const char* what;
+    void (*mutate)(Schedule&);
+  };
+  const Case cases[] = {
+      {"buffer on a compute op", [](Schedule& s) { s.ops[0].buffer = 0; }},
+      {"alloc without a buffer", [](Schedule& s) { s.ops[7].buffer = kNone; }},
+      {"alloc of an unknown buffer", [](Schedule& s) { s.ops[7].buffer = 3; }},
+      {"executor-owned buffer", [](Schedule& s) { s.buffers[0].executor_owned = true; }},
+      {"slot out of range", [](Schedule& s) { s.ops[0].slot = 5; }},
+      {"stream out of range", [](Schedule& s) { s.ops[0].stream = static_cast<Stream>(200); }},
+      {"step beyond meta", [](Schedule& s) { s.ops[4].step = 3; }},
+      {"micro-step beyond meta", [](Schedule& s) { s.ops[4].micro_step = 9; }},
+      {"update on a compute op", [](Schedule& s) { s.ops[0].update = 0; }},
+      {"dep not earlier", [](Schedule& s) { s.ops[1].deps = {1}; }},
+      {"unknown communicator", [](Schedule& s) { s.ops[1].comm = 9; }},
+      {"reducing kind without reduce_op", [](Schedule& s) { s.ops[1].reduce_op = ReduceOp::None; }},
+      {"reduce_op on an all-gather", [](Schedule& s) { s.ops[2].reduce_op = ReduceOp::Sum; }},
+      {"root on an all-gather", [](Schedule& s) { s.ops[2].root = 0; }},
+      {"add on a compute op", [](Schedule& s) { s.ops[0].copy_mode = CopyMode::Add; }},
+      {"copy mode out of range",
+       [](Schedule& s) { s.ops[0].copy_mode = static_cast<CopyMode>(200); }},
+      {"scale on a compute op", [](Schedule& s) { s.ops[0].scale = 2.0; }},
+      {"negative scale on a sum", [](Schedule& s) { s.ops[1].scale = -1.0; }},
+      {"zero fill on a compute op", [](Schedule& s) { s.ops[0].zero_fill = true; }},
+  };
+  for (const Case& c : cases) {
+    Schedule s = graph_schedule();
+    c.mutate(s);
+    auto g = lower_schedule(s, "f.json");
+    ASSERT_FALSE(g.ok()) << c.what << ": the fast check accepted it";
+    const std::string text = g.diagnostics().to_string();
+    EXPECT_EQ(text.find("internal error"), std::string::npos) << c.what << ": " << text;
+    for (const Diagnostic& d : g.diagnostics().items())
+      EXPECT_EQ(d.pointer.rfind("/ops/", 0), 0u) << c.what << ": " << text;
+  }
+}
+
+// simulate()'s workspace lowers every schedule into one graph whose per-op arrays keep their
+// storage (and their old values) from call to call: each lowering writes all of them.
+TEST(ScheduleGraph, ReusedGraphEqualsAFreshLowering) {
+  Schedule big = graph_schedule();
+  Schedule small = graph_schedule();
+  small.ops.resize(4);  // compute, two collectives, the Sync
+  ScheduleGraph reused;
+  for (const Schedule* s : {&big, &small, &big}) {
+    ASSERT_FALSE(lower_schedule_into(*s, reused).has_errors());
+    auto fresh = lower_schedule(*s);
+    ASSERT_TRUE(fresh.ok()) << fresh.diagnostics().to_string();
+    EXPECT_EQ(reused.op_count, fresh.value().op_count);
+    EXPECT_EQ(reused.dep_offsets, fresh.value().dep_offsets);
+    EXPECT_EQ(reused.deps, fresh.value().deps);
+    EXPECT_EQ(reused.gate, fresh.value().gate);
+    EXPECT_EQ(reused.prev_call, fresh.value().prev_call);
+    EXPECT_EQ(reused.lanes, fresh.value().lanes);
+    EXPECT_EQ(reused.memory_ops, fresh.value().memory_ops);
+    EXPECT_EQ(reused.collectives, fresh.value().collectives);
+  }
 }
 
 TEST(ScheduleGraph, MetaProblemsStopTheLowering) {

@@ -62,8 +62,8 @@ void MemoryLedger::reserve(std::size_t buffers, std::size_t events) {
 
 std::uint32_t MemoryLedger::add_buffer(std::string name, BufferCategory category, MemoryPool pool,
                                        Bytes bytes) {
-  LedgerBuffer& b = buffers_.emplace_back();  // in place: the simulator adds every buffer per run
-  b.name = std::move(name);
+  LedgerBuffer& b = buffers_.emplace_back();    // in place: the simulator adds every buffer per run
+  if (!name.empty()) b.name = std::move(name);  // the simulator's are unnamed (make_ledger)
   b.category = category;
   b.pool = pool;
   b.bytes = bytes;

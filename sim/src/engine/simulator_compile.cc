@@ -171,10 +171,14 @@ Diagnostics compile(const Schedule& s, const ScheduleGraph& graph, const CostMod
   compute_ops.clear();
   compute_ops.reserve(n);
   const std::uint32_t first_step = s.ops.empty() ? 0 : s.ops.front().step;
+  // Raw pointers in locals: through the arrays' owners the compiler reloads them after each store.
+  CompiledOp* const ops = p.ops.data();
+  Bytes* const bytes = p.bytes.data();
+  const Op* const sops = s.ops.data();
   for (std::uint32_t i = 0; i < n; ++i) {
-    const Op& op = s.ops[i];
-    p.ops[i] = {0, op.kind, op.stream, op.phase, op.step};
-    p.bytes[i] = 0;
+    const Op& op = sops[i];
+    ops[i] = {0, op.kind, op.stream, op.phase, op.step};
+    bytes[i] = 0;
     if (!costed(op.kind)) continue;  // most ops (allocs, frees, grad-ready markers)
     // lower_schedule checked every collective's comm index.
     const CommGroup& comm = op.kind == OpKind::Collective ? s.comms[op.comm] : s.comms.front();

@@ -52,6 +52,7 @@ class OpArray {
   }
   std::size_t size() const { return size_; }
   std::size_t capacity() const { return capacity_; }
+  T* data() { return data_.get(); }
   T& operator[](std::size_t i) { return data_[i]; }
   const T& operator[](std::size_t i) const { return data_[i]; }
 

@@ -51,13 +51,19 @@ bool may_scale(const Op& op) {
           (op.collective == CollectiveKind::AllReduce || op.collective == CollectiveKind::Reduce ||
            op.collective == CollectiveKind::ReduceScatter));
 }
-// copy_mode, scale and zero_fill on the kinds that carry them (the fast path's test).
-bool data_fields_ok(const Op& op) {
+// copy_mode, scale and zero_fill on the kinds that carry them (the fast path's test). Almost every
+// op has none of them (assign, scale 1, no zero fill): that case is one test per field, inline;
+// the per-kind rules run out of line for the rest.
+[[gnu::noinline]] bool data_fields_ok_slow(const Op& op) {
   const bool mode_ok =
       op.copy_mode == CopyMode::Assign || (op.copy_mode == CopyMode::Add && may_add(op.kind));
   const bool scale_ok = op.scale == 1.0 || (may_scale(op) && op.scale > 0 &&
                                             op.scale <= std::numeric_limits<double>::max());
   return mode_ok && scale_ok && (!op.zero_fill || op.kind == OpKind::Alloc);
+}
+inline bool data_fields_ok(const Op& op) {
+  if (op.copy_mode == CopyMode::Assign && op.scale == 1.0 && !op.zero_fill) return true;
+  return data_fields_ok_slow(op);
 }
 
 class Lowering {
@@ -937,10 +943,10 @@ void Lowering::check_lifetimes_at_end() {
 Diagnostics Lowering::run() {
   g_.op_count = 0;
   for (auto& lane : g_.lanes) lane.clear();
-  g_.dep_offsets.clear();
+  // dep_offsets, gate and prev_call are not emptied: the op loop resizes them and writes every
+  // element, so a workspace's graph lowering a schedule of the same size keeps them as they are
+  // (emptying them first made resize() zero 12 bytes per op again, a tenth of the lowering).
   g_.deps.clear();
-  g_.gate.clear();
-  g_.prev_call.clear();
   g_.memory_ops.clear();
   g_.collectives.clear();
   g_.max_slots.clear();
@@ -968,10 +974,10 @@ Diagnostics Lowering::run() {
   const std::uint32_t n_steps = s_.meta.steps, n_micro = s_.meta.grad_accum;
   const Buffer* const buffers = s_.buffers.data();
   g_.op_count = n;
-  g_.dep_offsets.resize(std::size_t{n} + 1);
+  g_.dep_offsets.resize(std::size_t{n} + 1);  // these three: every element written per op below
   g_.deps.reserve(n);
   g_.gate.resize(n);
-  g_.prev_call.resize(n);  // written per op below
+  g_.prev_call.resize(n);
   g_.memory_ops.reserve(n / 2);
   live_since_.assign(n_buffers, kNone);
   std::uint32_t* const dep_offsets = g_.dep_offsets.data();
@@ -979,13 +985,14 @@ Diagnostics Lowering::run() {
   std::uint32_t* const prev_call = g_.prev_call.data();
   std::vector<std::pair<std::uint32_t, std::uint32_t>> last_call;  // (communicator, latest op)
   std::uint32_t last_sync = kNone;
+  std::uint32_t n_deps = 0;  // g_.deps.size(), in a register
   bool op_errors = false;
   // Regions are sized per role: only once every role has its slot values.
   const bool regions_checked = operands && g_.max_slots.size() == n_slots && !s_.roles.empty();
   std::vector<bool> update_checked(n_updates, false);
   for (std::uint32_t i = 0; i < n; ++i) {
     const Op& op = s_.ops[i];
-    dep_offsets[i] = static_cast<std::uint32_t>(g_.deps.size());
+    dep_offsets[i] = n_deps;
     gate[i] = last_sync;
     prev_call[i] = kNone;
     // The fast path checks everything check_op does, without building a string.
@@ -1007,7 +1014,15 @@ Diagnostics Lowering::run() {
            (rooted ? op.root < s_.comms[op.comm].size : op.root == kNone);
     }
     if (!ok) {
+      const std::size_t before = d_.items().size();
       check_op(op, i);
+      // The fast test above and check_op state the same rules twice (one without messages): an op
+      // the first refuses and the second passes would vanish from the graph without a word. (A
+      // collective's communicator problems are reported once, at /comms: not here.)
+      if (d_.items().size() == before && (comms_ok_ || op.kind != OpKind::Collective))
+        error(op_ptr(i),
+              "internal error: the lowering's fast check refused this op, check_op "
+              "found nothing (the two must state the same rules)");
       op_errors = true;  // lifetimes after a broken op would only echo it
       continue;
     }
@@ -1025,6 +1040,7 @@ Diagnostics Lowering::run() {
       }
     }
     for (std::uint32_t dep : op.deps) g_.deps.push_back(dep);  // most ops have 0-2
+    n_deps += static_cast<std::uint32_t>(op.deps.size());
     g_.lanes[static_cast<std::size_t>(op.stream)].push_back(i);
     if (op.kind == OpKind::Sync) last_sync = i;
     if (memory) {
@@ -1047,7 +1063,7 @@ Diagnostics Lowering::run() {
         prev_call[i] = std::exchange(it->second, i);
     }
   }
-  dep_offsets[n] = static_cast<std::uint32_t>(g_.deps.size());
+  dep_offsets[n] = n_deps;
   if (!op_errors) check_lifetimes_at_end();
   return std::move(d_);
 }

@@ -123,8 +123,14 @@ struct SummaryBuilder::State {
   std::map<std::uint32_t, RolePeakSummary> roles;  // a role's peak is its largest rank's
   // Rooted calls recorded for every rank (the simulator's): per rank at an end of the chain, the
   // bytes the kAllRanks figures count that it does not send / receive (see idle_ends).
-  std::map<std::uint32_t, std::array<Bytes, kCollectiveKindCount>> idle_sent, idle_received;
-  std::map<std::uint32_t, std::vector<Bytes>> idle_step_sent;  // by slot, as `sent`
+  // One map per end, the sending end's by kind and by slot (as `sent`): one lookup per end and
+  // call.
+  struct IdleSent {
+    std::array<Bytes, kCollectiveKindCount> by_kind{};
+    std::vector<Bytes> by_slot;
+  };
+  std::map<std::uint32_t, IdleSent> idle_sent;
+  std::map<std::uint32_t, std::array<Bytes, kCollectiveKindCount>> idle_received;
   bool time_closed = false;
   std::uint32_t last_rank = 0;  // the timeline of the previous span (most traces have one)
   Timeline* last = nullptr;
@@ -195,7 +201,8 @@ void SummaryBuilder::add(std::span<const CommTiming> comms) {
     std::vector<Bytes>& sent = *st.last_sent;
     const std::size_t slot = c.phase == Phase::Init ? 0 : std::size_t{c.step} + 1;
     if (slot < sent.size()) sent[slot] = saturating_add(sent[slot], c.bytes_sent);
-    add_idle_ends(c, slot);
+    // Only rooted calls (reduce, broadcast) have idle ends: the test here, not a call per record.
+    if (c.root != kNone) add_idle_ends(c, slot);
   }
 }
 
@@ -217,11 +224,11 @@ void SummaryBuilder::add_idle_ends(const CommTiming& c, std::size_t slot) {
   const std::uint32_t no_send = reduce ? c.root : (c.root + n - 1) % n;
   const std::uint32_t no_receive = reduce ? (c.root + 1) % n : c.root;
   const auto k = static_cast<std::size_t>(c.kind);
-  Bytes& s = st.idle_sent[no_send][k];
-  s = saturating_add(s, c.bytes_sent);
+  State::IdleSent& idle = st.idle_sent[no_send];
+  idle.by_kind[k] = saturating_add(idle.by_kind[k], c.bytes_sent);
   Bytes& r = st.idle_received[no_receive][k];
   r = saturating_add(r, c.bytes_received);
-  std::vector<Bytes>& steps = st.idle_step_sent[no_send];
+  std::vector<Bytes>& steps = idle.by_slot;
   steps.resize(std::size_t{st.out.meta.steps} + 1, 0);
   if (slot < steps.size()) steps[slot] = saturating_add(steps[slot], c.bytes_sent);
 }
@@ -239,15 +246,18 @@ void SummaryBuilder::subtract_idle_ends() {
     return m;
   };
   for (std::size_t k = 0; k < kCollectiveKindCount; ++k) {
+    const auto sent_k = [k](const State::IdleSent& v) { return v.by_kind[k]; };
     const auto at = [k](const std::array<Bytes, kCollectiveKindCount>& v) { return v[k]; };
-    all->second[k].bytes_sent -= std::min(all->second[k].bytes_sent, least(st.idle_sent, at));
+    all->second[k].bytes_sent -= std::min(all->second[k].bytes_sent, least(st.idle_sent, sent_k));
     all->second[k].bytes_received -=
         std::min(all->second[k].bytes_received, least(st.idle_received, at));
   }
   std::vector<Bytes>& sent = st.sent[kAllRanks];
   for (std::size_t i = 0; i < sent.size(); ++i) {
-    const auto at = [i](const std::vector<Bytes>& v) { return i < v.size() ? v[i] : Bytes{0}; };
-    sent[i] -= std::min(sent[i], least(st.idle_step_sent, at));
+    const auto at = [i](const State::IdleSent& v) {
+      return i < v.by_slot.size() ? v.by_slot[i] : Bytes{0};
+    };
+    sent[i] -= std::min(sent[i], least(st.idle_sent, at));
   }
 }
 
