@@ -216,8 +216,8 @@ TEST(ChromeTracePerfetto, AValidateRunsNamedCountersBecomeCounterTracks) {
     const std::string name = ev.at("name");
     if (name.rfind("memory.", 0) == 0) continue;  // the memory curve's series
     ASSERT_EQ(ev.at("args").size(), 1u) << ev;
-    const auto& [key, value] = *ev.at("args").items().begin();
-    last[{ev.at("pid").get<int>(), name}] = {key, value.get<std::int64_t>()};
+    const auto only = ev.at("args").begin();  // an iterator into ev, which outlives it
+    last[{ev.at("pid").get<int>(), name}] = {only.key(), only.value().get<std::int64_t>()};
   }
   EXPECT_EQ(issued, slices);
   EXPECT_GT(slices, 0u);
