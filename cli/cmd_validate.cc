@@ -34,6 +34,9 @@ std::vector<FlagSpec> validate_flags() {
                "data mode: every rank's buffers together at most this, their caches of released "
                "pages included; default 17179869184 (16 GiB)"});
   f.push_back({"--output", "FILE", "write the measured trace (zerosim trace JSON)"});
+  f.push_back({"--chrome-trace", "FILE",
+               "write the measured trace as a Chrome Trace Event file for Perfetto / "
+               "chrome://tracing (spans, memory and the named counters)"});
   f.push_back({"--collectives-out", "FILE", "write the measured collective log (JSON lines)"});
   f.push_back({"--host-memory-limit", "BYTES", "device bytes per rank; over it a rank fails"});
   f.push_back({"--stall-timeout", "SECONDS",
@@ -105,7 +108,8 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
       parse_choice("--backend", args->get("--backend").value_or("host"), {"host", "cuda"});
   d.append(backend.diagnostics());
   const bool on_cuda = backend.ok() && backend.value() == "cuda";
-  for (const char* flag : {"--no-data", "--host-memory-limit", "--collectives-out"})
+  for (const char* flag :
+       {"--no-data", "--host-memory-limit", "--collectives-out", "--chrome-trace"})
     if (on_cuda && args->has(flag))
       d.error("zerosim validate", flag, "expected --backend host for this flag, got cuda");
   for (const char* flag : {"--single-gpu", "--ranks", "--warmup-steps"})
@@ -139,7 +143,7 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
   if (!ho.data && (args->has("--seed") || args->has("--data-memory-cap")))
     d.error("zerosim validate", args->has("--seed") ? "--seed" : "--data-memory-cap",
             "expected data mode for this flag, got --no-data");
-  if (!check_outputs(args.value(), specs, {"--output", "--collectives-out"}, err))
+  if (!check_outputs(args.value(), specs, {"--output", "--chrome-trace", "--collectives-out"}, err))
     return kExitInvalidInput;
   if (report(d, err)) return kExitInvalidInput;
   if (on_cuda)
@@ -238,6 +242,12 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
   if (auto path = args->get("--output"))
     if (!write_file("--output", *path, err, [&](std::ostream& o) {
           write_trace_json(m.trace, o);
+          return true;
+        }))
+      return kExitInvalidInput;
+  if (auto path = args->get("--chrome-trace"))
+    if (!write_file("--chrome-trace", *path, err, [&](std::ostream& o) {
+          write_chrome_trace(m.trace, o);
           return true;
         }))
       return kExitInvalidInput;

@@ -178,6 +178,34 @@ TEST(ValidateCli, BadInputIsOneLine) {
   std::remove(bad.c_str());
 }
 
+// A measured run opens in Perfetto like a simulated one: --chrome-trace writes the host backend's
+// trace as Chrome Trace Events, with its named counters as counter tracks and each span's host
+// issue time.
+TEST(ValidateCli, TheMeasuredTraceExportsToPerfettoWithItsCounters) {
+  const std::string chrome = tmp("m.chrome.json");
+  CliRun v = run_cli("validate --scenario " + scenario("tiny_zero2_4gpu.json") +
+                     " --no-data --chrome-trace " + chrome);
+  ASSERT_EQ(v.exit_code, 0) << v.err << v.out;
+  std::ifstream in(chrome);
+  ASSERT_TRUE(in.good());
+  const auto j = nlohmann::json::parse(in);
+  std::size_t device_counter = 0, spans_with_issue = 0, spans = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("ph", "") == "C" && e.value("name", "") == "alloc.device_bytes") ++device_counter;
+    if (e.value("ph", "") == "X") {
+      ++spans;
+      spans_with_issue += e.contains("args") && e["args"].contains("issue_ts");
+    }
+  }
+  EXPECT_GT(device_counter, 0u);
+  EXPECT_GT(spans, 0u);
+  EXPECT_EQ(spans_with_issue, spans);
+  std::remove(chrome.c_str());
+  expect_one_line_error("validate --scenario " + scenario("tiny_zero2_4gpu.json") +
+                            " --backend cuda --chrome-trace " + chrome,
+                        "--chrome-trace: expected --backend host for this flag, got cuda");
+}
+
 TEST(ValidateCli, AFailedRunIsReportedAndWritesNothing) {
   const std::string out = tmp("never.json");
   CliRun r = run_cli("validate --scenario " + scenario("tiny_zero2_4gpu.json") +
