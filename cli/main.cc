@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "zerosim/diagnostic.h"
+#include "zerosim/ir_types.h"
 #include "zerosim/version.h"
 
 namespace zerosim::cli {
@@ -112,8 +113,8 @@ int dispatch(const std::vector<std::string>& all) {
     return all.empty() ? kExitInvalidInput : kExitOk;
   }
   if (all[0] == "--version") {
-    std::cout << "zerosim " << kZerosimVersion
-              << " (DeepSpeed behaviour: edaa7221267243c7be7fb49c5d5f5c4fb97b4641)\n";
+    std::cout << "zerosim " << kZerosimVersion << " (DeepSpeed behaviour: " << kDeepSpeedCommit
+              << ")\n";
     return kExitOk;
   }
   const Command* c = find_command(all[0]);

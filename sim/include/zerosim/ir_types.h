@@ -28,6 +28,10 @@ namespace zerosim {
 /// an index-or-kNone and an "all" value: compare a field only with the sentinel its comment names.
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
+/// The DeepSpeed commit whose behaviour the deepspeed accounting reproduces by default (the one
+/// place its full hash is written: --version, plan's header and JSON, the schedule notes).
+inline constexpr const char* kDeepSpeedCommit = "edaa7221267243c7be7fb49c5d5f5c4fb97b4641";
+
 /// DeepSpeed releases whose differences the spec records as version notes.
 enum class DeepSpeedVersion : std::uint8_t {
   Edaa722,  ///< commit edaa7221267243c7be7fb49c5d5f5c4fb97b4641 (the spec's; default)

@@ -16,6 +16,7 @@
 #include "zerosim/ds_config.h"
 #include "zerosim/ds_estimator.h"
 #include "zerosim/gpu_catalog.h"
+#include "zerosim/ir_types.h"
 #include "zerosim/memory_model.h"
 #include "zerosim/model_desc.h"
 #include "zerosim/partition_plan.h"
@@ -23,9 +24,6 @@
 #include "zerosim/time_model_notes.h"
 
 namespace zerosim {
-
-/// The DeepSpeed commit whose behaviour the deepspeed accounting reproduces.
-inline constexpr const char* kDeepSpeedCommit = "edaa7221267243c7be7fb49c5d5f5c4fb97b4641";
 
 struct Calibration;  // calibration.h
 

@@ -17,8 +17,7 @@ std::string_view deepspeed_version_name(DeepSpeedVersion v) {
 }
 
 std::optional<DeepSpeedVersion> parse_deepspeed_version(std::string_view s) {
-  if (s == "edaa722" || s == "edaa7221267243c7be7fb49c5d5f5c4fb97b4641")
-    return DeepSpeedVersion::Edaa722;
+  if (s == "edaa722" || s == kDeepSpeedCommit) return DeepSpeedVersion::Edaa722;
   if (s == "0.14.4" || s == "v0.14.4") return DeepSpeedVersion::V0_14_4;
   return std::nullopt;
 }

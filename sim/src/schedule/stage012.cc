@@ -225,7 +225,7 @@ void fill_meta(const Config& c, Schedule& s) {
   meta.notes.insert(meta.notes.end(), c.ds.notes.begin(), c.ds.notes.end());
   meta.notes.push_back(
       "DeepSpeed behaviour of " +
-      std::string(c.v0144 ? "release v0.14.4" : "commit edaa7221267243c7be7fb49c5d5f5c4fb97b4641"));
+      (c.v0144 ? std::string("release v0.14.4") : "commit " + std::string(kDeepSpeedCommit)));
   if (c.path == OptimizerPath::Bf16Optimizer)
     meta.notes.push_back(
         "bf16 + stage 1 + grad_accum_dtype fp32 runs BF16_Optimizer, not the ZeRO optimizer");
