@@ -9,13 +9,7 @@
 #include <utility>
 
 namespace zerosim::schedule {
-namespace {
-
-// FNV-1a style mixing of 64-bit words, for the interning indexes (collisions are resolved by ==).
-constexpr std::uint64_t kHashSeed = 1469598103934665603ULL;
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) { return (h ^ v) * 1099511628211ULL; }
-
-}  // namespace
+namespace {}  // namespace
 
 std::string short_name(CollectiveKind k) {
   switch (k) {
@@ -51,7 +45,7 @@ std::uint32_t Emitter::list(std::vector<Piece> pieces) {
   for (const Piece& p : pieces)
     for (std::uint64_t v : {std::uint64_t{p.buffer}, p.offset, p.length, p.rank_stride, p.block,
                             p.block_stride, p.limit})
-      h = mix(h, v);
+      h = hash_mix(h, v);
   for (auto [it, end] = list_index_.equal_range(h); it != end; ++it)
     if (s_.lists[it->second] == pieces) return it->second;
   const auto id = static_cast<std::uint32_t>(s_.lists.size());
@@ -62,7 +56,8 @@ std::uint32_t Emitter::list(std::vector<Piece> pieces) {
 
 std::uint32_t Emitter::flush_plan(FlushPlan f) {
   std::uint64_t h = kHashSeed;
-  for (const FlushEntry& e : f.entries) h = mix(mix(mix(h, e.tensor), e.buffer), e.offset);
+  for (const FlushEntry& e : f.entries)
+    h = hash_mix(hash_mix(hash_mix(h, e.tensor), e.buffer), e.offset);
   for (auto [it, end] = flush_plan_index_.equal_range(h); it != end; ++it)
     if (s_.flush_plans[it->second] == f) return it->second;
   const auto id = static_cast<std::uint32_t>(s_.flush_plans.size());
@@ -81,8 +76,8 @@ Region Emitter::derived(DerivedOperand d) {
   for (std::uint64_t v : {std::uint64_t{static_cast<std::uint8_t>(d.kind)}, std::uint64_t{d.pass},
                           std::uint64_t{d.set}, std::uint64_t{d.flush}, std::uint64_t{d.group},
                           std::uint64_t{d.flat}, std::uint64_t{d.flush_plan}})
-    h = mix(h, v);
-  for (std::uint32_t b : d.buffers) h = mix(h, b);
+    h = hash_mix(h, v);
+  for (std::uint32_t b : d.buffers) h = hash_mix(h, b);
   Region r;
   for (auto [it, end] = derived_index_.equal_range(h); it != end; ++it) {
     if (s_.derived[it->second] == d) {
@@ -120,8 +115,8 @@ std::uint32_t Emitter::scratch(const std::string& name, Elements numel, DType dt
 
 std::uint32_t Emitter::temp(std::string_view name, Elements numel, DType dt, BufferCategory c,
                             std::string_view spec_id) {
-  const std::uint64_t h =
-      mix(mix(std::hash<std::string_view>{}(name), numel), static_cast<std::uint64_t>(dt));
+  const std::uint64_t h = hash_mix(hash_mix(std::hash<std::string_view>{}(name), numel),
+                                   static_cast<std::uint64_t>(dt));
   for (auto [it, end] = temp_index_.equal_range(h); it != end; ++it) {
     const TempKey& k = temp_keys_[it->second];
     if (k.numel == numel && k.dtype == dt && k.name == name) return k.buffer;

@@ -22,6 +22,13 @@
 
 namespace zerosim::schedule {
 
+/// FNV-1a style mixing of 64-bit words, for the builders' interning indexes (the emitter's lists,
+/// temporaries and flush plans, the stage 0-2 slot table and roles); collisions are resolved by ==.
+inline constexpr std::uint64_t kHashSeed = 1469598103934665603ULL;
+inline std::uint64_t hash_mix(std::uint64_t h, std::uint64_t v) {
+  return (h ^ v) * 1099511628211ULL;
+}
+
 /// Elements [offset, offset + length) of `buffer` for every rank (length 0: the op's extent); an
 /// empty region when `buffer` is kNone.
 inline Region region(std::uint32_t buffer, Elements offset = 0, Elements length = 0) {

@@ -19,8 +19,8 @@ namespace zerosim::schedule::s12 {
 // Slots are interned by a hash of their definition (equal definitions confirmed field by field):
 // an ordered map keyed by a tuple holding a copy of the params cost a vector copy per lookup.
 std::uint32_t SlotTable::add(SlotDef d) {
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a style over the definition's fields
-  const auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+  std::uint64_t h = kHashSeed;  // over the definition's fields
+  const auto mix = [&h](std::uint64_t v) { h = hash_mix(h, v); };
   for (std::uint64_t v : {std::uint64_t{static_cast<std::uint8_t>(d.kind)}, std::uint64_t{d.group},
                           std::uint64_t{d.pass}, std::uint64_t{d.flush}, std::uint64_t{d.window},
                           std::uint64_t{d.window_length}, std::uint64_t{d.owner}})
@@ -468,9 +468,9 @@ std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& pla
   std::vector<std::size_t> first_segment;  // per role
   std::unordered_multimap<std::uint64_t, std::uint32_t> by_hash;
   for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the (slot, value) pairs
+    std::uint64_t h = kHashSeed;  // over the (slot, value) pairs
     for (const auto* e = values.begin(i); e != values.end(i); ++e)
-      h = (((h ^ e->slot) * 1099511628211ULL) ^ e->value) * 1099511628211ULL;
+      h = hash_mix(hash_mix(h, e->slot), e->value);
     std::uint32_t id = kNone;
     for (auto [it, end] = by_hash.equal_range(h); it != end && id == kNone; ++it)
       if (values.same(first_segment[it->second], i)) id = it->second;
