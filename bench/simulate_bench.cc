@@ -7,9 +7,9 @@
 // times one role and analyses memory per role sparsely. Counters: ops, roles, and result_bytes
 // (SimulationResult::footprint_bytes) and schedule_roles_bytes, which show the memory is flat in
 // ranks beyond the role table the schedule itself carries. minflt_per_call: minor page faults per
-// simulate() call (getrusage), which stay near 0 once the engine's workspace (engine.h) is warm.
-// BM_SimulateLlama70BRecycled: the same, each result handed back to the workspace once read
-// (EngineWorkspace::recycle): its op times and ledger arrays are refilled, not allocated.
+// simulate() call (getrusage), which stay near 0 once the engine's workspace (engine.h) is warm:
+// each result is dropped once read, as a caller that simulates over and over and keeps no result
+// does, and its op times and ledger arrays go back to the thread's workspace by themselves.
 // BM_SimulateLlama70BTrace: the same with the Trace built (spans, comm records, counters).
 //
 // Run (Release build, bench on):
@@ -77,9 +77,7 @@ long minor_faults() {
   return u.ru_minflt;
 }
 
-// recycle: hand every result back to the thread's workspace (EngineWorkspace::recycle), as a
-// caller that simulates over and over and keeps no result does.
-void run(benchmark::State& state, bool trace, bool recycle = false) {
+void run(benchmark::State& state, bool trace) {
   const int stage = static_cast<int>(state.range(0));
   const auto gpus = static_cast<std::uint32_t>(state.range(1));
   std::string why;
@@ -100,7 +98,6 @@ void run(benchmark::State& state, bool trace, bool recycle = false) {
     }
     footprint = r->footprint_bytes();
     benchmark::DoNotOptimize(r->summary.total_ns);
-    if (recycle) EngineWorkspace::this_thread().recycle(std::move(r.value()));
   }
   const long faults = minor_faults() - faults_before;
   std::size_t role_bytes = 0;
@@ -116,7 +113,6 @@ void run(benchmark::State& state, bool trace, bool recycle = false) {
 
 void BM_SimulateLlama70B(benchmark::State& state) { run(state, false); }
 void BM_SimulateLlama70BTrace(benchmark::State& state) { run(state, true); }
-void BM_SimulateLlama70BRecycled(benchmark::State& state) { run(state, false, true); }
 
 BENCHMARK(BM_SimulateLlama70B)
     ->Args({2, 1024})
@@ -124,7 +120,6 @@ BENCHMARK(BM_SimulateLlama70B)
     ->Args({2, 65536})
     ->Args({3, 65536})
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SimulateLlama70BRecycled)->Args({3, 1024})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimulateLlama70BTrace)
     ->Args({2, 1024})
     ->Args({3, 1024})

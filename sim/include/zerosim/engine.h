@@ -165,7 +165,17 @@ struct OpTiming {
   SimTime end_ns = 0;
 };
 
+/// What simulate() returns. A result destroyed on a thread whose EngineWorkspace::this_thread()
+/// is alive hands its op times and ledger arrays to that workspace (EngineWorkspace::recycle), so
+/// a caller that simulates, reads and drops results over and over allocates no fresh pages.
 struct SimulationResult {
+  SimulationResult() = default;
+  SimulationResult(const SimulationResult&) = default;
+  SimulationResult(SimulationResult&&) noexcept = default;
+  SimulationResult& operator=(const SimulationResult&) = default;
+  SimulationResult& operator=(SimulationResult&&) noexcept = default;
+  ~SimulationResult();
+
   std::vector<OpTiming> ops;           ///< indexed like schedule.ops
   std::vector<Elements> timing_slots;  ///< the timing role's slot values (max over roles)
   /// One ledger buffer per schedule buffer (same index). Its buffers are unnamed (names live in the
@@ -180,7 +190,8 @@ struct SimulationResult {
 };
 
 /// The memory simulate() reuses from call to call: the lowered graph, the compiled program, the
-/// event loop's per-op arrays and the results' arrays handed back by recycle(). Every array keeps
+/// event loop's per-op arrays and the results' arrays handed back by recycle() (this_thread()'s
+/// also gets those of every result destroyed on its thread). Every array keeps
 /// its storage, so repeated simulations of schedules of similar size allocate (almost) nothing and
 /// fault in no fresh page: with glibc's default malloc settings an array of 128 KiB or more (a
 /// step of Llama-2-70B has 16k ops) is mmap'ed, or trimmed off the heap top once freed, and every

@@ -73,9 +73,34 @@ EngineWorkspace::~EngineWorkspace() = default;
 EngineWorkspace::EngineWorkspace(EngineWorkspace&&) noexcept = default;
 EngineWorkspace& EngineWorkspace::operator=(EngineWorkspace&&) noexcept = default;
 
+namespace {
+// Whether this thread's workspace exists and is not destroyed yet. A plain bool (constant
+// initialisation, trivial destructor) stays readable while the thread's other thread_local and, on
+// the main thread, static objects are destroyed: a result among them frees its arrays instead.
+thread_local bool this_thread_workspace_alive = false;
+
+struct ThisThreadWorkspace {
+  ThisThreadWorkspace() { this_thread_workspace_alive = true; }
+  ~ThisThreadWorkspace() { this_thread_workspace_alive = false; }
+  ThisThreadWorkspace(const ThisThreadWorkspace&) = delete;
+  ThisThreadWorkspace& operator=(const ThisThreadWorkspace&) = delete;
+  EngineWorkspace ws;
+};
+}  // namespace
+
 EngineWorkspace& EngineWorkspace::this_thread() {
-  thread_local EngineWorkspace ws;
-  return ws;
+  thread_local ThisThreadWorkspace holder;
+  return holder.ws;
+}
+
+// With glibc's default malloc settings the arrays of a dropped result went back to the kernel
+// (the heap top is trimmed once more than twice the largest mmap'ed block freed so far is free at
+// it) and the next simulate() faulted fresh pages in: 73 per call for Llama-2-70B stage 3 at 1024
+// GPUs (bench/simulate_bench.cc). Handing them to the workspace keeps them for the next call;
+// the workspace keeps only the larger of what it has and what it is given.
+SimulationResult::~SimulationResult() {
+  if (ops.capacity() == 0 && ledger.buffers().empty() && ledger.event_count() == 0) return;
+  if (this_thread_workspace_alive) EngineWorkspace::this_thread().recycle(std::move(*this));
 }
 
 void EngineWorkspace::recycle(SimulationResult&& done) {
