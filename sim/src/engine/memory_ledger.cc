@@ -222,6 +222,18 @@ PoolScan scan_pool(const std::vector<MemoryLedger::Event>& events,
                    const std::vector<LedgerBuffer>& bufs, bool device, std::size_t from,
                    bool with_steady) {
   PoolScan s;
+  // Sized once: grown by doubling, the three lists were most of a stage 2 simulation's transient
+  // allocations (583 roles at 1024 GPUs: each role's buffers are a run of role events). The count
+  // is a pass of its own, skipped when no buffer is per role (stage 3: one role).
+  std::size_t role_events = 0;
+  if (std::any_of(bufs.begin(), bufs.end(), [](const LedgerBuffer& b) { return b.per_role; }))
+    for (const MemoryLedger::Event& e : events) {
+      const LedgerBuffer& b = bufs[e.buffer];
+      role_events += is_device(b.pool) == device && b.per_role;
+    }
+  s.role_events.reserve(role_events);
+  s.intervals.reserve(role_events + 1);
+  if (with_steady) s.steady.reserve(role_events + 1);
   s.intervals.emplace_back();
   if (with_steady) s.steady.emplace_back();
   Bytes c = 0;

@@ -343,6 +343,7 @@ Summary SummaryBuilder::finish() {
     all[k].kind = kAllCollectiveKinds[k];
     out.comm.push_back(all[k]);
   }
+  out.peaks.reserve(out.peaks.size() + state_->roles.size());  // one allocation, not log2(roles)
   for (auto& [role, s] : state_->roles) {
     const auto i = static_cast<std::uint32_t>(out.peaks.size());
     out.peaks.push_back(s);
