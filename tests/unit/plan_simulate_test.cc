@@ -12,6 +12,7 @@
 // the #13 symptoms, each of which fails on the closed-form planner it replaces.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "zerosim/engine.h"
@@ -260,6 +261,20 @@ TEST(PlanEqualsSimulate, SweepCellsAreTheSimulated) {
     auto plan = make_plan(req);
     ASSERT_TRUE(plan.ok()) << plan.diagnostics().to_string();
     ASSERT_EQ(plan->sweep.size(), 8u * 4u);
+    // Cells in table order, each variant's in GPU-count order (the cells run as parallel tasks),
+    // and each row's smallest fitting count is its first fitting cell.
+    for (std::size_t v = 0; v < plan->rows.size(); ++v) {
+      const PlanRow& r = plan->rows[v];
+      std::optional<std::uint64_t> first_fit;
+      for (std::size_t k = 0; k < 4; ++k) {
+        const SweepCell& c = plan->sweep[v * 4 + k];
+        EXPECT_EQ(c.gpus, std::uint64_t{1} << k);
+        EXPECT_EQ(c.stage, r.stage);
+        EXPECT_EQ(c.offload, r.offload);
+        if (c.fits && !first_fit) first_fit = c.gpus;
+      }
+      EXPECT_EQ(r.min_gpus, first_fit) << "stage " << r.stage;
+    }
     for (const SweepCell& c : plan->sweep) {
       SCOPED_TRACE(std::to_string(c.gpus) + " GPUs, stage " + std::to_string(c.stage) +
                    " offload " + std::string(offload_name(c.offload)));

@@ -3,6 +3,7 @@
 // and plan's recommendation on predicted speed.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -10,6 +11,7 @@
 #include "cli_testlib.h"
 #include "zerosim/gpu_catalog.h"
 #include "zerosim/model_loader.h"
+#include "zerosim/partition_plan.h"
 #include "zerosim/planner.h"
 
 namespace zerosim {
@@ -208,6 +210,65 @@ TEST(PlanSpeed, RecommendsTheFasterConfigurationOverTheLowestStageThatFits) {
   EXPECT_NE(p.recommendation.find("the fastest configuration that fits"), std::string::npos);
   EXPECT_NE(p.recommendation.find("the lowest stage that fits, stage 1"), std::string::npos)
       << p.recommendation;
+}
+
+TEST(PlanSpeed, CandidatesSimulatedInParallelGiveTheOneAtATimeSpeeds) {
+  // predict_speeds simulates `window` candidates at a time and takes them in order: every window
+  // gives the speeds and notes of one at a time, also where the bound stops the loop early (a
+  // candidate a window computed past that point is dropped). The candidates are set so that it
+  // does: at 256 tokens per sequence, stage 3 at micro-batch 64 runs far more tokens/s than the
+  // bound of micro-batch 1 (its compute alone at a small GEMM's efficiency).
+  PlanRequest req = llama7b_on_8_h100();
+  req.training.seq_len = 32;
+  auto plan = make_plan(req);
+  ASSERT_TRUE(plan.ok());
+  for (PlanRow& r : plan->rows) {
+    r.max_micro_batch = r.offload != OffloadVariant::None ? 0 : r.stage == 3 ? 1024 : 1;
+    r.max_micro_batch_checkpointed = 0;
+  }
+  std::map<int, PartitionPlan> plans;  // by stage, at the request's 8 GPUs
+  auto plan_of = [&](const PlanRow& r) -> const PartitionPlan* {
+    auto it = plans.find(r.stage);
+    if (it == plans.end()) {
+      const DsConfig ds = variant_config(req.base, r.stage, r.offload);
+      auto p = plan_partition(req.model, partition_options(ds, 8));
+      if (!p.ok()) return nullptr;
+      it = plans.emplace(r.stage, std::move(p.value())).first;
+    }
+    return &it->second;
+  };
+  auto speeds_with = [&](std::size_t window) {
+    PlanResult out = plan.value();
+    out.notes.clear();
+    for (PlanRow& r : out.rows) r.speed = r.speed_checkpointed = std::nullopt;
+    predict_speeds(out, plan_of, window);
+    return out;
+  };
+  auto same = [](const std::optional<RowSpeed>& a, const std::optional<RowSpeed>& b) {
+    if (!a || !b) return a.has_value() == b.has_value();
+    return a->micro_batch == b->micro_batch &&
+           a->activation_checkpointing == b->activation_checkpointing && a->step_ns == b->step_ns &&
+           a->tokens_per_s == b->tokens_per_s && a->mfu == b->mfu;
+  };
+  const PlanResult one = speeds_with(1);
+  std::size_t simulated = 0, left_out = 0;
+  for (const PlanRow& r : one.rows) {
+    simulated += r.speed.has_value() + r.speed_checkpointed.has_value();
+    left_out += r.max_micro_batch > 0 && !r.speed;
+  }
+  ASSERT_GT(simulated, 0u);
+  ASSERT_GT(left_out, 0u) << "the bound should leave a fitting row unsimulated";
+  for (std::size_t window : {2, 3, 8}) {
+    SCOPED_TRACE("window " + std::to_string(window));
+    const PlanResult w = speeds_with(window);
+    ASSERT_EQ(w.rows.size(), one.rows.size());
+    for (std::size_t i = 0; i < w.rows.size(); ++i) {
+      EXPECT_TRUE(same(w.rows[i].speed, one.rows[i].speed)) << "row " << i;
+      EXPECT_TRUE(same(w.rows[i].speed_checkpointed, one.rows[i].speed_checkpointed))
+          << "row " << i;
+    }
+    EXPECT_EQ(w.notes, one.notes);
+  }
 }
 
 TEST(PlanSpeed, NamesActivationCheckpointingWhenOnlyItFits) {

@@ -139,9 +139,12 @@ Result<RowSpeed> simulate_row_speed(const PlanRequest& request, const DsConfig& 
 /// (their compute alone at the efficiency the engine uses), stopping once the best simulated one
 /// beats every remaining bound; a candidate with more offload or recompute than another of its
 /// stage at no larger micro-batch is never faster and is skipped. `plan_of(stage, offload)` gives
-/// a row's partition plan. Simulation errors become notes.
+/// a row's partition plan. Simulation errors become notes. `window` candidates are simulated at
+/// a time on parallel threads (0: one per core) and taken in order, so the speeds and notes are
+/// those of one at a time, whatever the window.
 void predict_speeds(PlanResult& out,
-                    const std::function<const PartitionPlan*(const PlanRow&)>& plan_of);
+                    const std::function<const PartitionPlan*(const PlanRow&)>& plan_of,
+                    std::size_t window = 0);
 
 /// Picks the recommendation on predicted speed: the simulated configuration with the most
 /// tokens/s; ties go to no offload, then the lower stage, then no recompute. Without any speed

@@ -4,7 +4,9 @@
 // a higher stage, activation checkpointing or offload wins when the larger micro-batch it lets fit
 // outweighs its extra communication, recompute or host work.
 #include <algorithm>
+#include <optional>
 #include <sstream>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -149,7 +151,8 @@ Result<RowSpeed> simulate_row_speed(const PlanRequest& request, const DsConfig& 
 }
 
 void predict_speeds(PlanResult& out,
-                    const std::function<const PartitionPlan*(const PlanRow&)>& plan_of) {
+                    const std::function<const PartitionPlan*(const PlanRow&)>& plan_of,
+                    std::size_t window) {
   const PlanRequest& req = out.request;
   if (!req.model.arch) return;  // no GEMM shape and no activation model
   std::vector<Trial> trials;
@@ -169,24 +172,47 @@ void predict_speeds(PlanResult& out,
   for (Trial& t : kept) t.bound = tokens_bound(req, t.micro_batch);
   std::stable_sort(kept.begin(), kept.end(),
                    [](const Trial& a, const Trial& b) { return a.bound > b.bound; });
+  // The trials run in order until none left can beat the best: `window` at a time on parallel
+  // threads (each a pure function of the request), taken in order afterwards, so the rows get the
+  // speeds (and the notes) the one-at-a-time loop gives; a trial the loop would not have reached
+  // is computed and dropped (on 2 cores the Llama-3.1-405B --zero-init sweep spent 36 ms here on
+  // one thread).
+  if (window == 0) window = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
   double best = 0;
-  for (const Trial& t : kept) {
-    if (best > 0 && best >= t.bound) break;  // nothing left can beat it
-    PlanRow& r = out.rows[t.row];
-    const PartitionPlan* plan = plan_of(r);
-    if (!plan) continue;
-    auto s = simulate_row_speed(req, variant_config(req.base, r.stage, r.offload), *plan,
-                                t.micro_batch, t.checkpointed);
-    if (!s.ok()) {
-      const auto& items = s.diagnostics().items();
-      out.notes.push_back("speed of stage " + std::to_string(r.stage) + " (offload " +
-                          std::string(offload_name(r.offload)) + ") not predicted: " +
-                          (items.empty() ? std::string("unknown error") : items.front().message));
-      continue;
+  for (std::size_t first = 0; first < kept.size(); first += window) {
+    if (best > 0 && best >= kept[first].bound) break;  // nothing left can beat it
+    const std::size_t n = std::min(window, kept.size() - first);
+    std::vector<const PartitionPlan*> plans(n, nullptr);
+    for (std::size_t k = 0; k < n; ++k) plans[k] = plan_of(out.rows[kept[first + k].row]);
+    std::vector<std::optional<Result<RowSpeed>>> speeds(n);
+    auto run = [&](std::size_t k) {
+      if (!plans[k]) return;
+      const Trial& t = kept[first + k];
+      const PlanRow& r = out.rows[t.row];
+      speeds[k].emplace(simulate_row_speed(req, variant_config(req.base, r.stage, r.offload),
+                                           *plans[k], t.micro_batch, t.checkpointed));
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t k = 1; k < n; ++k) pool.emplace_back(run, k);
+    run(0);
+    for (auto& th : pool) th.join();
+    for (std::size_t k = 0; k < n; ++k) {
+      const Trial& t = kept[first + k];
+      if (k > 0 && best > 0 && best >= t.bound) return;  // the loop stops here: drop the rest
+      if (!speeds[k]) continue;                          // no partition plan
+      PlanRow& r = out.rows[t.row];
+      const Result<RowSpeed>& s = *speeds[k];
+      if (!s.ok()) {
+        const auto& items = s.diagnostics().items();
+        out.notes.push_back("speed of stage " + std::to_string(r.stage) + " (offload " +
+                            std::string(offload_name(r.offload)) + ") not predicted: " +
+                            (items.empty() ? std::string("unknown error") : items.front().message));
+        continue;
+      }
+      (t.checkpointed && !req.training.activation_checkpointing ? r.speed_checkpointed : r.speed) =
+          s.value();
+      best = std::max(best, s->tokens_per_s);
     }
-    (t.checkpointed && !req.training.activation_checkpointing ? r.speed_checkpointed : r.speed) =
-        s.value();
-    best = std::max(best, s->tokens_per_s);
   }
 }
 

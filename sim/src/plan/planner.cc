@@ -386,38 +386,84 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     std::call_once(largest_once, [&] { largest = request.model.largest_module_params(); });
     return largest;
   };
-  // One variant: its row and its sweep cells; Diagnostics with an error when it failed. Variants
-  // are independent (pure functions of the request), so they run on parallel threads and are
-  // collected in table order: the output does not depend on the thread count.
-  struct Outcome {
-    PlanRow row;
-    std::vector<SweepCell> sweep;
-    Diagnostics diags;
-    bool ok = false;
-  };
-  auto evaluate = [&](const Variant& v, Outcome& oc) {
-    Diagnostics& diags = oc.diags;
-    PlanRow& row = oc.row;
-    row.stage = v.stage;
-    row.offload = v.offload;
-    DsConfig ds = variant_config(request.base, v.stage, v.offload);
-    row.optimizer = optimizer_name(ds.optimizer_path());
-    const PartitionPlan* plan = ev.plan_for(ds, world, diags);
-    if (!plan) return;
-    // Without zero.Init (stages 0-2 always) every GPU holds the whole 16-bit model at init,
-    // whatever the GPU count, micro-batch or checkpointing: when that alone does not fit, no GPU
-    // count and no micro-batch fits, and neither the GPU-count search nor the checkpointed
-    // micro-batch search needs a simulation (plan_simulate_test checks the floor against the
-    // simulated peak, and that the rows' answers are the same with the shortcut off).
+  // The variants' configs, and whether each one's init floor (the whole 16-bit model every GPU
+  // holds without zero.Init; stages 0-2 always) already exceeds the GPU: then no GPU count and no
+  // micro-batch fits, whatever the checkpointing, and neither the GPU-count search nor the
+  // checkpointed micro-batch search needs a simulation (plan_simulate_test checks the floor
+  // against the simulated peak, and that the rows' answers are the same with the shortcut off).
+  constexpr std::size_t kVariantCount = std::size(kVariants);
+  std::vector<DsConfig> configs;
+  std::vector<Bytes> init_totals(kVariantCount, 0);
+  std::vector<bool> never_fits(kVariantCount, false);
+  configs.reserve(kVariantCount);
+  for (std::size_t i = 0; i < kVariantCount; ++i) {
+    configs.push_back(variant_config(request.base, kVariants[i].stage, kVariants[i].offload));
+    const DsConfig& ds = configs.back();
     const bool whole_model_at_init = !(ds.zero.stage == 3 && request.training.zero_init);
     const Bytes init_floor =
         simulated && whole_model_at_init
             ? checked_mul(request.model.num_parameters(), dtype_size(ds.lp_dtype()))
                   .value_or(kBytesOverflow)
             : 0;
-    const Bytes init_total =
-        saturating_add(init_floor, overhead_bytes(init_floor, request.overheads));
-    const bool never_fits = simulated && init_total > ev.capacity();
+    init_totals[i] = saturating_add(init_floor, overhead_bytes(init_floor, request.overheads));
+    never_fits[i] = simulated && init_totals[i] > ev.capacity();
+  }
+  auto wanted = [&](std::size_t i) { return kVariants[i].stage <= request.max_stage; };
+  // A full sweep under DeepSpeed accounting simulates every cell (variant, GPU count): the cells
+  // are tasks of their own beside the rows, so the threads share a variant's cells instead of one
+  // thread taking all of a stage 3 variant's (the Llama-3.1-405B --zero-init sweep: three stage 3
+  // variants of 12 cells each on 2 cores left one core idle for the last fifth of the run).
+  // Without --sweep the search stops at the first count that fits, so a variant's cells stay in
+  // order on its own task.
+  const bool cell_tasks = simulated && request.full_sweep;
+  std::vector<std::uint64_t> counts;  // the sweep's GPU counts, other than the request's
+  for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2)
+    if (g != world) counts.push_back(g);
+  // One sweep cell at another GPU count: its memory alone (a cell shows no time).
+  struct Cell {
+    Diagnostics diags;
+    bool ok = false;
+    Bytes total = 0;
+    bool fit = false;
+    std::uint64_t max_micro_batch = 0;
+  };
+  std::vector<Cell> cells(cell_tasks ? kVariantCount * counts.size() : 0);
+  auto evaluate_cell = [&](std::size_t i, std::size_t c, Cell& cell) {
+    const std::uint64_t g = counts[c];
+    const DsConfig& ds = configs[i];
+    const PartitionPlan* pg = ev.plan_for(ds, g, cell.diags);
+    if (!pg) return;
+    const RowInput in = ev.row_input(ds, *pg, g, request.training.micro_batch);
+    auto sim = simulate_row_memory(in);
+    if (!sim.ok()) return cell.diags.append(sim.diagnostics());
+    cell.total = sim->total;
+    cell.fit = cell.total <= ev.capacity() && ev.host_fits(sim->host_peak, g);
+    if (cell.fit) {
+      cell.max_micro_batch =
+          max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxSearchMicroBatch);
+    }
+    cell.ok = true;
+  };
+  // One variant: its row (and, without cell tasks, its sweep cells); Diagnostics with an error
+  // when it failed. Variants and cells are independent (pure functions of the request), so they
+  // run on parallel threads and are collected in table order: the output does not depend on the
+  // thread count.
+  struct Outcome {
+    PlanRow row;
+    std::vector<SweepCell> sweep;
+    Diagnostics diags;
+    bool ok = false;
+  };
+  auto evaluate = [&](std::size_t i, Outcome& oc) {
+    const Variant& v = kVariants[i];
+    Diagnostics& diags = oc.diags;
+    PlanRow& row = oc.row;
+    row.stage = v.stage;
+    row.offload = v.offload;
+    const DsConfig& ds = configs[i];
+    row.optimizer = optimizer_name(ds.optimizer_path());
+    const PartitionPlan* plan = ev.plan_for(ds, world, diags);
+    if (!plan) return;
     if (simulated) {
       const RowInput in = ev.row_input(ds, *plan, world, request.training.micro_batch);
       auto sim = simulate_row(in);
@@ -437,7 +483,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
                     : max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxSearchMicroBatch);
       // What activation checkpointing would unlock (the speed recommendation weighs it), from the
       // same simulation with checkpointing on, so plan keeps one model of memory.
-      if (request.model.arch && !request.training.activation_checkpointing && !never_fits) {
+      if (request.model.arch && !request.training.activation_checkpointing && !never_fits[i]) {
         RowInput ck = in;
         ck.training.activation_checkpointing = true;
         auto cks = simulate_row_memory(ck);  // only its memory is shown
@@ -474,14 +520,19 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       row.max_micro_batch = 0;
       row.max_micro_batch_checkpointed = 0;
     }
+    oc.ok = true;
+    if (cell_tasks) return;  // collect_sweep takes the cells once every task has run
     for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2) {
-      if (never_fits) {
+      if (never_fits[i]) {
         if (!request.full_sweep) break;
-        oc.sweep.push_back({g, v.stage, v.offload, init_total, false, 0, true});
+        oc.sweep.push_back({g, v.stage, v.offload, init_totals[i], false, 0, true});
         continue;
       }
       const PartitionPlan* pg = ev.plan_for(ds, g, diags);
-      if (!pg) return;
+      if (!pg) {
+        oc.ok = false;
+        return;
+      }
       Bytes total = 0;
       bool fit = false;
       std::uint64_t mb = 0;
@@ -492,11 +543,12 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       } else if (simulated) {
         const RowInput in = ev.row_input(ds, *pg, g, request.training.micro_batch);
         auto sim = simulate_row_memory(in);  // a sweep cell shows no time
-        if (!sim.ok()) return diags.append(sim.diagnostics());
+        if (!sim.ok()) {
+          oc.ok = false;
+          return diags.append(sim.diagnostics());
+        }
         total = sim->total;
         fit = total <= ev.capacity() && ev.host_fits(sim->host_peak, g);
-        if (fit && request.full_sweep)
-          mb = max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxSearchMicroBatch);
       } else {
         MemoryReport m = ev.memory(ds, *pg, g, request.training.micro_batch);
         total = total_of(m);
@@ -507,32 +559,77 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       if (request.full_sweep) oc.sweep.push_back({g, v.stage, v.offload, total, fit, mb, false});
       if (!request.full_sweep && row.min_gpus) break;
     }
-    oc.ok = true;
   };
-  constexpr std::size_t kVariantCount = std::size(kVariants);
-  // Threads take variants longest first (stage 3's schedules are about twice stage 1/2's, stage
-  // 0's the shortest), so the last one taken is short and no thread waits alone on a stage 3 row:
-  // on 2 cores the table order left one thread with two of the three stage 3 rows at the end.
+  // A variant's sweep in GPU-count order from its row and its cell tasks, as the loop above
+  // builds it without them (the same cells, diagnostics and first fitting count).
+  auto collect_sweep = [&](std::size_t i, Outcome& oc) {
+    const Variant& v = kVariants[i];
+    PlanRow& row = oc.row;
+    for (std::uint64_t g = 1, c = 0; g <= request.sweep_max_gpus; g *= 2) {
+      SweepCell cell{g, v.stage, v.offload, 0, false, 0, false};
+      if (never_fits[i]) {
+        cell.total_bytes = init_totals[i];
+        cell.at_least = true;
+      } else if (g == world) {  // the row itself
+        cell.total_bytes = total_of(row.memory);
+        cell.fits = row.fits;
+        cell.max_micro_batch = row.fits ? row.max_micro_batch : 0;
+      } else {
+        Cell& done = cells[i * counts.size() + c];
+        oc.diags.append(done.diags);
+        if (!done.ok) {
+          oc.ok = false;
+          return;
+        }
+        cell.total_bytes = done.total;
+        cell.fits = done.fit;
+        cell.max_micro_batch = done.max_micro_batch;
+      }
+      if (g != world) ++c;
+      if (cell.fits && !row.min_gpus) row.min_gpus = g;
+      oc.sweep.push_back(cell);
+    }
+  };
+  // Tasks longest first (stage 3's schedules are about twice stage 1/2's, stage 0's the shortest),
+  // so the last one taken is short and no thread waits alone on a stage 3 schedule: the rows, then
+  // the cells that need a simulation, stage 3's first.
   constexpr std::size_t kLongestFirst[] = {5, 6, 7, 1, 2, 3, 4, 0};
   static_assert(std::size(kLongestFirst) == kVariantCount);
+  struct Task {
+    std::size_t variant;
+    std::size_t cell;  ///< index in `counts`; kNoCell: the variant's row
+  };
+  constexpr std::size_t kNoCell = ~std::size_t{0};
+  std::vector<Task> tasks;
+  for (std::size_t i : kLongestFirst)
+    if (wanted(i)) tasks.push_back({i, kNoCell});
+  if (cell_tasks)
+    for (std::size_t i : kLongestFirst)
+      if (wanted(i) && !never_fits[i])
+        for (std::size_t c = 0; c < counts.size(); ++c) tasks.push_back({i, c});
   std::vector<Outcome> outcomes(kVariantCount);
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    for (std::size_t n = next++; n < kVariantCount; n = next++) {
-      const std::size_t i = kLongestFirst[n];
-      if (kVariants[i].stage <= request.max_stage) evaluate(kVariants[i], outcomes[i]);
+    for (std::size_t n = next++; n < tasks.size(); n = next++) {
+      const Task& t = tasks[n];
+      if (t.cell == kNoCell) {
+        evaluate(t.variant, outcomes[t.variant]);
+      } else {
+        evaluate_cell(t.variant, t.cell, cells[t.variant * counts.size() + t.cell]);
+      }
     }
   };
-  const std::size_t threads =
-      std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, kVariantCount);
+  const std::size_t threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1,
+                                                      std::max<std::size_t>(tasks.size(), 1));
   std::vector<std::thread> pool;
   for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
   Diagnostics diags;
   for (std::size_t i = 0; i < kVariantCount; ++i) {
-    if (kVariants[i].stage > request.max_stage) continue;
+    if (!wanted(i)) continue;
     Outcome& oc = outcomes[i];
+    if (oc.ok && cell_tasks) collect_sweep(i, oc);
     diags.append(oc.diags);
     if (!oc.ok || diags.has_errors()) return Result<PlanResult>(diags);
     out.rows.push_back(std::move(oc.row));
