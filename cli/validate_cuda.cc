@@ -1,13 +1,11 @@
 // validate_cuda_precheck and run_validate_cuda (validate_cuda.h).
 #include "validate_cuda.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <iostream>
+#include <string>
+#include <vector>
 
 #include "commands.h"
+#include "companion.h"
 #include "output_file.h"
 #include "zerosim/cuda_backend.h"
 #include "zerosim/cuda_report.h"
@@ -38,16 +36,8 @@ int validate_cuda_precheck(const std::vector<std::string>& argv, const ParsedArg
                            std::ostream& err) {
   if (const std::string companion = cuda::cuda_companion_path(); !companion.empty()) {
     // zerosim-cuda runs the same command with the backend loaded (see backend_cuda/CMakeLists).
-    std::vector<std::string> words = {companion, "validate"};
-    words.insert(words.end(), argv.begin(), argv.end());
-    std::vector<char*> c_argv;
-    c_argv.reserve(words.size() + 1);
-    for (std::string& w : words) c_argv.push_back(w.data());
-    c_argv.push_back(nullptr);
-    std::cout.flush();
-    ::execv(companion.c_str(), c_argv.data());
-    err << "zerosim validate: --backend cuda: cannot run " << companion << ": "
-        << std::strerror(errno) << "\n";  // NOLINT(concurrency-mt-unsafe)
+    const std::string why = exec_companion(companion, "validate", argv);
+    err << "zerosim validate: --backend cuda: cannot run " << companion << ": " << why << "\n";
     return kExitInvalidInput;
   }
   if (!cuda::cuda_backend_built()) {

@@ -28,12 +28,13 @@ inline std::string read_all(const std::string& path) {
   return ss.str();
 }
 
-inline CliRun run_cli(const std::string& args) {
+// Runs `program` (a path) with `args` through the shell.
+inline CliRun run_program(const std::string& program, const std::string& args) {
   static int counter = 0;
   // The pid keeps parallel test processes (ctest -j) from sharing a file.
   std::string err_path = ::testing::TempDir() + "zerosim_cli_err_" + std::to_string(getpid()) +
                          "_" + std::to_string(counter++);
-  std::string cmd = std::string(ZEROSIM_CLI_PATH) + " " + args + " 2>" + err_path;
+  std::string cmd = program + " " + args + " 2>" + err_path;
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -46,6 +47,8 @@ inline CliRun run_cli(const std::string& args) {
   std::remove(err_path.c_str());
   return r;
 }
+
+inline CliRun run_cli(const std::string& args) { return run_program(ZEROSIM_CLI_PATH, args); }
 
 inline std::string data(const std::string& rel) {
   return std::string(ZEROSIM_TEST_DATA_DIR) + "/" + rel;
