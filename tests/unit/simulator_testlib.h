@@ -89,7 +89,7 @@ inline Op collective(CollectiveKind k, Elements numel, Elements out, std::uint32
   o.reduce_op = k == CollectiveKind::AllGather ? ReduceOp::None : ReduceOp::Sum;
   return o;
 }
-inline Op with_deps(Op o, std::vector<std::uint32_t> deps) {
+inline Op with_deps(Op o, DepList deps) {
   o.deps = std::move(deps);
   return o;
 }

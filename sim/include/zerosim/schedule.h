@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "zerosim/dep_list.h"
 #include "zerosim/diagnostic.h"
 #include "zerosim/ir_types.h"
 #include "zerosim/partition_plan.h"
@@ -255,8 +256,8 @@ struct Op {
   Elements out_numel = 0;      ///< output elements per rank (gathers/scatters; = numel otherwise)
   std::uint32_t comm = 0;      ///< Schedule::comms index: the communicator the collective runs on
   std::uint32_t root = kNone;  ///< reduce destination / broadcast source: index in the communicator
-  std::vector<std::uint32_t> deps;  ///< op indices that must finish before this op starts
-  std::string label;                ///< human-readable ("flush 3: AR(500000000)", "fwd layers.4")
+  DepList deps;                ///< op indices that must finish before this op starts
+  std::string label;           ///< human-readable ("flush 3: AR(500000000)", "fwd layers.4")
 };
 
 /// One model parameter; tensors[i] is model param i (DeepSpeed's ds_id order), what an op's `param`

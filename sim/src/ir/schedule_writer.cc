@@ -231,7 +231,7 @@ ojson op_json(const Op& o) {
   if (o.comm != d.comm) j["comm"] = o.comm;
   if (o.reduce_op != d.reduce_op) j["reduce_op"] = str(reduce_op_name(o.reduce_op));
   if (o.root != d.root) j["root"] = o.root;
-  if (o.deps != d.deps) j["deps"] = o.deps;
+  if (o.deps != d.deps) j["deps"] = std::vector<std::uint32_t>(o.deps.begin(), o.deps.end());
   if (o.label != d.label) j["label"] = o.label;
   return j;
 }

@@ -222,7 +222,7 @@ std::uint32_t Emitter::free(std::uint32_t buf, Stream st, std::uint32_t flush) {
   return finish(o);
 }
 
-std::uint32_t Emitter::marker(std::string label, Stream st, std::vector<std::uint32_t> deps) {
+std::uint32_t Emitter::marker(std::string label, Stream st, DepList deps) {
   Op& o = start(OpKind::Marker, st);
   o.deps = std::move(deps);
   o.label = std::move(label);

@@ -55,7 +55,7 @@ struct CollectiveSpec {
   Region src{}, dst{};          ///< input and output (dst empty: in place)
   double scale = 1.0;           ///< the output is the sum x scale (averaging; sum reductions only)
   Stream stream = Stream::Compute;
-  std::vector<std::uint32_t> deps{};
+  DepList deps{};
   std::string label{};
 };
 
@@ -74,7 +74,7 @@ struct CopySpec {
   /// Issued after the latest op so far on this stream (a non_blocking copy of data that stream
   /// produced): adds that op to deps.
   std::optional<Stream> after{};
-  std::vector<std::uint32_t> deps{};
+  DepList deps{};
   std::string label{};
 };
 
@@ -96,7 +96,7 @@ struct UpdateSpec {
   DType dtype = DType::Float32;
   Elements elements = 0;
   UpdateCall call{};  ///< its operands (interned into Schedule::updates)
-  std::vector<std::uint32_t> deps{};
+  DepList deps{};
   std::string label{};
 };
 
@@ -156,8 +156,7 @@ class Emitter {
   /// gradients, released by the Free ops emitted right before; sized as the buffer (its slot).
   std::uint32_t adopt(std::uint32_t buf, std::uint32_t flush_plan, Stream st = Stream::Compute);
   std::uint32_t free(std::uint32_t buf, Stream st = Stream::Compute, std::uint32_t flush = kNone);
-  std::uint32_t marker(std::string label, Stream st = Stream::Compute,
-                       std::vector<std::uint32_t> deps = {});
+  std::uint32_t marker(std::string label, Stream st = Stream::Compute, DepList deps = {});
   /// A full device synchronize.
   std::uint32_t sync(std::string label);
   /// Makes `waiter` wait for everything enqueued so far on `on` (torch's wait_stream): a Marker on

@@ -143,9 +143,8 @@ bool Context::sg_on_cpu(std::size_t sg) const {
 }
 
 std::uint32_t Context::collective(CollectiveKind k, Elements numel, Elements out, DType dt,
-                                  ReduceOp r, Stream st, std::string label,
-                                  std::vector<std::uint32_t> deps, std::uint32_t root, Region src,
-                                  Region dst, double scale) {
+                                  ReduceOp r, Stream st, std::string label, DepList deps,
+                                  std::uint32_t root, Region src, Region dst, double scale) {
   return e.collective({.kind = k,
                        .dtype = dt,
                        .numel = numel,
@@ -161,8 +160,7 @@ std::uint32_t Context::collective(CollectiveKind k, Elements numel, Elements out
 }
 
 std::uint32_t Context::data_op(OpKind k, Stream st, Elements elements, DType dt, Region src,
-                               Region dst, std::string label, std::vector<std::uint32_t> deps,
-                               CopyMode mode) {
+                               Region dst, std::string label, DepList deps, CopyMode mode) {
   return e.copy({.kind = k,
                  .stream = st,
                  .dtype = dt,

@@ -123,7 +123,7 @@ void Coordinator::fetch(std::uint32_t module, bool backward) {
   // also synchronizes on the all-gather-stream event of the third-last waited param when more than
   // 2 are outstanding (__max_ongoing_fetch_events). That point is earlier on the same stream than
   // this wait_stream, and launches are instantaneous here, so the throttle never changes a time.
-  std::vector<std::uint32_t> deps;
+  DepList deps;
   if (cx_.gather_stream != Stream::Compute && last_gather_op_ != kNone)
     deps.push_back(last_gather_op_);
   cx_.e.marker(cx_.e.label("fetch ", what), Stream::Compute, std::move(deps));

@@ -209,13 +209,12 @@ struct Context {
   /// A Collective op over the data-parallel group, with deps; input `src`, output `dst` (empty:
   /// in place); a sum's output is the reduction x `scale`.
   std::uint32_t collective(CollectiveKind k, Elements numel, Elements out, DType dt, ReduceOp r,
-                           Stream st, std::string label, std::vector<std::uint32_t> deps = {},
+                           Stream st, std::string label, DepList deps = {},
                            std::uint32_t root = kNone, Region src = {}, Region dst = {},
                            double scale = 1.0);
   /// A copy-like op (Copy, HostToDevice, DeviceToHost, WriteBack) from `src` into `dst`.
   std::uint32_t data_op(OpKind k, Stream st, Elements elements, DType dt, Region src, Region dst,
-                        std::string label, std::vector<std::uint32_t> deps = {},
-                        CopyMode mode = CopyMode::Assign);
+                        std::string label, DepList deps = {}, CopyMode mode = CopyMode::Assign);
   /// The operand list of `pieces` (interned; an empty list is an empty region).
   Region pieces(std::vector<Piece> pieces) { return list_region(e.list(std::move(pieces))); }
   /// p's own partition as a list piece (the c-chunk own_partition() names).
@@ -334,9 +333,8 @@ class Reducer {
   std::uint32_t alloc(std::uint32_t buffer);
   std::uint32_t free(std::uint32_t buffer);
   std::uint32_t copy(OpKind kind, Elements elements, DType dt, Region src, Region dst,
-                     std::string label, std::uint32_t param = kNone,
-                     std::vector<std::uint32_t> deps = {}, CopyMode mode = CopyMode::Assign,
-                     double scale = 1.0);
+                     std::string label, std::uint32_t param = kNone, DepList deps = {},
+                     CopyMode mode = CopyMode::Assign, double scale = 1.0);
 
   Context& cx_;
   std::vector<Entry> bucket_;

@@ -25,8 +25,8 @@ std::uint32_t Reducer::free(std::uint32_t buffer) {
 }
 
 std::uint32_t Reducer::copy(OpKind kind, Elements elements, DType dt, Region src, Region dst,
-                            std::string label, std::uint32_t param, std::vector<std::uint32_t> deps,
-                            CopyMode mode, double scale) {
+                            std::string label, std::uint32_t param, DepList deps, CopyMode mode,
+                            double scale) {
   return on_reduce_stream(cx_.e.copy({.kind = kind,
                                       .stream = cx_.reduce_stream,
                                       .dtype = dt,
@@ -258,7 +258,7 @@ void Reducer::partition_grads(const std::vector<std::uint32_t>& params, Elements
 void Reducer::epilogue() {
   flush();
   // The reduce stream is synchronized before the step (or the next forward) runs.
-  std::vector<std::uint32_t> deps;
+  DepList deps;
   if (cx_.reduce_stream != Stream::Compute && last_reduce_op_ != kNone)
     deps.push_back(last_reduce_op_);
   cx_.e.marker("epilogue: reduce stream synchronized", Stream::Compute, std::move(deps));
