@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
+#include <stdexcept>
 #include <vector>
 
 namespace zerosim {
@@ -59,6 +61,8 @@ class DepList {
   }
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
+    // Sizes are 32-bit (op indices are): past that, fail as std::vector does past its max_size.
+    if (n > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("DepList::reserve");
     auto* grown = new std::uint32_t[n];
     if (size_ > 0) std::memcpy(grown, data(), size_ * sizeof(std::uint32_t));
     release();
