@@ -265,7 +265,9 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
   std::vector<std::uint64_t> counts;  // the sweep's GPU counts, other than the request's
   for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2)
     if (g != world) counts.push_back(g);
-  // One sweep cell at another GPU count: its memory alone (a cell shows no time).
+  // One sweep cell: its memory alone (a cell shows no time), simulated or by the paper's closed
+  // form; the largest micro-batch only for a full sweep (the search for the smallest fitting count
+  // shows none).
   struct Cell {
     Diagnostics diags;
     bool ok = false;
@@ -274,26 +276,30 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     std::uint64_t max_micro_batch = 0;
   };
   std::vector<Cell> cells(cell_tasks ? kVariantCount * counts.size() : 0);
-  auto evaluate_cell = [&](std::size_t i, std::size_t c, Cell& cell) {
-    const std::uint64_t g = counts[c];
+  auto evaluate_cell = [&](std::size_t i, std::uint64_t g, Cell& cell) {
     const DsConfig& ds = configs[i];
     const PartitionPlan* pg = ev.plan_for(ds, g, cell.diags);
     if (!pg) return;
-    const RowInput in = ev.row_input(ds, *pg, g, request.training.micro_batch);
-    auto sim = simulate_row_memory(in);
-    if (!sim.ok()) return cell.diags.append(sim.diagnostics());
-    cell.total = sim->total;
-    cell.fit = cell.total <= ev.capacity() && ev.host_fits(sim->host_peak, g);
-    if (cell.fit) {
-      cell.max_micro_batch =
-          max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxSearchMicroBatch);
+    if (simulated) {
+      const RowInput in = ev.row_input(ds, *pg, g, request.training.micro_batch);
+      auto sim = simulate_row_memory(in);
+      if (!sim.ok()) return cell.diags.append(sim.diagnostics());
+      cell.total = sim->total;
+      cell.fit = cell.total <= ev.capacity() && ev.host_fits(sim->host_peak, g);
+      if (cell.fit && request.full_sweep)
+        cell.max_micro_batch =
+            max_fitting_micro_batch(sim.value(), in, ev.capacity(), kMaxSearchMicroBatch);
+    } else {
+      const MemoryReport m = ev.memory(ds, *pg, g, request.training.micro_batch);
+      cell.total = total_of(m);
+      cell.fit = ev.fits(m) && ev.host_fits(m.host_bytes, g);
+      if (cell.fit && request.full_sweep) cell.max_micro_batch = ev.max_micro_batch(ds, *pg, g);
     }
     cell.ok = true;
   };
-  // One variant: its row (and, without cell tasks, its sweep cells); Diagnostics with an error
-  // when it failed. Variants and cells are independent (pure functions of the request), so they
-  // run on parallel threads and are collected in table order: the output does not depend on the
-  // thread count.
+  // One variant's row; Diagnostics with an error when it failed. Variants and cells are independent
+  // (pure functions of the request), so they run on parallel threads and are collected in table
+  // order: the output does not depend on the thread count.
   struct Outcome {
     PlanRow row;
     std::vector<SweepCell> sweep;
@@ -367,61 +373,25 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       row.max_micro_batch_checkpointed = 0;
     }
     oc.ok = true;
-    if (cell_tasks) return;  // collect_sweep takes the cells once every task has run
-    for (std::uint64_t g = 1; g <= request.sweep_max_gpus; g *= 2) {
-      if (never_fits[i]) {
-        if (!request.full_sweep) break;
-        oc.sweep.push_back({g, v.stage, v.offload, init_totals[i], false, 0, true});
-        continue;
-      }
-      const PartitionPlan* pg = ev.plan_for(ds, g, diags);
-      if (!pg) {
-        oc.ok = false;
-        return;
-      }
-      Bytes total = 0;
-      bool fit = false;
-      std::uint64_t mb = 0;
-      if (simulated && g == world) {  // the row itself
-        total = total_of(row.memory);
-        fit = row.fits;
-        mb = fit ? row.max_micro_batch : 0;
-      } else if (simulated) {
-        const RowInput in = ev.row_input(ds, *pg, g, request.training.micro_batch);
-        auto sim = simulate_row_memory(in);  // a sweep cell shows no time
-        if (!sim.ok()) {
-          oc.ok = false;
-          return diags.append(sim.diagnostics());
-        }
-        total = sim->total;
-        fit = total <= ev.capacity() && ev.host_fits(sim->host_peak, g);
-      } else {
-        MemoryReport m = ev.memory(ds, *pg, g, request.training.micro_batch);
-        total = total_of(m);
-        fit = ev.fits(m) && ev.host_fits(m.host_bytes, g);
-        if (fit && request.full_sweep) mb = ev.max_micro_batch(ds, *pg, g);
-      }
-      if (fit && !row.min_gpus) row.min_gpus = g;
-      if (request.full_sweep) oc.sweep.push_back({g, v.stage, v.offload, total, fit, mb, false});
-      if (!request.full_sweep && row.min_gpus) break;
-    }
   };
-  // A variant's sweep in GPU-count order from its row and its cell tasks, as the loop above
-  // builds it without them (the same cells, diagnostics and first fitting count).
-  auto collect_sweep = [&](std::size_t i, Outcome& oc) {
+  // A variant's sweep in GPU-count order: the cells that never fit, the row's own count, and the
+  // others from `other(g, c)` (c: g's index in `counts`), a cell task's result or one computed
+  // here in order; without --sweep it stops at the first count that fits (row.min_gpus).
+  auto sweep = [&](std::size_t i, Outcome& oc, const auto& other) {
     const Variant& v = kVariants[i];
     PlanRow& row = oc.row;
     for (std::uint64_t g = 1, c = 0; g <= request.sweep_max_gpus; g *= 2) {
       SweepCell cell{g, v.stage, v.offload, 0, false, 0, false};
       if (never_fits[i]) {
+        if (!request.full_sweep) break;
         cell.total_bytes = init_totals[i];
         cell.at_least = true;
-      } else if (g == world) {  // the row itself
+      } else if (simulated && g == world) {  // the row itself
         cell.total_bytes = total_of(row.memory);
         cell.fits = row.fits;
         cell.max_micro_batch = row.fits ? row.max_micro_batch : 0;
       } else {
-        Cell& done = cells[i * counts.size() + c];
+        const Cell& done = other(g, c);
         oc.diags.append(done.diags);
         if (!done.ok) {
           oc.ok = false;
@@ -433,8 +403,20 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
       }
       if (g != world) ++c;
       if (cell.fits && !row.min_gpus) row.min_gpus = g;
-      oc.sweep.push_back(cell);
+      if (request.full_sweep) oc.sweep.push_back(cell);
+      if (!request.full_sweep && row.min_gpus) break;
     }
+  };
+  // A variant's task: its row, then (without cell tasks) its sweep, each cell computed in order.
+  auto evaluate_variant = [&](std::size_t i, Outcome& oc) {
+    evaluate(i, oc);
+    if (!oc.ok || cell_tasks) return;  // cell tasks: swept once every task has run
+    Cell scratch;
+    sweep(i, oc, [&](std::uint64_t g, std::size_t) -> const Cell& {
+      scratch = Cell{};
+      evaluate_cell(i, g, scratch);
+      return scratch;
+    });
   };
   // Tasks longest first (stage 3's schedules are about twice stage 1/2's, stage 0's the shortest),
   // so the last one taken is short and no thread waits alone on a stage 3 schedule: the rows, then
@@ -459,9 +441,9 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     for (std::size_t n = next++; n < tasks.size(); n = next++) {
       const Task& t = tasks[n];
       if (t.cell == kNoCell) {
-        evaluate(t.variant, outcomes[t.variant]);
+        evaluate_variant(t.variant, outcomes[t.variant]);
       } else {
-        evaluate_cell(t.variant, t.cell, cells[t.variant * counts.size() + t.cell]);
+        evaluate_cell(t.variant, counts[t.cell], cells[t.variant * counts.size() + t.cell]);
       }
     }
   };
@@ -475,7 +457,10 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
   for (std::size_t i = 0; i < kVariantCount; ++i) {
     if (!wanted(i)) continue;
     Outcome& oc = outcomes[i];
-    if (oc.ok && cell_tasks) collect_sweep(i, oc);
+    if (oc.ok && cell_tasks)
+      sweep(i, oc, [&](std::uint64_t, std::size_t c) -> const Cell& {
+        return cells[i * counts.size() + c];
+      });
     diags.append(oc.diags);
     if (!oc.ok || diags.has_errors()) return Result<PlanResult>(diags);
     out.rows.push_back(std::move(oc.row));
