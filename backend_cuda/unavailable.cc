@@ -1,25 +1,16 @@
 // The CUDA backend as `zerosim` sees it: never loaded here. Without the backend (no CUDA compiler,
 // cuBLAS or NCCL, or ZEROSIM_WITH_CUDA=OFF) run_cuda is one line saying so; with it, the build
 // defines ZEROSIM_CUDA_COMPANION and `validate --backend cuda` executes zerosim-cuda instead
-// (cuda_companion_path).
-#include <unistd.h>
-
-#include <climits>
-
+// (cuda_companion_name).
 #include "zerosim/cuda_backend.h"
 
 namespace zerosim::cuda {
 
 bool cuda_backend_built() { return false; }
 
-std::string cuda_companion_path() {
+std::string cuda_companion_name() {
 #if defined(ZEROSIM_CUDA_COMPANION)
-  char self[PATH_MAX] = {};
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return {};
-  std::string path(self, static_cast<std::size_t>(n));
-  path = path.substr(0, path.rfind('/') + 1) + ZEROSIM_CUDA_COMPANION;
-  return ::access(path.c_str(), X_OK) == 0 ? path : std::string();
+  return ZEROSIM_CUDA_COMPANION;
 #else
   return {};
 #endif

@@ -4,10 +4,19 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <iostream>
 
 namespace zerosim::cli {
+
+std::string beside_this_executable(const std::string& name) {
+  char self[PATH_MAX] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return {};
+  const std::string path(self, static_cast<std::size_t>(n));
+  return path.substr(0, path.rfind('/') + 1) + name;
+}
 
 std::string exec_companion(const std::string& program, const std::string& command,
                            const std::vector<std::string>& args) {

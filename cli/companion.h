@@ -8,6 +8,10 @@
 
 namespace zerosim::cli {
 
+/// The path of `name` in the directory of the running executable (/proc/self/exe); empty when
+/// that link cannot be read.
+std::string beside_this_executable(const std::string& name);
+
 /// Replaces this process with `program command args...` (standard output flushed first). Returns
 /// only when execv failed: strerror of its errno.
 std::string exec_companion(const std::string& program, const std::string& command,

@@ -34,10 +34,14 @@ std::vector<FlagSpec> validate_cuda_flags() {
 
 int validate_cuda_precheck(const std::vector<std::string>& argv, const ParsedArgs& args,
                            std::ostream& err) {
-  if (const std::string companion = cuda::cuda_companion_path(); !companion.empty()) {
-    // zerosim-cuda runs the same command with the backend loaded (see backend_cuda/CMakeLists).
-    const std::string why = exec_companion(companion, "validate", argv);
-    err << "zerosim validate: --backend cuda: cannot run " << companion << ": " << why << "\n";
+  // A build with the backend puts zerosim-cuda beside zerosim, which runs the same command with
+  // the backend loaded (see backend_cuda/CMakeLists).
+  if (const std::string name = cuda::cuda_companion_name(); !name.empty()) {
+    const std::string companion = beside_this_executable(name);
+    const std::string why = companion.empty() ? "/proc/self/exe is not readable"
+                                              : exec_companion(companion, "validate", argv);
+    err << "zerosim validate: --backend cuda: cannot run " << (companion.empty() ? name : companion)
+        << ": " << why << "\n";
     return kExitInvalidInput;
   }
   if (!cuda::cuda_backend_built()) {

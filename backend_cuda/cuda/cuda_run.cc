@@ -109,7 +109,7 @@ exec::Status run_rank(const Schedule& s, const ScheduleGraph& g, const CudaOptio
 
 bool cuda_backend_built() { return true; }
 std::string cuda_unavailable_reason() { return {}; }
-std::string cuda_companion_path() { return {}; }
+std::string cuda_companion_name() { return {}; }
 
 Result<CudaRun> run_cuda(const Schedule& s, const ScheduleGraph& g, const CudaOptions& o,
                          const EnvReader& env) {

@@ -3,8 +3,11 @@
 // the schedule's is refused before any allocation, and every CUDA-only flag fed garbage is one
 // line and exit 1.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
 #include "cli_testlib.h"
 
@@ -38,6 +41,26 @@ class Env {
 TEST(ValidateCuda, WithoutTheBackendSaysSo) {
   if (ZEROSIM_CUDA_BUILT) GTEST_SKIP() << "skipped: this build has the CUDA backend";
   expect_one_line_error(kCase + " --single-gpu", "built without the CUDA backend");
+}
+
+// A build with the backend runs zerosim-cuda from zerosim's directory: a zerosim copied alone
+// names the file it cannot run (it said "built without the CUDA backend" before, which it was not).
+TEST(ValidateCuda, WithoutTheBackendBesideItSaysSoInOneLine) {
+  if (!ZEROSIM_CUDA_BUILT) GTEST_SKIP() << "skipped: built without the CUDA backend";
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("zerosim_no_cuda_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(ZEROSIM_CLI_PATH, dir / "zerosim", fs::copy_options::overwrite_existing);
+  const CliRun r = run_program((dir / "zerosim").string(), kCase + " --single-gpu");
+  fs::remove_all(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("zerosim validate: --backend cuda: cannot run " +
+                       (dir / "zerosim-cuda").string() + ": No such file or directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 TEST(ValidateCuda, NoDeviceIsOneClearLine) {

@@ -3,9 +3,6 @@
 // and theirs: 11 shared objects) are linked into zerosim-view only, so no other command loads
 // them: `zerosim --help` took 2.8 ms of wall time with them, 1.8 ms without (medians of 9), and
 // zerosim starts on a machine that lacks them. The help text is the viewer's (view_flags.cc).
-#include <unistd.h>
-
-#include <climits>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -14,21 +11,9 @@
 #include "companion.h"
 
 namespace zerosim::cli {
-namespace {
-
-// zerosim-view in the directory of the running executable; empty when that cannot be read.
-std::string companion_path() {
-  char self[PATH_MAX] = {};
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return {};
-  const std::string path(self, static_cast<std::size_t>(n));
-  return path.substr(0, path.rfind('/') + 1) + ZEROSIM_VIEW_COMPANION;
-}
-
-}  // namespace
 
 int run_view(const std::vector<std::string>& args, std::ostream& /*out*/, std::ostream& err) {
-  const std::string companion = companion_path();
+  const std::string companion = beside_this_executable(ZEROSIM_VIEW_COMPANION);
   if (companion.empty()) {
     err << "zerosim view: cannot find the viewer: /proc/self/exe is not readable\n";
     return kExitInvalidInput;

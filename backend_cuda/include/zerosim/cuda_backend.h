@@ -31,9 +31,10 @@ namespace zerosim::cuda {
 bool cuda_backend_built();
 /// One line: why not (empty when built).
 std::string cuda_unavailable_reason();
-/// In `zerosim` (which does not load cuBLAS or NCCL): the path of `zerosim-cuda` beside it when
-/// this build has the backend and the file is there, else empty. Empty in zerosim-cuda itself.
-std::string cuda_companion_path();
+/// In `zerosim` (which does not load cuBLAS or NCCL): the file name of the executable with the
+/// backend, built beside it ("zerosim-cuda"), when this build has the backend; else empty. Empty in
+/// zerosim-cuda itself. (The CLI finds it beside itself: cli/companion.h.)
+std::string cuda_companion_name();
 
 struct CudaOptions {
   bool single_gpu = false;           ///< run every rank (or `ranks`) one at a time on one GPU
