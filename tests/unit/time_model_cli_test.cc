@@ -268,6 +268,19 @@ TEST(PlanSpeed, CandidatesSimulatedInParallelGiveTheOneAtATimeSpeeds) {
           << "row " << i;
     }
     EXPECT_EQ(w.notes, one.notes);
+    for (std::size_t i = 0; i < w.rows.size(); ++i) {
+      EXPECT_EQ(w.rows[i].speed_skip, one.rows[i].speed_skip) << "row " << i;
+      EXPECT_EQ(w.rows[i].speed_checkpointed_skip, one.rows[i].speed_checkpointed_skip);
+    }
+  }
+  // What the rows left out say: the fitting ones the bound stopped, the others that nothing fits.
+  for (const PlanRow& r : one.rows) {
+    SCOPED_TRACE("stage " + std::to_string(r.stage));
+    const SpeedSkip want = r.speed                 ? SpeedSkip::None
+                           : r.max_micro_batch > 0 ? SpeedSkip::Bounded
+                                                   : SpeedSkip::NoFit;
+    EXPECT_EQ(r.speed_skip, want);
+    EXPECT_EQ(r.speed_checkpointed_skip, SpeedSkip::NoFit);
   }
 }
 
@@ -303,8 +316,66 @@ TEST(PlanSpeed, ModelsWithoutShapeKeepTheMemoryRule) {
   req.model.arch.reset();
   auto plan = make_plan(req);
   ASSERT_TRUE(plan.ok());
-  for (const PlanRow& r : plan->rows) EXPECT_FALSE(r.speed);
+  for (const PlanRow& r : plan->rows) {
+    EXPECT_FALSE(r.speed);
+    EXPECT_EQ(r.speed_skip, SpeedSkip::NoShape);
+  }
   EXPECT_NE(plan->recommendation.find("the lowest stage that fits"), std::string::npos);
+}
+
+TEST(PlanSpeed, EveryFittingRowLeftUnsimulatedSaysWhy) {
+  // The default plan (Llama-2-7B on 8 x H100): stage 3 without offload fits micro-batch 3, so its
+  // offload rows at micro-batch 3 are never faster and are not simulated. The table said "-" in
+  // their place, with no word on why.
+  auto plan = make_plan(llama7b_on_8_h100());
+  ASSERT_TRUE(plan.ok());
+  std::size_t dominated = 0;
+  for (const PlanRow& r : plan->rows) {
+    SCOPED_TRACE("stage " + std::to_string(r.stage) + " offload " +
+                 std::string(offload_name(r.offload)));
+    EXPECT_EQ(r.speed.has_value(), r.speed_skip == SpeedSkip::None);
+    EXPECT_EQ(r.speed_checkpointed.has_value(), r.speed_checkpointed_skip == SpeedSkip::None);
+    if (r.max_micro_batch == 0) {
+      EXPECT_EQ(r.speed_skip, SpeedSkip::NoFit);
+    }
+    dominated += r.speed_skip == SpeedSkip::Dominated;
+  }
+  EXPECT_EQ(dominated, 2u);
+  const auto t = run_cli("plan");
+  EXPECT_NE(t.out.find("3      optimizer->cpu     dominated          -             -      -  "),
+            std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find("\n  dominated: not simulated, because a row of the same stage with no "
+                       "more offload and no more recompute runs at least this micro-batch"),
+            std::string::npos)
+      << t.out;
+  EXPECT_EQ(t.out.find("\n  bounded: "), std::string::npos) << "explained only where shown";
+  const auto j = run_cli("plan --format json");
+  const auto doc = nlohmann::json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  for (const auto& r : doc["rows"]) {
+    EXPECT_EQ(r["speed"].is_null(), r["speed_skipped"].is_string()) << r.dump();
+    EXPECT_EQ(r["speed_checkpointed"].is_null(), r["speed_checkpointed_skipped"].is_string());
+  }
+  EXPECT_EQ(doc["rows"][6]["speed_skipped"], "dominated");
+  EXPECT_EQ(doc["rows"][0]["speed_skipped"], "no_fit");
+}
+
+TEST(PlanSpeed, ARequestThatCheckpointsHasNoCheckpointingColumn) {
+  // Every row already recomputes its forward: the column (all "-" before) is left out, and the
+  // JSON's checkpointed speed is null with no reason to give.
+  const auto t = run_cli("plan --activation-checkpointing");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("stage  offload          micro-batch  step time  tokens/s/GPU    MFU\n"),
+            std::string::npos)
+      << t.out;
+  const auto j = run_cli("plan --activation-checkpointing --format json");
+  const auto doc = nlohmann::json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  for (const auto& r : doc["rows"]) {
+    EXPECT_TRUE(r["speed_checkpointed"].is_null());
+    EXPECT_TRUE(r["speed_checkpointed_skipped"].is_null());
+  }
 }
 
 TEST(PlanSpeed, TablesAndJsonCarryTheSpeed) {

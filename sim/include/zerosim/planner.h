@@ -6,6 +6,7 @@
 // table/JSON/CSV/Markdown.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -66,6 +67,21 @@ struct RowSpeed {
   double mfu = 0;                         ///< model FLOPs utilisation of the dense peak
 };
 
+/// Why a row has no speed (or no checkpointed speed): what the plan's speed table says in its
+/// place.
+enum class SpeedSkip : std::uint8_t {
+  None,       ///< simulated, or nothing to simulate
+  NoFit,      ///< no micro-batch fits (checkpointed: none larger than without checkpointing)
+  Dominated,  ///< a row of the same stage, with no more offload or recompute, runs at least its
+              ///< micro-batch: never slower (predict_speeds' `dominated`)
+  Bounded,    ///< even its compute alone is slower than the fastest configuration simulated
+  Failed,     ///< its simulation failed (a note says why) or it has no partition plan
+  NoShape,    ///< the model has no transformer shape (a parameter list): no GEMM size, no speed
+};
+
+/// "no_fit", "dominated", "bounded", "failed", "no_shape"; nullptr for None (JSON null).
+const char* speed_skip_name(SpeedSkip s);
+
 struct PlanRow {
   int stage = 0;
   OffloadVariant offload = OffloadVariant::None;
@@ -99,6 +115,9 @@ struct PlanRow {
   /// With activation checkpointing at max_micro_batch_checkpointed, when that is larger than
   /// max_micro_batch (only then can it be faster: it recomputes the forward).
   std::optional<RowSpeed> speed_checkpointed;
+  /// Why speed / speed_checkpointed is nullopt (None when it is set).
+  SpeedSkip speed_skip = SpeedSkip::None;
+  SpeedSkip speed_checkpointed_skip = SpeedSkip::None;
 };
 
 /// One cell of the full sweep.

@@ -101,6 +101,24 @@ bool dominated(const PlanResult& out, const Trial& a, const Trial& b) {
 
 }  // namespace
 
+const char* speed_skip_name(SpeedSkip s) {
+  switch (s) {
+    case SpeedSkip::None:
+      return nullptr;
+    case SpeedSkip::NoFit:
+      return "no_fit";
+    case SpeedSkip::Dominated:
+      return "dominated";
+    case SpeedSkip::Bounded:
+      return "bounded";
+    case SpeedSkip::Failed:
+      return "failed";
+    case SpeedSkip::NoShape:
+      return "no_shape";
+  }
+  return nullptr;
+}
+
 Result<RowSpeed> simulate_row_speed(const PlanRequest& request, const DsConfig& ds,
                                     const PartitionPlan& plan, std::uint64_t micro_batch,
                                     bool activation_checkpointing) {
@@ -154,11 +172,22 @@ void predict_speeds(PlanResult& out,
                     const std::function<const PartitionPlan*(const PlanRow&)>& plan_of,
                     std::size_t window) {
   const PlanRequest& req = out.request;
-  if (!req.model.arch) return;  // no GEMM shape and no activation model
+  const bool ck = req.training.activation_checkpointing;
+  if (!req.model.arch) {  // no GEMM shape and no activation model
+    for (PlanRow& r : out.rows) r.speed_skip = r.speed_checkpointed_skip = SpeedSkip::NoShape;
+    return;
+  }
+  // The cell of the speed table a trial fills: the row's speed, or its checkpointed speed when the
+  // request does not checkpoint. A trial left unsimulated keeps the reason set here or below.
+  auto skip_of = [&](const Trial& t) -> SpeedSkip& {
+    PlanRow& r = out.rows[t.row];
+    return t.checkpointed && !ck ? r.speed_checkpointed_skip : r.speed_skip;
+  };
   std::vector<Trial> trials;
   for (std::size_t i = 0; i < out.rows.size(); ++i) {
-    const PlanRow& r = out.rows[i];
-    const bool ck = req.training.activation_checkpointing;
+    PlanRow& r = out.rows[i];
+    r.speed_skip = SpeedSkip::NoFit;
+    r.speed_checkpointed_skip = ck ? SpeedSkip::None : SpeedSkip::NoFit;
     if (r.max_micro_batch > 0) trials.push_back({i, ck, r.max_micro_batch, 0});
     if (r.max_micro_batch_checkpointed > r.max_micro_batch)
       trials.push_back({i, true, r.max_micro_batch_checkpointed, 0});
@@ -167,6 +196,7 @@ void predict_speeds(PlanResult& out,
   for (const Trial& t : trials) {
     bool beaten = false;
     for (const Trial& o : trials) beaten = beaten || dominated(out, o, t);
+    skip_of(t) = beaten ? SpeedSkip::Dominated : SpeedSkip::Bounded;  // Bounded until simulated
     if (!beaten) kept.push_back(t);
   }
   for (Trial& t : kept) t.bound = tokens_bound(req, t.micro_batch);
@@ -199,9 +229,13 @@ void predict_speeds(PlanResult& out,
     for (std::size_t k = 0; k < n; ++k) {
       const Trial& t = kept[first + k];
       if (k > 0 && best > 0 && best >= t.bound) return;  // the loop stops here: drop the rest
-      if (!speeds[k]) continue;                          // no partition plan
+      if (!speeds[k]) {                                  // no partition plan
+        skip_of(t) = SpeedSkip::Failed;
+        continue;
+      }
       PlanRow& r = out.rows[t.row];
       const Result<RowSpeed>& s = *speeds[k];
+      skip_of(t) = s.ok() ? SpeedSkip::None : SpeedSkip::Failed;
       if (!s.ok()) {
         const auto& items = s.diagnostics().items();
         out.notes.push_back("speed of stage " + std::to_string(r.stage) + " (offload " +

@@ -53,6 +53,12 @@ ojson row_json(const PlanRow& r, const PlanRequest& req, bool verbose) {
   j["matches_ds_config"] = r.matches_ds_config;
   j["speed"] = report::row_speed_json(r.speed);
   j["speed_checkpointed"] = report::row_speed_json(r.speed_checkpointed);
+  auto skip = [](SpeedSkip k) {
+    const char* name = speed_skip_name(k);
+    return name ? nlohmann::ordered_json(name) : nlohmann::ordered_json(nullptr);
+  };
+  j["speed_skipped"] = skip(r.speed_skip);
+  j["speed_checkpointed_skipped"] = skip(r.speed_checkpointed_skip);
   if (verbose) {
     ojson items = ojson::array();
     for (const auto& it : r.memory.items)

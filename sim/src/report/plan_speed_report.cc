@@ -1,6 +1,8 @@
 // write_plan_speeds and row_speed_json (plan_speed_report.h).
 #include "report/plan_speed_report.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -27,6 +29,36 @@ std::string pct(double x) {
   return b;
 }
 
+// What the speed table prints in place of a speed: the JSON's name as words ("no fit",
+// "dominated"), no wider than the micro-batch column's header, each explained below the table.
+std::string skip_word(SpeedSkip s) {
+  const char* name = speed_skip_name(s);
+  std::string w = name ? name : "-";
+  std::replace(w.begin(), w.end(), '_', ' ');
+  return w;
+}
+
+const char* skip_legend(SpeedSkip s) {
+  switch (s) {
+    case SpeedSkip::NoFit:
+      return "no fit: no micro-batch fits without activation checkpointing; in the last column, "
+             "checkpointing fits no larger micro-batch than the row without it (it would only add "
+             "the recomputed forward)";
+    case SpeedSkip::Dominated:
+      return "dominated: not simulated, because a row of the same stage with no more offload and "
+             "no more recompute runs at least this micro-batch, and is never slower";
+    case SpeedSkip::Bounded:
+      return "bounded: not simulated, because even its compute alone (forward and backward FLOPs "
+             "at the time model's rate) is slower than the fastest configuration simulated";
+    case SpeedSkip::Failed:
+      return "failed: its simulation failed (the notes say why)";
+    case SpeedSkip::None:
+    case SpeedSkip::NoShape:
+      break;
+  }
+  return "";
+}
+
 }  // namespace
 
 const char* offload_label(OffloadVariant v) {
@@ -48,10 +80,18 @@ void write_plan_speeds(const PlanResult& p, std::ostream& out, bool markdown) {
   const std::uint64_t world = p.request.cluster.world_size();
   out << "predicted speed (simulated steady step at each row's largest micro-batch; time model "
          "and its defaults: docs/time_model.md):\n";
-  std::vector<std::vector<std::string>> rows = {{"stage", "offload", "micro-batch", "step time",
-                                                 "tokens/s/GPU", "MFU", "with checkpointing"}};
+  const bool ck = p.request.training.activation_checkpointing;
+  // A request that checkpoints already has it in every row: no column for it.
+  std::vector<std::vector<std::string>> rows = {
+      {"stage", "offload", "micro-batch", "step time", "tokens/s/GPU", "MFU"}};
+  if (!ck) rows[0].emplace_back("with checkpointing");
+  std::array<bool, static_cast<std::size_t>(SpeedSkip::NoShape) + 1> used{};  // for the legend
+  // Every row that fits at some micro-batch: with its speed or the reason it has none.
+  auto tried = [](SpeedSkip s) { return s != SpeedSkip::None && s != SpeedSkip::NoFit; };
   for (const auto& r : p.rows) {
-    if (!r.speed && !r.speed_checkpointed) continue;
+    if (!r.speed && !r.speed_checkpointed && !tried(r.speed_skip) &&
+        !tried(r.speed_checkpointed_skip))
+      continue;
     std::vector<std::string> c = {std::to_string(r.stage), offload_label(r.offload)};
     if (r.speed) {
       c.push_back(std::to_string(r.speed->micro_batch));
@@ -59,13 +99,19 @@ void write_plan_speeds(const PlanResult& p, std::ostream& out, bool markdown) {
       c.push_back(per_gpu(*r.speed, world));
       c.push_back(pct(r.speed->mfu));
     } else {
-      c.insert(c.end(), {"-", "-", "-", "-"});
+      c.insert(c.end(), {skip_word(r.speed_skip), "-", "-", "-"});
+      used[static_cast<std::size_t>(r.speed_skip)] = true;
     }
-    c.push_back(r.speed_checkpointed
-                    ? "micro-batch " + std::to_string(r.speed_checkpointed->micro_batch) + ": " +
-                          per_gpu(*r.speed_checkpointed, world) + " tokens/s/GPU, " +
-                          human_duration(r.speed_checkpointed->step_ns)
-                    : std::string("-"));
+    if (ck) {
+      // no checkpointing column
+    } else if (r.speed_checkpointed) {
+      c.push_back("micro-batch " + std::to_string(r.speed_checkpointed->micro_batch) + ": " +
+                  per_gpu(*r.speed_checkpointed, world) + " tokens/s/GPU, " +
+                  human_duration(r.speed_checkpointed->step_ns));
+    } else {
+      c.push_back(skip_word(r.speed_checkpointed_skip));
+      used[static_cast<std::size_t>(r.speed_checkpointed_skip)] = true;
+    }
     rows.push_back(std::move(c));
   }
   std::vector<std::size_t> w(rows[0].size(), 0);
@@ -86,12 +132,15 @@ void write_plan_speeds(const PlanResult& p, std::ostream& out, bool markdown) {
     std::string line;
     for (std::size_t i = 0; i < rows[k].size(); ++i) {
       const std::string& c = rows[k][i];
-      const bool left = i < 2 || i + 1 == rows[k].size();
+      const bool left = i < 2 || i == 6;  // the checkpointing column is words
       const std::string pad(w[i] - c.size(), ' ');
       line += (i ? "  " : "") + (left ? c + (i + 1 == rows[k].size() ? "" : pad) : pad + c);
     }
     out << line << "\n";
   }
+  for (std::size_t k = 0; k < used.size(); ++k)
+    if (const char* l = skip_legend(static_cast<SpeedSkip>(k)); used[k] && *l)
+      out << (markdown ? "- " : "  ") << l << "\n";
   out << "\n";
 }
 
