@@ -4,8 +4,8 @@
 // and waits (counters user_s, sys_s and cpu_s: the child's CPU per run, from RUSAGE_CHILDREN: the
 // budget is for wall and CPU, and on a shared machine the wall time measures the neighbours too);
 // BM_MakePlan times the library call alone.
-// Figures: README "Benchmarks" (the process: 453 M instructions at branch sweep, 470 M at 40987df,
-// callgrind; CPU figures there come with the load they were measured at).
+// Figures: README "Benchmarks" (the latest medians) and docs/benchmarks.md (the earlier ones: 397 M
+// instructions at 86dbefe, callgrind; each CPU figure with the machine and load it was taken at).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <spawn.h>

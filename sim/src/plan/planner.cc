@@ -10,7 +10,8 @@
 // (simulate_row_memory), and a variant whose init floor (the whole 16-bit model without zero.Init)
 // exceeds the GPU is not simulated at other counts nor searched with checkpointing. Paper
 // accounting keeps the paper's closed forms for memory and takes the traffic of the paper schedule.
-// bench/plan_bench.cc measures the Llama-3.1-405B full sweep (README "Benchmarks").
+// bench/plan_bench.cc measures the Llama-3.1-405B full sweep (README "Benchmarks"; the log:
+// docs/benchmarks.md).
 #include "zerosim/planner.h"
 
 #include <algorithm>

@@ -144,9 +144,10 @@ namespace {
 // (advice only: nothing changes where THP is off or the call fails). The op vector is most of
 // what `zerosim plan` faults in (60 % of the 405B sweep's 11 k page faults, each a kernel entry
 // and a zeroed 4 KiB page); with 2 MiB pages a stage 3 program's ~12 MB fault ~8 times instead of
-// ~3,000, and the sweep 5.0 k times instead of 11.2 k (README "Benchmarks").
-// sim/exec/host_storage.cc declines huge pages for gigabytes of fresh buffers, where compaction
-// made their faults cost more; for these few MB per program the sweep's CPU fell 15 %.
+// ~3,000, and the sweep 5.0 k times instead of 11.2 k (README "Benchmarks"; the log:
+// docs/benchmarks.md). sim/exec/host_storage.cc declines huge pages for gigabytes of fresh buffers,
+// where compaction made their faults cost more; for these few MB per program the sweep's CPU fell
+// 15 %.
 void advise_huge_pages(void* data, std::size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   constexpr std::size_t kHuge = std::size_t{1} << 21;
