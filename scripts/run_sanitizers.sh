@@ -4,8 +4,8 @@
 #         build-asan: the whole ctest suite except the lint tests (clang-tidy and clang-format read
 #         the sources, not the binaries: the Release run covers them). The same tree carries
 #         libFuzzer's coverage hooks and builds the fuzz targets.
-#   fuzz  every fuzz/ target for ZEROSIM_FUZZ_SECONDS (default 25) from its committed corpus
-#         (build-asan; run asan first). A crash fails the step and leaves the input in
+#   fuzz  every fuzz/ target for ZEROSIM_FUZZ_SECONDS (default 25) from its committed corpus,
+#         nproc targets at a time (build-asan; run asan first). A crash fails the step and leaves the input in
 #         build-asan/fuzz-artifacts/.
 #   tsan  ThreadSanitizer in build-tsan: the host backend's tests (one thread per rank), i.e. the
 #         Host*/RingPlan/TrackingAllocator/ValidateCli unit tests and the validate.* cases. It
@@ -40,10 +40,38 @@ step_asan() {
   ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" -E '^(lint|format)\.' -LE data_large
 }
 
+# One fuzz target for $seconds from its scratch corpus in $work; its log in $work/T.log.
+fuzz_one() {
+  local t=$1
+  cd "$work" && "$root/$asan_dir/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$root/$asan_dir/fuzz-artifacts/$t-" \
+    "$t" 2>"$work/$t.log"
+}
+
+# Waits for one running target (fuzz_pids: pid -> target); prints its totals, or its log's tail
+# and returns 1 when it failed.
+fuzz_reap() {
+  local pid status=0 t
+  wait -n -p pid || status=$?
+  t=${fuzz_pids[$pid]}
+  unset "fuzz_pids[$pid]"
+  if [ "$status" -ne 0 ]; then
+    tail -n 60 "$work/$t.log"
+    echo "fuzz_$t: failed (exit $status)"
+    return 1
+  fi
+  grep -E '^#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units' "$work/$t.log" | tail -n 2 |
+    sed "s/^/fuzz_$t: /"
+}
+
 step_fuzz() {
-  local seconds="${ZEROSIM_FUZZ_SECONDS:-25}" root t work
+  # The targets run $jobs at a time (each is one process on one core): on 2 cores the step takes
+  # half the wall time for the same fuzzing time per target.
+  local t failed=0
+  seconds="${ZEROSIM_FUZZ_SECONDS:-25}"
   root="$(pwd)"
   work="$(mktemp -d)"
+  declare -gA fuzz_pids=()
   trap 'rm -rf "$work"' RETURN
   mkdir -p "$asan_dir/fuzz-artifacts"
   # Fuzzed scenarios name files relative to the folder the target runs in: give them the param
@@ -55,14 +83,12 @@ step_fuzz() {
     mkdir -p "$work/$t"
     cp -r "fuzz/corpus/$t/." "$work/$t/"
     echo "fuzz_$t: ${seconds} s"
-    if ! (cd "$work" && "$root/$asan_dir/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 \
-            -rss_limit_mb=2048 -print_final_stats=1 \
-            -artifact_prefix="$root/$asan_dir/fuzz-artifacts/$t-" "$t" 2>"$work/$t.log"); then
-      tail -n 60 "$work/$t.log"
-      return 1
-    fi
-    grep -E '^#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units' "$work/$t.log" | tail -n 2
+    fuzz_one "$t" &
+    fuzz_pids[$!]=$t
+    if [ "${#fuzz_pids[@]}" -ge "$jobs" ]; then fuzz_reap || failed=1; fi
   done
+  while [ "${#fuzz_pids[@]}" -gt 0 ]; do fuzz_reap || failed=1; done
+  return "$failed"
 }
 
 step_tsan() {

@@ -5,7 +5,8 @@
 #
 # Where CI's time goes (fresh clone, empty ccache, 2 cores; the last full run took 1888 s): the
 # Release build and suite about 11 min (ctest 265 s, the lint.clang_tidy test 208 s of it), the
-# ASan build and suite 9 min, fuzzing 8 x 25 s, the TSan step 7 min (437 s, 17 s of it tests).
+# ASan build and suite 9 min, fuzzing 9 targets x 25 s (nproc at a time: 2 min on 2 cores), the
+# TSan step 7 min (437 s, 17 s of it tests).
 # What is left out, and why no test coverage is lost:
 #   - the benchmarks (bench/, ZEROSIM_BUILD_BENCH=OFF): no test runs them; performance is
 #     measured with them by hand (scripts/build.sh builds them by default);
