@@ -114,6 +114,8 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   d.append(fmt_name.diagnostics());
   PlanRequest req;
   bool used_default_model = false;
+  bool trainer_zero_init = false;  // inputs.h
+  std::string trainer_zero_init_note;
   if (from_scenario) {
     auto sc = load_scenario_with_overrides(args.value());
     d.append(sc.diagnostics());
@@ -144,6 +146,8 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     req.base = inputs->ds;
     req.ds_config_given = inputs->ds_config_given;
     req.training = inputs->training;
+    trainer_zero_init = inputs->trainer_zero_init;
+    trainer_zero_init_note = inputs->trainer_zero_init_note;
     used_default_model = inputs->used_default_model;
     // As with a scenario: the report says which link figures the flags replaced, so a saved table
     // or JSON is not read as timed on the catalog's network.
@@ -171,6 +175,9 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
       return kExitInvalidInput;
     }
     req.training.zero_init = true;
+  } else if (trainer_zero_init && req.mode == Accounting::DeepSpeed) {
+    req.training.zero_init = true;  // the stage 3 rows (a trainer config: inputs.h)
+    req.base.notes.push_back(trainer_zero_init_note);
   }
   // An 8-bit base is not modelled under stage 3: a ds_config asking for it is refused, and
   // otherwise the stage 3 rows are left out (and a note says so).

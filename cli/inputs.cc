@@ -269,6 +269,11 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   in.training.seq_len = rt.seq_len.value_or(std::min<std::uint64_t>(4096, ctx));
   in.training.activation_checkpointing = rt.activation_checkpointing;
   in.training.flash_attention = attention == "flash";
+  // transformers builds a quantized base outside zero.Init: zerosim refuses --zero-init there.
+  if (trainer && quantized_base_problem(in.model, 3, true).empty()) {
+    in.trainer_zero_init = true;
+    in.trainer_zero_init_note = trainer_zero_init_note(*trainer);
+  }
   if (d.has_errors()) return Result<Inputs>(d);
   // Only for a run that goes ahead: a refused one says its one line.
   if (trainer)

@@ -30,6 +30,11 @@ struct Inputs {
   TrainingSettings training;
   bool used_default_model = false;
   std::string links_basis;  ///< apply_cluster_link_flags: what the cluster link flags replaced
+  /// --trainer-config given and its base not bitsandbytes-quantized: the trainer registers the
+  /// ds_config before from_pretrained, so a stage 3 model is built under deepspeed.zero.Init
+  /// (trainer_zero_init_note says why). The caller sets TrainingSettings::zero_init for stage 3.
+  bool trainer_zero_init = false;
+  std::string trainer_zero_init_note;
 };
 
 /// Loads and cross-checks everything the flags name. Every problem is collected.

@@ -70,6 +70,13 @@ Result<Scenario> scenario_from_flags(const ParsedArgs& a, std::string& links_bas
     return fail<Scenario>(
         "zerosim", "", "which ZeRO stage? give --stage 0..3, --ds-config FILE or --scenario FILE");
   }
+  // A trainer config's stage 3 model is built under zero.Init (inputs.h); paper accounting has no
+  // init phase.
+  const bool paper = a.has("--mode") && *a.get("--mode") == "paper";
+  if (in->trainer_zero_init && s.ds.zero.stage == 3 && !paper && !a.has("--zero-init")) {
+    s.training.zero_init = true;
+    s.ds.notes.push_back(in->trainer_zero_init_note);
+  }
   return Result<Scenario>(std::move(s), d);
 }
 

@@ -184,6 +184,18 @@ std::optional<Result<ModelDesc>> trainer_model(const TrainerConfig& t) {
                              "NAME (`zerosim models`) or --hf-config DIR for it");
 }
 
+std::string trainer_zero_init_note(const TrainerConfig& t) {
+  // transformers' from_pretrained builds the model under deepspeed.zero.Init when
+  // is_deepspeed_zero3_enabled() (the ds_config registered by a live HfTrainerDeepSpeedConfig) and
+  // the model is not quantized (modeling_utils.py); each trainer registers it first.
+  const char* who = t.format == TrainerFormat::Axolotl
+                        ? "axolotl registers the ds_config (setup_deepspeed_env)"
+                        : "its TrainingArguments register the ds_config";
+  return std::string("stage 3: built under deepspeed.zero.Init, as ") +
+         trainer_format_name(t.format) + " builds it: " + who +
+         " before from_pretrained, which then constructs the model partitioned (--zero-init)";
+}
+
 bool resolve_training(const ParsedArgs& a, const TrainerConfig* t, const GpuSpec& gpu,
                       std::optional<std::uint64_t> micro, std::optional<std::uint64_t> gas,
                       std::optional<DType> precision, std::optional<double> clip,

@@ -47,6 +47,9 @@ bool resolve_training(const ParsedArgs& a, const TrainerConfig* t, const GpuSpec
                       std::optional<DType> precision, std::optional<double> clip,
                       std::optional<std::uint64_t> seq, ResolvedTraining& out, Diagnostics& d);
 
+/// Why a stage 3 model of this trainer config is built under deepspeed.zero.Init: one note line.
+std::string trainer_zero_init_note(const TrainerConfig& t);
+
 /// LoRA from the trainer config merged with the LoRA flags (a flag contradicting a written value
 /// is an error); applied to `model`. Returns false on error.
 bool apply_trainer_lora(const ParsedArgs& a, const TrainerConfig& t, ModelDesc& model, DType lp,

@@ -8,8 +8,10 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "temp_path.h"
@@ -366,6 +368,50 @@ TEST(TrainerCli, ModelFlagReplacesTheFilesModelWithANote) {
       "plan --trainer-config " + fixture("axolotl/examples/llama-3/lora-8b.yml"),
       "base_model: \"NousResearch/Meta-Llama-3-8B\" is neither a local model directory nor in "
       "the zoo; pass --model NAME (`zerosim models`) or --hf-config DIR for it");
+}
+
+// LLaMA-Factory, axolotl and HF scripts create their TrainingArguments (axolotl: its
+// setup_deepspeed_env) before from_pretrained, which then builds a stage 3 model under
+// deepspeed.zero.Init (transformers modeling_utils: is_deepspeed_zero3_enabled() and not
+// quantized). A full Llama-2-70B fine-tune on 16 x H100 fits so; without zero.Init every GPU
+// would first hold the whole 16-bit model (128 GiB), and plan called the job infeasible (exit 2).
+TEST(TrainerCli, AStageThreeModelIsBuiltUnderZeroInitAsTheTrainerDoes) {
+  const std::string dir = zerosim::testutil::unique_temp_path("trainer_cli_zero_init");
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  const std::string ds = fixture("llamafactory/examples/deepspeed/ds_z3_config.json");
+  std::ofstream(dir + "/full.yaml")
+      << "model_name_or_path: meta-llama/Llama-2-70b-hf\nfinetuning_type: full\ndeepspeed: " << ds
+      << "\ncutoff_len: 2048\nper_device_train_batch_size: 1\nbf16: true\n";
+  CliRun p = run_cli("plan --trainer-config " + dir + "/full.yaml --gpus 16 --format json");
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  const auto plan = nlohmann::json::parse(p.out, nullptr, false);
+  ASSERT_FALSE(plan.is_discarded()) << p.out.substr(0, 300);
+  const std::string note =
+      "stage 3: built under deepspeed.zero.Init, as LLaMA-Factory builds it: its TrainingArguments "
+      "register the ds_config before from_pretrained";
+  bool noted = false;
+  for (const auto& n : plan["notes"]) noted = noted || n.get<std::string>().rfind(note, 0) == 0;
+  EXPECT_TRUE(noted) << plan["notes"].dump();
+  for (const auto& r : plan["rows"])
+    if (r["stage"] == 3 && r["offload"] == "none") {
+      EXPECT_TRUE(r["matches_ds_config"].get<bool>());
+      EXPECT_TRUE(r["fits"].get<bool>()) << r.dump();
+      EXPECT_NE(r["peak_phase"], "init") << r.dump();
+    }
+  // simulate builds the same model, and says so where it says where the values came from.
+  CliRun s = run_cli("simulate --trainer-config " + dir + "/full.yaml --gpus 16 --format json");
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.out.find("zero.Init on"), std::string::npos);
+  EXPECT_NE(s.out.find(note), std::string::npos);
+  // A bitsandbytes-quantized base is built outside zero.Init (transformers skips it), as before.
+  std::ofstream(dir + "/qlora.yaml")
+      << "model_name_or_path: meta-llama/Llama-2-7b-hf\nfinetuning_type: lora\nlora_rank: 8\n"
+         "quantization_bit: 4\ndeepspeed: "
+      << ds << "\ncutoff_len: 1024\nper_device_train_batch_size: 1\nbf16: true\n";
+  CliRun q = run_cli("plan --trainer-config " + dir + "/qlora.yaml --gpus 2");
+  EXPECT_TRUE(q.exit_code == 0 || q.exit_code == 2) << q.err;
+  EXPECT_EQ(q.out.find("built under deepspeed.zero.Init, as"), std::string::npos) << q.out;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TrainerCli, SimulateAndScheduleTakeIt) {

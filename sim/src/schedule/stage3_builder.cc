@@ -250,6 +250,8 @@ void fill_meta(Schedule& s, const ScheduleInput& in, const Walk& w) {
   // Settings that change the answer and are not modelled (DsConfig::warnings): simulate prints
   // the "warning: " notes on its first screen.
   for (const std::string& warning : ds.warnings) notes.push_back("warning: " + warning);
+  // Where the config's values came from (a trainer config, "auto" entries), as stage 0-2 say it.
+  notes.insert(notes.end(), ds.notes.begin(), ds.notes.end());
   notes.push_back("DeepSpeedZeroOptimizer_Stage3 as at DeepSpeed " +
                   std::string(deepspeed_version_name(in.version)));
   notes.push_back(
