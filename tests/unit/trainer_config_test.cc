@@ -198,6 +198,41 @@ TEST(TrainerConfigDeathTest, ACommaOutsideAFlowListIsRefusedNotLoopedOn) {
       ::testing::ExitedWithCode(0), "t.yaml:2:1: invalid YAML: unexpected");
 }
 
+// An alias that names itself segfaulted (the tag walk recursed for ever), and 10 levels of ten
+// aliases each (505 bytes) were 10^10 nodes to walk; both are refused at the first alias before
+// anything is loaded. Run in a child that SIGALRM stops after 10 s, as above.
+TEST(TrainerConfigDeathTest, AnAliasIsRefusedNotWalkedForEver) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (const char* text :
+       {"model_name_or_path: gpt2\na: &a [*a]\n", "model_name_or_path: gpt2\na: &a {b: *a}\n",
+        "model_name_or_path: gpt2\nlora_target: &t [q_proj, *t]\n"}) {
+    SCOPED_TRACE(text);
+    EXPECT_EXIT(
+        {
+          alarm(10);
+          std::cerr << first_error(load_trainer_config_text(text, "t.yaml")) << std::endl;
+          std::_Exit(0);
+        },
+        ::testing::ExitedWithCode(0),
+        "t.yaml:2:[0-9]+: unsupported YAML construct: an alias \\(\\*name\\); expected each value "
+        "written out");
+  }
+  std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 10; ++i) {
+    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) laughs += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    laughs += "]\n";
+  }
+  laughs += "model_name_or_path: gpt2\n";
+  EXPECT_EXIT(
+      {
+        alarm(10);
+        std::cerr << first_error(load_trainer_config_text(laughs, "t.yaml")) << std::endl;
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "t.yaml:2:[0-9]+: unsupported YAML construct: an alias");
+}
+
 TEST(TrainerConfig, ASecondDocumentIsRefusedAtItsStart) {
   EXPECT_EQ(
       first_error(load_trainer_config_text("model_name_or_path: m\n---\nbf16: true\n", "t.yaml")),

@@ -10,6 +10,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -60,14 +61,18 @@ bool check_tags(const YAML::Node& n, const std::string& path, Diagnostics& d) {
   return true;
 }
 
-// Records where each document starts; the nodes themselves come from YAML::Load.
+// Records where each document starts, and where the first alias is; the nodes themselves come
+// from YAML::Load.
 class DocumentStarts : public YAML::EventHandler {
  public:
   std::vector<YAML::Mark> starts;
+  std::optional<YAML::Mark> alias;
   void OnDocumentStart(const YAML::Mark& m) override { starts.push_back(m); }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override {
+    if (!alias) alias = m;
+  }
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
                 const std::string&) override {}
   void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
@@ -97,6 +102,15 @@ bool check_documents(const std::string& text, const std::string& path, Diagnosti
               "invalid YAML: unexpected '" + found + "' (outside a flow list or mapping)");
       return false;
     }
+  }
+  // An alias makes the loaded nodes a graph: one that names itself (`a: &a [*a]`) sent the walks
+  // below round for ever (a stack overflow), and ten aliases of ten aliases of ... are 10^n nodes
+  // to walk from a few hundred bytes. Trainer configs write their values out; PyYAML would expand
+  // the alias, zerosim refuses it before loading.
+  if (h.alias) {
+    d.error(at(path, *h.alias), "",
+            "unsupported YAML construct: an alias (*name); expected each value written out");
+    return false;
   }
   if (h.starts.size() > 1) {
     d.error(at(path, h.starts[1]), "",
