@@ -93,18 +93,17 @@ Result<std::uint64_t> parse_uint(const std::string& flag, const std::string& tex
                                  std::uint64_t hi) {
   std::string expected = "expected an integer " + std::to_string(lo) + ".." + std::to_string(hi) +
                          ", got " + quote(text);
+  // Decimal digits only, read as an integer: strtod took " 8", "+8", "8.0", "0x10" and "1e3", and
+  // a value that rounds to the limit as a double (18446744073709552000 is 2^64 there) passed the
+  // range check and was then cast past uint64_t.
+  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(),
+                                                   [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) return fail<std::uint64_t>(flag, "", expected);
   errno = 0;
   char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v) ||
-      std::floor(v) != v || v < static_cast<double>(lo) || v > static_cast<double>(hi))
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno == ERANGE || end != text.c_str() + text.size() || v < lo || v > hi)
     return fail<std::uint64_t>(flag, "", expected);
-  // strtod is exact for integers below 2^53; larger ones are re-read as integers.
-  if (v >= 9007199254740992.0) {
-    errno = 0;
-    unsigned long long u = std::strtoull(text.c_str(), &end, 10);
-    if (end == text.c_str() + text.size() && errno == 0) return static_cast<std::uint64_t>(u);
-  }
   return static_cast<std::uint64_t>(v);
 }
 

@@ -103,6 +103,18 @@ TEST(Cli, BadNumbers) {
                         "--gpus: expected a multiple of --gpus-per-node (8), got 12");
   expect_one_line_error("plan --max-gpus 0",
                         "--max-gpus: expected an integer 1..16777216, got \"0\"");
+  // Decimal digits only: strtod read these as 16, 8, 8 and 8.
+  for (const char* g : {"0x10", "+8", "8.0", "0x1p3"})
+    expect_one_line_error(
+        std::string("plan --gpus ") + g,
+        std::string("--gpus: expected an integer 1..16777216, got \"") + g + "\"");
+  // Past the limit, though the same double as the limit (2^64 and 2^62 + 96): accepted before,
+  // and the first cast past uint64_t.
+  const std::string tiny = std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/tiny_zero2_4gpu.json";
+  expect_one_line_error(
+      "validate --scenario " + tiny + " --no-data --host-memory-limit 18446744073709552000",
+      "--host-memory-limit: expected an integer");
+  expect_one_line_error("plan --gpus 16777217", "--gpus: expected an integer 1..16777216");
 }
 
 TEST(Cli, BadChoicesAndNames) {
