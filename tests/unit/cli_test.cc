@@ -117,6 +117,18 @@ TEST(Cli, BadNumbers) {
   expect_one_line_error("plan --gpus 16777217", "--gpus: expected an integer 1..16777216");
 }
 
+// A flag where a value belongs: `--output --sweep` wrote a file named "--sweep" and ran no sweep;
+// `--gpus --micro-batch 2` blamed the "2".
+TEST(Cli, AFlagWhereAValueBelongsIsOneLine) {
+  expect_one_line_error("plan --model gpt2 --output --sweep",
+                        "--output: expected a value (FILE), got the flag --sweep (write "
+                        "--output=VALUE for a value starting with --)");
+  expect_one_line_error("plan --model gpt2 --gpus --micro-batch 2",
+                        "--gpus: expected a value (N), got the flag --micro-batch");
+  expect_one_line_error("plan --ds-config --zero-init",
+                        "--ds-config: expected a value (FILE), got the flag --zero-init");
+}
+
 TEST(Cli, BadChoicesAndNames) {
   expect_one_line_error("plan --format xml",
                         "--format: expected one of table, json, csv, markdown, md, got \"xml\"");
