@@ -62,6 +62,18 @@ Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
       out.values[a] = "";
       continue;
     }
+    const std::string* value = inline_value ? &*inline_value
+                               : i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0
+                                   ? &args[i + 1]
+                                   : nullptr;
+    if (value && value->empty() && (spec->value_name == "FILE" || spec->value_name == "DIR")) {
+      // Else the reader's "cannot read file: No such file or directory" named no file and no flag.
+      d.error(src, "",
+              a + ": expected a " + (spec->value_name == "DIR" ? "directory" : "file") +
+                  " path, got an empty string");
+      if (!inline_value) ++i;
+      continue;
+    }
     if (inline_value) {
       out.values[a] = *inline_value;
     } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) == 0 && args[i + 1] != "--") {

@@ -127,6 +127,11 @@ TEST(Cli, AFlagWhereAValueBelongsIsOneLine) {
                         "--gpus: expected a value (N), got the flag --micro-batch");
   expect_one_line_error("plan --ds-config --zero-init",
                         "--ds-config: expected a value (FILE), got the flag --zero-init");
+  // An empty path: the reader said "cannot read file: No such file or directory", naming nothing.
+  expect_one_line_error("plan --ds-config=",
+                        "--ds-config: expected a file path, got an empty string");
+  expect_one_line_error("simulate --scenario=",
+                        "--scenario: expected a file path, got an empty string");
 }
 
 TEST(Cli, BadChoicesAndNames) {

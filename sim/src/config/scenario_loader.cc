@@ -148,6 +148,10 @@ void ScenarioLoader::read_model(JsonReader& root, Scenario& s) {
   } else {
     auto text = model->get_string(key);
     if (!text) return;
+    if (text->empty() && key != "zoo") {  // else "a directory without a config.json", of ""
+      model->error("expected a file path, got an empty string", key);
+      return;
+    }
     if (key == "zoo") {
       s.model_source = {ModelSource::Kind::Zoo, *text, "", 0};
       auto r = load_zoo_model(*text);
