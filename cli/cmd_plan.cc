@@ -17,6 +17,8 @@
 #include "zerosim/plan_report.h"
 #include "zerosim/planner.h"
 #include "zerosim/saturating.h"
+#include "zerosim/scenario.h"
+#include "zerosim/work_limit.h"
 
 namespace zerosim::cli {
 
@@ -215,6 +217,16 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   if (used_default_model)
     err << "note: no model given; planning the default scenario " << req.model.name << " on "
         << req.cluster.world_size() << " x " << req.cluster.gpu.name << "\n";
+  // Every row builds its schedule (kDefaultSteps steps): the work limit simulate applies
+  // (work_limit.h). A million-tensor param list took 17 GB and minutes here before.
+  {
+    Diagnostics work;
+    if (!check_schedule_work(kDefaultSteps, req.base.grad_accum_steps, req.model.params.size(),
+                             "zerosim plan", work)) {
+      report(work, err);
+      return kExitInvalidInput;
+    }
+  }
   auto plan = make_plan(req);
   if (report(plan.diagnostics(), err)) return kExitInvalidInput;
 

@@ -47,6 +47,17 @@ TEST(WorkLimit, TheIssuesScheduleIsRefusedBeforeAnythingIsBuilt) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// plan simulates every row (kDefaultSteps steps each): the same limit, before any row is built.
+// A million-tensor param list took 17 GB and more than 30 s before.
+TEST(WorkLimit, PlanIsRefusedBeforeAnyRowIsBuilt) {
+  const auto r = run_cli("plan --model llama2-70b --gpus 64 --grad-accum 1048576");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err,
+            "zerosim plan: expected steps x micro-steps x tensors <= 1048576 (the work limit; "
+            "ZEROSIM_MAX_SCHEDULE_WORK raises it), got 2 x 1048576 x 723 = 1516240896\n");
+  EXPECT_TRUE(r.out.empty());
+}
+
 TEST(WorkLimit, DsConfigCannotDeriveCountsBeyondTheFlagLimits) {
   AutoValues a;
   a.world_size = 1;
