@@ -79,9 +79,11 @@ Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
     } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) == 0 && args[i + 1] != "--") {
       // A flag where the value belongs: `--output --sweep` wrote a file named "--sweep" and never
       // ran the sweep. (A value that starts with "--" can be given as --output=--name.)
-      d.error(src, "",
-              a + ": expected a value (" + spec->value_name + "), got the flag " + args[i + 1] +
-                  " (write " + a + "=VALUE for a value starting with --)");
+      std::string m = a;
+      m += ": expected a value (" + spec->value_name + "), got the flag ";
+      m += args[i + 1];
+      m += " (write " + a + "=VALUE for a value starting with --)";
+      d.error(src, "", m);
     } else if (i + 1 < args.size()) {
       out.values[a] = args[++i];
     } else {

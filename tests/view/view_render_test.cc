@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
 #include "view/view_testlib.h"
 
@@ -351,6 +352,25 @@ TEST_F(ViewRender, ABadTraceRendersAnErrorPanelAndExitsWithOneLine) {
   EXPECT_EQ(std::count(missing.run.err.begin(), missing.run.err.end(), '\n'), 1);
   const Shot garbage = shoot(std::string(ZEROSIM_SOURCE_DIR) + "/README.md", "garbage");
   EXPECT_EQ(garbage.run.exit_code, 1);
+}
+
+// The picture never replaces what it shows, and a failed write is an error: `view T.json
+// --screenshot T.json` turned the trace into a PNG, and --screenshot /dev/full said "wrote", both
+// with exit 0.
+TEST_F(ViewRender, AScreenshotNeitherReplacesItsInputNorHidesAFailedWrite) {
+  const std::string trace = temp("own_input.json");
+  std::filesystem::copy_file(*zero2_, trace, std::filesystem::copy_options::overwrite_existing);
+  const auto before = std::filesystem::file_size(trace);
+  const clitest::CliRun self = clitest::run_cli("view " + trace + " --screenshot " + trace);
+  EXPECT_EQ(self.exit_code, 1) << self.err;
+  EXPECT_EQ(self.err, "--screenshot: expected a file other than the input \"" + trace +
+                          "\", got \"" + trace + "\" (it would be replaced by the picture)\n");
+  EXPECT_EQ(std::filesystem::file_size(trace), before);
+  const clitest::CliRun full = clitest::run_cli("view " + trace + " --screenshot /dev/full");
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_EQ(full.err,
+            "zerosim view: --screenshot: write to /dev/full failed: No space left on device\n");
+  EXPECT_TRUE(full.out.empty()) << full.out;
 }
 
 TEST_F(ViewRender, TheWindowRunsUnderXvfbAndWithoutADisplaySaysSo) {

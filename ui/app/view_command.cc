@@ -15,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "draw/palette.h"
 #include "draw/viewer.h"
 #include "draw/what_if_panel.h"
+#include "output_file.h"
 #include "render/headless_renderer.h"
 #include "view_flags.h"
 
@@ -163,6 +165,20 @@ Result<ViewOptions> parse_view_args(const std::vector<std::string>& args) {
       d.append(r.diagnostics());
     }
   }
+  // The screenshot may not replace what it shows, a trace or the scenario: `view T.json
+  // --screenshot T.json` turned the trace into a PNG and exited 0.
+  if (o.screenshot) {
+    struct stat shot {};
+    if (::stat(o.screenshot->c_str(), &shot) == 0 && S_ISREG(shot.st_mode)) {
+      std::vector<std::string> inputs = o.traces;
+      if (o.scenario) inputs.push_back(*o.scenario);
+      for (const std::string& in : inputs)
+        if (output_detail::same_regular_file(shot, in))
+          d.error("--screenshot", "",
+                  "expected a file other than the input " + quote(in) + ", got " +
+                      quote(*o.screenshot) + " (it would be replaced by the picture)");
+    }
+  }
   if (d.has_errors()) return d;
   return o;
 }
@@ -275,8 +291,20 @@ int screenshot(Scene& scene, const ViewOptions& o, std::ostream& out, std::ostre
   double frame_ms = 0;
   place_view(viewer, o, static_cast<float>(o.width));
   const view::Image img = renderer->render([&] { scene.frame(false); }, o.frames, frame_ms);
-  if (!view::write_png(*o.screenshot, img, error)) {
+  std::string png;
+  if (!view::encode_png(img, png, error)) {
     err << "zerosim view: --screenshot: " << error << "\n";
+    return kExitInvalidInput;
+  }
+  // Through a temporary file renamed over the target, every write checked: /dev/full said
+  // "wrote" and exited 0, and a failed write left half a file (output_file.h). Its own "wrote"
+  // line follows; only a failure's line is passed on.
+  std::ostringstream written;
+  if (!write_file("--screenshot", *o.screenshot, written, [&](std::ostream& f) {
+        f.write(png.data(), static_cast<std::streamsize>(png.size()));
+        return static_cast<bool>(f);
+      })) {
+    err << "zerosim view: " << written.str();
     return kExitInvalidInput;
   }
   if (viewer.failed()) {

@@ -152,10 +152,15 @@ Image HeadlessRenderer::render(const std::function<void()>& draw, int frames, do
   return img;
 }
 
-bool write_png(const std::string& path, const Image& image, std::string& error) {
-  if (stbi_write_png(path.c_str(), image.width, image.height, 3, image.rgb.data(),
-                     image.width * 3) == 0) {
-    error = path + ": cannot write the PNG file";
+bool encode_png(const Image& image, std::string& png, std::string& error) {
+  png.clear();
+  auto append = [](void* context, void* data, int size) {
+    static_cast<std::string*>(context)->append(static_cast<const char*>(data),
+                                               static_cast<std::size_t>(size));
+  };
+  if (stbi_write_png_to_func(append, &png, image.width, image.height, 3, image.rgb.data(),
+                             image.width * 3) == 0) {
+    error = "cannot encode the PNG image";
     return false;
   }
   return true;

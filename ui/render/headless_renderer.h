@@ -44,7 +44,8 @@ class HeadlessRenderer {
   int height_ = 0;
 };
 
-/// Writes `image` as a PNG; false (and `error`: one line) when the file cannot be written.
-bool write_png(const std::string& path, const Image& image, std::string& error);
+/// `image` as the bytes of a PNG file; false (and `error`: one line) when it cannot be encoded.
+/// The caller writes them (cli/output_file.h write_file: atomic, every write checked).
+bool encode_png(const Image& image, std::string& png, std::string& error);
 
 }  // namespace zerosim::view
