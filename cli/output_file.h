@@ -25,6 +25,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "zerosim/input_file.h"
 
 namespace zerosim::cli {
 
@@ -105,6 +106,14 @@ inline bool write_file(const std::string& flag, const std::string& path, std::os
     err << flag << ": expected a regular file, got a directory: " << quote(path) << "\n";
     return false;
   }
+  if (existed && S_ISREG(st.st_mode))
+    for (const InputFileId& in : input_files_read())
+      if (in.device == static_cast<std::uint64_t>(st.st_dev) &&
+          in.inode == static_cast<std::uint64_t>(st.st_ino)) {
+        err << flag << ": expected a file other than the input " << quote(in.path)
+            << " (read for this run), got " << quote(path) << "; the file is unchanged\n";
+        return false;
+      }
   const bool atomic = !existed || S_ISREG(st.st_mode);
   const std::string target = atomic ? path + ".tmp." + std::to_string(::getpid()) : path;
   const auto discard = [&] {

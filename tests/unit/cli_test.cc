@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -132,6 +133,38 @@ TEST(Cli, AFlagWhereAValueBelongsIsOneLine) {
                         "--ds-config: expected a file path, got an empty string");
   expect_one_line_error("simulate --scenario=",
                         "--scenario: expected a file path, got an empty string");
+}
+
+// An output may not replace a file that only another input names: the check of the flags against
+// each other does not see a scenario's param list, a trainer config's ds_config or config.json in
+// an --hf-config directory, and each was overwritten with exit 0 (a hostile-input pass found it).
+TEST(Cli, AnOutputNeverReplacesAFileTheRunRead) {
+  const std::string dir = ::testing::TempDir() + "/zerosim_clobber_" + std::to_string(getpid());
+  ASSERT_EQ(std::system(("mkdir -p " + dir + "/m").c_str()), 0);
+  const std::string src = ZEROSIM_SOURCE_DIR;
+  ASSERT_EQ(std::system(("cp " + src + "/scenarios/tiny_zero2_4gpu.json " + src +
+                         "/scenarios/tiny_params.json " + dir + "/ && cp " + src +
+                         "/tests/data/hf/gpt2.json " + dir + "/m/config.json")
+                            .c_str()),
+            0);
+  auto text = [](const std::string& path) {
+    std::ifstream f(path);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  const std::string params = text(dir + "/tiny_params.json"), config = text(dir + "/m/config.json");
+  CliRun r = run_cli("simulate --scenario " + dir + "/tiny_zero2_4gpu.json --trace " + dir +
+                     "/tiny_params.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--trace: expected a file other than the input \"" + dir +
+                       "/tiny_params.json\" (read for this run), got \"" + dir +
+                       "/tiny_params.json\"; the file is unchanged\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(text(dir + "/tiny_params.json"), params);
+  expect_one_line_error("plan --hf-config " + dir + "/m -o " + dir + "/m/config.json",
+                        "--output: expected a file other than the input");
+  EXPECT_EQ(text(dir + "/m/config.json"), config);
+  ASSERT_EQ(std::system(("rm -rf " + dir).c_str()), 0);
 }
 
 TEST(Cli, BadChoicesAndNames) {

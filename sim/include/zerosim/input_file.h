@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "zerosim/diagnostic.h"
 
@@ -25,5 +26,18 @@ std::uint64_t max_input_bytes(Diagnostics& diags);
 /// false: "cannot read file: <reason>", "expected a regular file, got a directory" (a FIFO, a
 /// character device, ...), or "expected at most N bytes, got M bytes".
 bool read_input_file(const std::string& path, std::string& out, Diagnostics& diags);
+
+/// A file read_input_file read in this process: its device and inode, and the path it was given.
+struct InputFileId {
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  std::string path;
+};
+
+/// Every file read_input_file has read in this process, first read first (thread-safe). Writers
+/// refuse to replace one (cli/output_file.h write_file): an output flag can name a file that only
+/// another input names (a scenario's param list, a trainer config's ds_config, config.json in an
+/// --hf-config directory), which comparing the flags alone does not see.
+std::vector<InputFileId> input_files_read();
 
 }  // namespace zerosim

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace zerosim {
 
@@ -45,7 +46,32 @@ class Fd {
   int fd_;
 };
 
+std::mutex& read_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::vector<InputFileId>& files_read() {
+  static std::vector<InputFileId> files;
+  return files;
+}
+
+void note_read(const struct stat& st, const std::string& path) {
+  const std::lock_guard<std::mutex> lock(read_mutex());
+  auto& files = files_read();
+  const auto dev = static_cast<std::uint64_t>(st.st_dev),
+             ino = static_cast<std::uint64_t>(st.st_ino);
+  for (const InputFileId& f : files)
+    if (f.device == dev && f.inode == ino) return;
+  files.push_back({dev, ino, path});
+}
+
 }  // namespace
+
+std::vector<InputFileId> input_files_read() {
+  const std::lock_guard<std::mutex> lock(read_mutex());
+  return files_read();
+}
 
 std::uint64_t max_input_bytes(Diagnostics& diags) {
   const char* env = std::getenv(kMaxInputBytesEnv);
@@ -90,6 +116,7 @@ bool read_input_file(const std::string& path, std::string& out, Diagnostics& dia
     diags.error(path, "", "expected a regular file, got " + kind_of(st.st_mode));
     return false;
   }
+  note_read(st, path);
   out.clear();
   out.reserve(static_cast<std::size_t>(st.st_size));
   std::array<char, 1 << 16> buf{};
