@@ -198,12 +198,21 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   // QLoRA: bitsandbytes' state beside the quantized weights, on every rank (zerosim/lora.h).
   req.overheads.quantization_state = quantization_state_bytes(req.model);
   req.overheads.dequantized_weight = dequantized_weight_bytes(req.model, req.base.lp_dtype());
-  if (req.overheads.quantization_state > 0)
+  // What the rows do with the quantized weights: an 8-bit base has no stage 3 rows (above).
+  const bool four_bit = std::any_of(req.model.params.begin(), req.model.params.end(),
+                                    [](const ParamTensor& t) { return t.quant_bits == 4; });
+  if (req.overheads.quantization_state > 0 && four_bit)
     req.base.notes.push_back(
-        "bitsandbytes-quantized base: transformers' from_pretrained builds it outside "
+        "bitsandbytes 4-bit base: transformers' from_pretrained builds it outside "
         "deepspeed.zero.Init, so stage 3 rows start with the whole quantized model on every GPU "
         "(--zero-init is refused); its packed 4-bit weights are partitioned like the 16-bit "
-        "params (bnb_4bit_quant_storage = the training dtype, which ZeRO-3 needs)");
+        "params (bnb_4bit_quant_storage = the training dtype, which ZeRO-3 needs); step times "
+        "leave out the dequantization (each quantized matmul is timed as a 16-bit one)");
+  else if (req.overheads.quantization_state > 0)
+    req.base.notes.push_back(
+        "bitsandbytes 8-bit base: its int8 weights are frozen and held whole on every GPU by "
+        "stages 0-2, beside their per-row scales; step times leave out the int8 matmul's own "
+        "cost (each is timed as a 16-bit one)");
   if (auto c = args->get("--calibration")) {
     auto cal = read_calibration_file(*c);
     if (report(cal.diagnostics(), err)) return kExitInvalidInput;

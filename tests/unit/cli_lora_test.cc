@@ -67,6 +67,32 @@ TEST(CliLora, QloraPlanCarriesTheQuantizedBaseAndItsState) {
   EXPECT_EQ(qlora["model"]["parameters"], 6742609920u);  // logical, as peft prints
 }
 
+// The notes of a quantized base agree with each other: a 4-bit base told to pass --zero-init (which
+// is refused for it) and spoke of "the whole 16-bit model"; an 8-bit one, which has no stage 3
+// rows, spoke of its "packed 4-bit weights" partitioned at stage 3.
+TEST(CliLora, TheNotesOfAQuantizedBaseAgree) {
+  auto notes = [](const nlohmann::json& plan) {
+    std::string all;
+    for (const auto& n : plan["notes"]) all += n.get<std::string>() + "\n";
+    return all;
+  };
+  const std::string four =
+      notes(plan_json("--model llama2-7b --gpus 1 --lora-rank 8 --base-quantization 4bit"));
+  EXPECT_EQ(four.find("pass --zero-init"), std::string::npos) << four;
+  EXPECT_EQ(four.find("16-bit model"), std::string::npos) << four;
+  EXPECT_NE(four.find("bitsandbytes 4-bit base: transformers' from_pretrained builds it outside "
+                      "deepspeed.zero.Init"),
+            std::string::npos)
+      << four;
+  EXPECT_NE(four.find("step times leave out the dequantization"), std::string::npos);
+  const std::string eight =
+      notes(plan_json("--model llama2-7b --gpus 1 --lora-rank 8 --base-quantization 8bit"));
+  EXPECT_EQ(eight.find("4-bit"), std::string::npos) << eight;
+  EXPECT_EQ(eight.find("pass --zero-init"), std::string::npos) << eight;
+  EXPECT_NE(eight.find("bitsandbytes 8-bit base: its int8 weights are frozen"), std::string::npos)
+      << eight;
+}
+
 TEST(CliLora, SimulateAndScheduleRunALoraModel) {
   CliRun s = run_cli("simulate --model gpt2-small --gpus 2 --stage 3 --lora-rank 4");
   EXPECT_EQ(s.exit_code, 0) << s.err;

@@ -113,11 +113,15 @@ void add_notes(PlanResult& out) {
     const Bytes whole_model =
         checked_mul(req.model.num_parameters(), dtype_size(req.base.lp_dtype()))
             .value_or(kBytesOverflow);
+    // A bitsandbytes base is built outside zero.Init (its own note says so, and --zero-init is
+    // refused): advising --zero-init there contradicted it.
+    const bool quantized = std::any_of(req.model.params.begin(), req.model.params.end(),
+                                       [](const ParamTensor& t) { return t.quant_bits != 0; });
     if (req.training.zero_init)
       out.notes.push_back(
           "stage 3 rows: the model is built under deepspeed.zero.Init (--zero-init), so each "
           "parameter is partitioned as it is constructed; stages 0-2 have no zero.Init");
-    else
+    else if (!quantized && req.max_stage >= 3)
       out.notes.push_back(
           "stage 3 rows without --zero-init: every GPU first holds the whole 16-bit model (" +
           format_gib(whole_model) +
