@@ -242,6 +242,17 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
     in.ds.grad_accum_steps = autos.grad_accum_steps.value_or(1);
     in.ds.train_batch_size = in.ds.micro_batch * in.ds.grad_accum_steps * in.cluster.world_size();
   }
+  // A GPU without bfloat16 (Volta and older; the Trainer refuses bf16 there too): one line naming
+  // what chose bf16, instead of the simulator's "/gpu: expected a dense bfloat16 rate".
+  if (in.ds.lp_dtype() == DType::BFloat16 && in.cluster.gpu.bf16_tflops <= 0) {
+    const std::string source = a.has("--precision") ? "--precision"
+                               : rt.ds_config       ? *rt.ds_config
+                                                    : "--gpu";
+    d.error(source, "",
+            in.cluster.gpu.name + " has no bfloat16; expected --precision fp16 or fp32, got bf16" +
+                (a.has("--precision") || rt.ds_config ? "" : " (the default precision)"));
+    return Result<Inputs>(d);
+  }
   // After the ds_config: packed 4-bit storage is counted in its LP dtype.
   if (trainer) {
     if (!apply_trainer_lora(a, *trainer, in.model, in.ds.lp_dtype(), rt.notes, d))

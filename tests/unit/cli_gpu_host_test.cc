@@ -40,6 +40,20 @@ TEST(CliGpu, AmbiguousNameIsRefusedWithTheChoicesOnEveryCommand) {
                         "V100-16GB (16.00 GiB");
 }
 
+// A GPU without bfloat16 under the default bf16: one line naming what chose bf16 and the way out,
+// not the simulator's "simulator: /gpu: expected a dense bfloat16 rate for \"V100-32GB\"".
+TEST(CliGpu, AGpuWithoutBfloat16SaysWhichPrecisionToUse) {
+  expect_one_line_error("plan --gpu V100-32GB --model gpt2-xl",
+                        "--gpu: V100-32GB has no bfloat16; expected --precision fp16 or fp32, got "
+                        "bf16 (the default precision)");
+  expect_one_line_error(
+      "simulate --gpu V100-32GB --model gpt2-xl --stage 2 --precision bf16",
+      "--precision: V100-32GB has no bfloat16; expected --precision fp16 or fp32, "
+      "got bf16");
+  const CliRun fp16 = run_cli("plan --gpu V100-32GB --model gpt2-xl --precision fp16");
+  EXPECT_EQ(fp16.exit_code, 0) << fp16.err;
+}
+
 TEST(CliGpu, GpuMemoryDescribesAnyOtherGpu) {
   CliRun r = run_cli(
       "plan --model gpt2 --gpus 2 --gpu-memory 12GiB --gpu-tflops 40 "
