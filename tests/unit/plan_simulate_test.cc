@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "zerosim/ds_config.h"
 #include "zerosim/engine.h"
 #include "zerosim/model_loader.h"
 #include "zerosim/planner.h"
@@ -185,6 +186,40 @@ TEST(PlanEqualsSimulate, Llama70BStage3FitsOnlyWithZeroInit) {
       EXPECT_EQ(row.max_micro_batch, 0u);
     }
   }
+}
+
+// A stage 3 ds_config that offloads its parameters without the optimizer (axolotl ships one;
+// DeepSpeed allows it) was planned as the row without offload, marked as the ds_config's, and plan
+// and simulate disagreed (no host memory, another peak and step time). It is a row of its own.
+TEST(PlanEqualsSimulate, ParametersOffloadedWithoutTheOptimizerAreARowOfTheirOwn) {
+  PlanRequest req = request_for({"llama2-7b", 1, false, false, DType::BFloat16, 4096}, 8);
+  auto ds = load_ds_config_file(std::string(ZEROSIM_SOURCE_DIR) +
+                                    "/tests/fixtures/trainer/axolotl/deepspeed_configs/"
+                                    "zero3_bf16_cpuoffload_params.json",
+                                AutoValues{8, 1, 1, DType::BFloat16, 1.0, 4096});
+  ASSERT_TRUE(ds.ok()) << ds.diagnostics().to_string();
+  req.base = ds.value();
+  req.ds_config_given = true;
+  auto plan = make_plan(req);
+  ASSERT_TRUE(plan.ok()) << plan.diagnostics().to_string();
+  ASSERT_EQ(plan->rows.size(), 9u);
+  const PlanRow& row = plan->rows[7];
+  ASSERT_EQ(row.stage, 3);
+  ASSERT_EQ(row.offload, OffloadVariant::ParamsCpu);
+  EXPECT_EQ(offload_name(row.offload), "params");
+  EXPECT_TRUE(row.matches_ds_config);
+  for (const PlanRow& r : plan->rows)
+    EXPECT_EQ(r.matches_ds_config, &r == &row) << r.stage << offload_name(r.offload);
+  const Sim sim = simulate_like_cli(req, row, 1);
+  EXPECT_EQ(row.memory.total(), with_overhead(sim.whole));
+  EXPECT_EQ(row.steady_step_ns,
+            sim.summary.steps.back().end_ns - sim.summary.steps.back().start_ns);
+  EXPECT_GT(row.memory.host_bytes, 0u);  // the parameters live on the host
+  EXPECT_FALSE(row.ds_estimate);         // DeepSpeed's estimators have no such case
+  // Without that ds_config the plan keeps its eight rows.
+  req.base = default_ds_config(0, DType::BFloat16);
+  req.ds_config_given = false;
+  EXPECT_EQ(make_plan(req)->rows.size(), 8u);
 }
 
 // #13: the closed form summed all activations, the full gradient, the logits and the recomputed

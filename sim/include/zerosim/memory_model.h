@@ -31,8 +31,14 @@ namespace zerosim {
 enum class Accounting { DeepSpeed, Paper };
 
 /// Offload variants the planner sweeps (stage 1–3: optimizer; stage 3 also parameters).
-enum class OffloadVariant { None, OptimizerCpu, OptimizerAndParamsCpu };
-std::string_view offload_name(OffloadVariant v);  ///< "none", "optimizer", "optimizer+params"
+/// What a plan row offloads to the CPU. ParamsCpu (stage 3 parameters without the optimizer, which
+/// DeepSpeed allows) is a row only when the ds_config asks for it.
+enum class OffloadVariant { None, OptimizerCpu, OptimizerAndParamsCpu, ParamsCpu };
+/// "none", "optimizer", "optimizer+params", "params"
+std::string_view offload_name(OffloadVariant v);
+/// Whether `v` offloads the optimizer state / the parameters.
+bool offloads_optimizer(OffloadVariant v);
+bool offloads_params(OffloadVariant v);
 
 /// Training settings that drive activations.
 struct TrainingSettings {

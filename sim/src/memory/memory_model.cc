@@ -19,8 +19,18 @@ std::string_view offload_name(OffloadVariant v) {
       return "optimizer";
     case OffloadVariant::OptimizerAndParamsCpu:
       return "optimizer+params";
+    case OffloadVariant::ParamsCpu:
+      return "params";
   }
   return "?";
+}
+
+bool offloads_optimizer(OffloadVariant v) {
+  return v == OffloadVariant::OptimizerCpu || v == OffloadVariant::OptimizerAndParamsCpu;
+}
+
+bool offloads_params(OffloadVariant v) {
+  return v == OffloadVariant::ParamsCpu || v == OffloadVariant::OptimizerAndParamsCpu;
 }
 
 namespace {

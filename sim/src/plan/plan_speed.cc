@@ -94,9 +94,10 @@ double tokens_bound(const PlanRequest& req, std::uint64_t micro_batch) {
 bool dominated(const PlanResult& out, const Trial& a, const Trial& b) {
   const PlanRow& ra = out.rows[a.row];
   const PlanRow& rb = out.rows[b.row];
-  return ra.stage == rb.stage && static_cast<int>(ra.offload) <= static_cast<int>(rb.offload) &&
-         (!a.checkpointed || b.checkpointed) && a.micro_batch >= b.micro_batch &&
-         (a.row != b.row || a.checkpointed != b.checkpointed);
+  const bool less_offload = (!offloads_optimizer(ra.offload) || offloads_optimizer(rb.offload)) &&
+                            (!offloads_params(ra.offload) || offloads_params(rb.offload));
+  return ra.stage == rb.stage && less_offload && (!a.checkpointed || b.checkpointed) &&
+         a.micro_batch >= b.micro_batch && (a.row != b.row || a.checkpointed != b.checkpointed);
 }
 
 }  // namespace

@@ -52,6 +52,27 @@ constexpr Variant kVariants[] = {
     {3, OffloadVariant::OptimizerCpu}, {3, OffloadVariant::OptimizerAndParamsCpu},
 };
 
+// What the ds_config offloads, as a row's variant.
+OffloadVariant offload_of(const DsConfig& base) {
+  const bool opt = base.zero.offload_optimizer.enabled();
+  const bool params = base.zero.stage == 3 && base.zero.offload_param.enabled();
+  return opt && params ? OffloadVariant::OptimizerAndParamsCpu
+         : opt         ? OffloadVariant::OptimizerCpu
+         : params      ? OffloadVariant::ParamsCpu
+                       : OffloadVariant::None;
+}
+
+// The plan's rows: kVariants, and stage 3 with its parameters offloaded without the optimizer
+// when the ds_config asks for that (DeepSpeed allows it; the row was planned as "none" before,
+// and plan and simulate disagreed), before the row that offloads both.
+std::vector<Variant> variants_of(const PlanRequest& r) {
+  std::vector<Variant> v(std::begin(kVariants), std::end(kVariants));
+  if (r.ds_config_given && r.base.zero.stage == 3 &&
+      offload_of(r.base) == OffloadVariant::ParamsCpu)
+    v.insert(v.end() - 1, Variant{3, OffloadVariant::ParamsCpu});
+  return v;
+}
+
 /// Micro-batch search stops here: beyond it the answer is "at least this" (models without a
 /// transformer shape have no activation model, so memory does not grow with the batch).
 constexpr std::uint64_t kMaxSearchMicroBatch = 65536;
@@ -177,11 +198,7 @@ std::uint64_t checkpointed_micro_batch(const PlanRequest& req, const Evaluator& 
 }
 
 bool matches(const DsConfig& base, const Variant& v) {
-  OffloadVariant off = OffloadVariant::None;
-  if (base.zero.offload_optimizer.enabled())
-    off = base.zero.offload_param.enabled() ? OffloadVariant::OptimizerAndParamsCpu
-                                            : OffloadVariant::OptimizerCpu;
-  return base.zero.stage == v.stage && off == v.offload;
+  return base.zero.stage == v.stage && offload_of(base) == v.offload;
 }
 
 /// `largest_module`: r.model.largest_module_params(), asked for stage 3 only.
@@ -189,11 +206,14 @@ std::optional<EstimatorResult> estimator_for(const PlanRequest& r, const Variant
                                              const std::function<Elements()>& largest_module) {
   const Elements p = r.model.num_parameters();
   const std::uint64_t g = r.cluster.gpus_per_node, n = r.cluster.nodes;
-  const bool opt = v.offload != OffloadVariant::None;
+  const bool opt = offloads_optimizer(v.offload);
+  // DeepSpeed's estimators have no case for parameters offloaded without the optimizer (their
+  // cpu_offload_params applies under cpu_offload only).
+  if (v.offload == OffloadVariant::ParamsCpu) return std::nullopt;
   if (v.stage == 2) return estimate_zero2_model_states_mem_needs(p, g, n, opt);
   if (v.stage == 3)
     return estimate_zero3_model_states_mem_needs(p, largest_module(), g, n, opt,
-                                                 v.offload == OffloadVariant::OptimizerAndParamsCpu,
+                                                 offloads_params(v.offload),
                                                  /*zero_init=*/true);
   return std::nullopt;
 }
@@ -205,9 +225,8 @@ DsConfig variant_config(const DsConfig& base, int stage, OffloadVariant offload)
   d.zero.stage = stage;
   d.zero.overlap_comm = d.zero.overlap_comm_set.value_or(stage == 3);
   d.zero.offload_optimizer.device =
-      offload == OffloadVariant::None ? OffloadDevice::None : OffloadDevice::Cpu;
-  d.zero.offload_param.device =
-      offload == OffloadVariant::OptimizerAndParamsCpu ? OffloadDevice::Cpu : OffloadDevice::None;
+      offloads_optimizer(offload) ? OffloadDevice::Cpu : OffloadDevice::None;
+  d.zero.offload_param.device = offloads_params(offload) ? OffloadDevice::Cpu : OffloadDevice::None;
   return d;
 }
 
@@ -238,13 +257,14 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
   // micro-batch fits, whatever the checkpointing, and neither the GPU-count search nor the
   // checkpointed micro-batch search needs a simulation (plan_simulate_test checks the floor
   // against the simulated peak, and that the rows' answers are the same with the shortcut off).
-  constexpr std::size_t kVariantCount = std::size(kVariants);
+  const std::vector<Variant> variants = variants_of(request);
+  const std::size_t kVariantCount = variants.size();
   std::vector<DsConfig> configs;
   std::vector<Bytes> init_totals(kVariantCount, 0);
   std::vector<bool> never_fits(kVariantCount, false);
   configs.reserve(kVariantCount);
   for (std::size_t i = 0; i < kVariantCount; ++i) {
-    configs.push_back(variant_config(request.base, kVariants[i].stage, kVariants[i].offload));
+    configs.push_back(variant_config(request.base, variants[i].stage, variants[i].offload));
     const DsConfig& ds = configs.back();
     const bool whole_model_at_init = !(ds.zero.stage == 3 && request.training.zero_init);
     const Bytes init_floor =
@@ -255,7 +275,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     init_totals[i] = saturating_add(init_floor, overhead_bytes(init_floor, request.overheads));
     never_fits[i] = simulated && init_totals[i] > ev.capacity();
   }
-  auto wanted = [&](std::size_t i) { return kVariants[i].stage <= request.max_stage; };
+  auto wanted = [&](std::size_t i) { return variants[i].stage <= request.max_stage; };
   // A full sweep under DeepSpeed accounting simulates every cell (variant, GPU count): the cells
   // are tasks of their own beside the rows, so the threads share a variant's cells instead of one
   // thread taking all of a stage 3 variant's (the Llama-3.1-405B --zero-init sweep: three stage 3
@@ -308,7 +328,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     bool ok = false;
   };
   auto evaluate = [&](std::size_t i, Outcome& oc) {
-    const Variant& v = kVariants[i];
+    const Variant& v = variants[i];
     Diagnostics& diags = oc.diags;
     PlanRow& row = oc.row;
     row.stage = v.stage;
@@ -379,7 +399,7 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
   // others from `other(g, c)` (c: g's index in `counts`), a cell task's result or one computed
   // here in order; without --sweep it stops at the first count that fits (row.min_gpus).
   auto sweep = [&](std::size_t i, Outcome& oc, const auto& other) {
-    const Variant& v = kVariants[i];
+    const Variant& v = variants[i];
     PlanRow& row = oc.row;
     for (std::uint64_t g = 1, c = 0; g <= request.sweep_max_gpus; g *= 2) {
       SweepCell cell{g, v.stage, v.offload, 0, false, 0, false};
@@ -422,18 +442,20 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
   // Tasks longest first (stage 3's schedules are about twice stage 1/2's, stage 0's the shortest),
   // so the last one taken is short and no thread waits alone on a stage 3 schedule: the rows, then
   // the cells that need a simulation, stage 3's first.
-  constexpr std::size_t kLongestFirst[] = {5, 6, 7, 1, 2, 3, 4, 0};
-  static_assert(std::size(kLongestFirst) == kVariantCount);
+  std::vector<std::size_t> longest_first;
+  for (const int stage : {3, 1, 2, 0})
+    for (std::size_t i = 0; i < kVariantCount; ++i)
+      if (variants[i].stage == stage) longest_first.push_back(i);
   struct Task {
     std::size_t variant;
     std::size_t cell;  ///< index in `counts`; kNoCell: the variant's row
   };
   constexpr std::size_t kNoCell = ~std::size_t{0};
   std::vector<Task> tasks;
-  for (std::size_t i : kLongestFirst)
+  for (std::size_t i : longest_first)
     if (wanted(i)) tasks.push_back({i, kNoCell});
   if (cell_tasks)
-    for (std::size_t i : kLongestFirst)
+    for (std::size_t i : longest_first)
       if (wanted(i) && !never_fits[i])
         for (std::size_t c = 0; c < counts.size(); ++c) tasks.push_back({i, c});
   std::vector<Outcome> outcomes(kVariantCount);

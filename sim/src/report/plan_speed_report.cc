@@ -69,6 +69,8 @@ const char* offload_label(OffloadVariant v) {
       return "optimizer->cpu";
     case OffloadVariant::OptimizerAndParamsCpu:
       return "opt+params->cpu";
+    case OffloadVariant::ParamsCpu:
+      return "params->cpu";
   }
   return "?";
 }
