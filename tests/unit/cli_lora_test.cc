@@ -93,6 +93,17 @@ TEST(CliLora, TheNotesOfAQuantizedBaseAgree) {
       << eight;
 }
 
+// Falcon's FalconLinear subclasses nn.Linear (modeling_falcon.py), which is what peft and
+// bitsandbytes test: its default target query_key_value was refused as "not a Linear/Conv1D".
+// r = 16 on query_key_value (4544 -> 4672, multi-query) x 32 layers: 16 x (4544 + 4672) x 32.
+TEST(CliLora, FalconLinearIsALinear) {
+  const auto j = plan_json("--model falcon-7b --gpus 8 --lora-rank 16");
+  EXPECT_EQ(j["model"]["trainable_parameters"], 4718592u);
+  const auto q = plan_json("--model falcon-7b --gpus 8 --lora-rank 16 --base-quantization 4bit");
+  EXPECT_LT(q["rows"][0]["params_bytes"].get<std::uint64_t>(),
+            j["rows"][0]["params_bytes"].get<std::uint64_t>() / 2);
+}
+
 TEST(CliLora, SimulateAndScheduleRunALoraModel) {
   CliRun s = run_cli("simulate --model gpt2-small --gpus 2 --stage 3 --lora-rank 4");
   EXPECT_EQ(s.exit_code, 0) << s.err;

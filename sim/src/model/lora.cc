@@ -64,8 +64,6 @@ const std::map<std::string, std::vector<std::string>>& default_targets() {
   return k;
 }
 
-bool is_linear(const ModuleNode& n) { return n.type == "Linear" || n.type == "Conv1D"; }
-
 bool matches(const std::string& name, const std::string& target) {
   return name == target || (name.size() > target.size() &&
                             name.compare(name.size() - target.size(), target.size(), target) == 0 &&
@@ -190,8 +188,8 @@ Result<ModelDesc> apply_lora(const ModelDesc& base, const LoraSpec& spec, DType 
     LoraAdapter a;
     a.module = i;
     // Linear weight [out, in]; Conv1D [in, out] (peft reads Conv1D's shape as (in, out)).
-    a.out = mod.type == "Conv1D" ? w.shape[1] : w.shape[0];
-    a.in = mod.type == "Conv1D" ? w.shape[0] : w.shape[1];
+    a.out = is_conv1d(mod) ? w.shape[1] : w.shape[0];
+    a.in = is_conv1d(mod) ? w.shape[0] : w.shape[1];
     adapter_after[*std::max_element(mod.param_ids.begin(), mod.param_ids.end())] = adapters.size();
     wrapped_params.insert(mod.param_ids.begin(), mod.param_ids.end());
     adapters.push_back(a);
@@ -313,6 +311,12 @@ Result<ModelDesc> apply_lora(const ModelDesc& base, const LoraSpec& spec, DType 
             : spec.quantization == BaseQuantization::Int8 ? "-int8"
                                                           : "");
   return m;
+}
+
+bool is_linear(const ModuleNode& n) {
+  // peft's dispatch and bitsandbytes' replacement test isinstance(module, nn.Linear): Falcon's
+  // FalconLinear subclasses it (modeling_falcon.py), so --lora-targets query_key_value applies.
+  return n.type == "Linear" || n.type == "FalconLinear" || n.type == "Conv1D";
 }
 
 }  // namespace zerosim

@@ -19,6 +19,12 @@ struct LoraAdapter {
   std::uint32_t a = 0, b = 0;
 };
 
+/// Whether peft adapts the module and bitsandbytes quantizes it: an nn.Linear (its subclasses
+/// too, as isinstance sees them: Falcon's FalconLinear) or transformers' Conv1D (GPT-2).
+bool is_linear(const ModuleNode& n);
+/// Conv1D keeps its weight as [in, out], a Linear as [out, in].
+inline bool is_conv1d(const ModuleNode& n) { return n.type == "Conv1D"; }
+
 /// The output embedding's Linear modules (lm_head, embed_out: the Head layer's), which peft's
 /// "all-linear" and transformers' bitsandbytes integration both leave alone.
 std::set<std::uint32_t> output_embedding_modules(const ModelDesc& m);

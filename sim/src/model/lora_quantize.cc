@@ -47,14 +47,13 @@ void quantize_base(BaseQuantization q, DType lp, ModelDesc& m) {
     for (auto p : mod.param_ids) ++holders[p];
   for (std::uint32_t i = 0; i < m.modules.size(); ++i) {
     const ModuleNode& mod = m.modules[i];
-    if ((mod.type != "Linear" && mod.type != "Conv1D") || mod.param_ids.empty() || heads.count(i))
-      continue;
+    if (!is_linear(mod) || mod.param_ids.empty() || heads.count(i)) continue;
     ParamTensor& w = m.params[mod.param_ids[0]];
     if (w.trainable || w.quant_bits != 0 || w.shape.size() != 2 || holders[mod.param_ids[0]] > 1)
       continue;
     const Elements n = w.numel;
     w.logical_numel = n;
-    w.logical_rows = mod.type == "Conv1D" ? w.shape[1] : w.shape[0];
+    w.logical_rows = is_conv1d(mod) ? w.shape[1] : w.shape[0];
     if (q == BaseQuantization::Nf4) {
       w.quant_bits = 4;
       w.numel = (n + 1) / (2 * e);
