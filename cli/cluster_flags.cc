@@ -161,17 +161,20 @@ std::string apply_cluster_link_flags(const ParsedArgs& a, Cluster& cluster, Diag
   double nic = cluster.gpu.network_gbps;  // the catalog's: one NIC per GPU
   std::uint64_t nics = cluster.gpus_per_node;
   bool network = false;
+  // One range per flag in every message: a number out of it and a word both get "(0, max]" (a
+  // negative value said "[0, 1e+12]" before, zero "(0, 250]").
+  auto rate = [&](const char* flag, double max, const std::string& what,
+                  const std::string& hint) -> std::optional<double> {
+    const std::string text = *a.get(flag);
+    auto v = parse_number(flag, text, -1e300, 1e300);
+    if (v.ok() && v.value() > 0 && v.value() <= max) return v.value();
+    d.error(flag, "", "expected " + what + " in (0, " + num(max) + "], got " + quote(text), hint);
+    return std::nullopt;
+  };
   if (a.has("--network-gbps")) {
-    auto v = parse_number("--network-gbps", *a.get("--network-gbps"), 0, 1e12);
-    if (!v.ok()) {
-      d.append(v.diagnostics());
-    } else if (v.value() <= 0 || v.value() > kMaxNicGbps) {
-      d.error("--network-gbps", "",
-              "expected GB/s per NIC in (0, " + num(kMaxNicGbps) + "], got " +
-                  quote(*a.get("--network-gbps")),
-              "a NIC sold as 400 Gb/s moves 50 GB/s");
-    } else {
-      nic = v.value();
+    if (auto v = rate("--network-gbps", kMaxNicGbps, "GB/s per NIC",
+                      "a NIC sold as 400 Gb/s moves 50 GB/s")) {
+      nic = *v;
       network = true;
       note("--network-gbps");
     }
@@ -187,15 +190,8 @@ std::string apply_cluster_link_flags(const ParsedArgs& a, Cluster& cluster, Diag
     }
   }
   if (a.has("--intra-node-gbps")) {
-    auto v = parse_number("--intra-node-gbps", *a.get("--intra-node-gbps"), 0, 1e12);
-    if (!v.ok()) {
-      d.append(v.diagnostics());
-    } else if (v.value() <= 0 || v.value() > kMaxIntraGbps) {
-      d.error("--intra-node-gbps", "",
-              "expected GB/s one way per GPU in (0, " + num(kMaxIntraGbps) + "], got " +
-                  quote(*a.get("--intra-node-gbps")));
-    } else {
-      cluster.gpu.intra_node_gbps = v.value();
+    if (auto v = rate("--intra-node-gbps", kMaxIntraGbps, "GB/s one way per GPU", "")) {
+      cluster.gpu.intra_node_gbps = *v;
       note("--intra-node-gbps");
     }
   }

@@ -154,6 +154,14 @@ TEST(ClusterFlags, GarbageIsOneLine) {
     expect_one_line_error(c + " --nics-per-node 2.5", "--nics-per-node");
     expect_one_line_error(c + " --intra-node-gbps -1", "--intra-node-gbps");
     expect_one_line_error(c + " --intra-node-gbps 1e9", "--intra-node-gbps");
+    // One range per flag: a negative value said "[0, 1e+12]", zero "(0, 250]".
+    for (const char* v : {"-5", "0", "abc"})
+      expect_one_line_error(
+          c + " --network-gbps " + v,
+          std::string("--network-gbps: expected GB/s per NIC in (0, 250], got \"") + v + "\"");
+    expect_one_line_error(c + " --intra-node-gbps -1",
+                          "--intra-node-gbps: expected GB/s one way per GPU in (0, 10000], got "
+                          "\"-1\"");
   }
 }
 
