@@ -42,7 +42,8 @@ Status TrackingAllocator::allocate(std::uint32_t buffer, Bytes bytes, MemoryPool
                         "does not fit: " + std::to_string(bytes) + " bytes requested, " +
                             std::to_string(limit_ - std::min(limit_, c_.device_current)) +
                             " bytes free of the " + std::to_string(limit_) + "-byte limit",
-                        "raise --host-memory-limit or run with --no-data"};
+                        "the limit counts device bytes per rank, with data or without: raise "
+                        "--host-memory-limit"};
     c_.device_current += bytes;
     ++c_.device_buffers;
     live_[static_cast<std::size_t>(category)] += bytes;
