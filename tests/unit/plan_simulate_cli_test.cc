@@ -47,6 +47,31 @@ TEST(PlanZeroInitFlag, DecidesTheStage3InitPeak) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(a["rows"][i]["total_bytes"], b["rows"][i]["total_bytes"]);
 }
 
+// The ZeRO paper's formulas keep every state on the GPU: its offload rows were copies of the rows
+// without offload (same bytes, no host memory). Paper accounting has one row per stage, and a
+// ds_config that offloads marks its stage's row (a note says why).
+TEST(PlanPaperMode, HasNoOffloadRows) {
+  const auto r = run_cli("plan --model llama2-13b --mode paper --gpus 8 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  ASSERT_EQ(j["rows"].size(), 4u);
+  for (int stage = 0; stage < 4; ++stage) {
+    EXPECT_EQ(j["rows"][stage]["stage"], stage);
+    EXPECT_EQ(j["rows"][stage]["offload"], "none");
+  }
+  const auto o =
+      run_cli("plan --scenario " + std::string(ZEROSIM_SOURCE_DIR) +
+              "/scenarios/llama2-13b_zero2_offload_8xa100.json --mode paper --format json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto k = nlohmann::json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(k.is_discarded());
+  for (const auto& row : k["rows"]) EXPECT_EQ(row["matches_ds_config"], row["stage"] == 2);
+  EXPECT_NE(o.out.find("the ds_config's offload is not in the paper's formulas, so its row is "
+                       "stage 2 without offload"),
+            std::string::npos);
+}
+
 TEST(SimulateSteadyByDefault, RunsAWarmupStepAndReportsBoth) {
   const std::string summary = zerosim::testutil::unique_temp_path("steady_default.json");
   auto r =

@@ -136,7 +136,14 @@ void add_notes(PlanResult& out) {
   } else {
     out.notes.push_back(
         "paper accounting: model states as in the ZeRO paper (16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, "
-        "16Ψ/N); runtime buffers are not counted");
+        "16Ψ/N); runtime buffers are not counted, and there are no offload rows (the paper keeps "
+        "every state on the GPU; --mode deepspeed plans offload)");
+    if (req.ds_config_given &&
+        (req.base.zero.offload_optimizer.enabled() || req.base.zero.offload_param.enabled()))
+      out.notes.push_back(
+          "paper accounting: the ds_config's offload is not in the paper's "
+          "formulas, so its row is stage " +
+          std::to_string(req.base.zero.stage) + " without offload");
   }
 }
 

@@ -275,7 +275,12 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     init_totals[i] = saturating_add(init_floor, overhead_bytes(init_floor, request.overheads));
     never_fits[i] = simulated && init_totals[i] > ev.capacity();
   }
-  auto wanted = [&](std::size_t i) { return variants[i].stage <= request.max_stage; };
+  // The ZeRO paper's formulas keep every state on the GPU (offload is ZeRO-Offload's, a later
+  // paper): paper accounting has no offload rows (they were copies of the rows without offload).
+  auto wanted = [&](std::size_t i) {
+    return variants[i].stage <= request.max_stage &&
+           (simulated || variants[i].offload == OffloadVariant::None);
+  };
   // A full sweep under DeepSpeed accounting simulates every cell (variant, GPU count): the cells
   // are tasks of their own beside the rows, so the threads share a variant's cells instead of one
   // thread taking all of a stage 3 variant's (the Llama-3.1-405B --zero-init sweep: three stage 3
@@ -381,7 +386,10 @@ Result<PlanResult> make_plan(const PlanRequest& request) {
     }
     row.headroom_bytes = signed_difference(request.cluster.gpu.memory_bytes, total_of(row.memory));
     row.ds_estimate = estimator_for(request, v, largest_module);
-    row.matches_ds_config = request.ds_config_given && matches(request.base, v);
+    // Paper accounting has no offload rows: a ds_config that offloads is its stage's row.
+    row.matches_ds_config =
+        request.ds_config_given &&
+        (simulated ? matches(request.base, v) : request.base.zero.stage == v.stage);
     if (!simulated)
       row.max_micro_batch_checkpointed = checkpointed_micro_batch(request, ev, ds, *plan);
     // Host memory does not grow with the micro-batch (offload buffers follow the partitions), so
