@@ -3,7 +3,9 @@
 // is an error rather than a silent override.
 #include "inputs.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <utility>
 
 #include "cluster_flags.h"
@@ -278,6 +280,29 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   in.training.micro_batch = in.ds.micro_batch;
   std::uint64_t ctx = in.model.arch && in.model.arch->max_seq ? in.model.arch->max_seq : 4096;
   in.training.seq_len = rt.seq_len.value_or(std::min<std::uint64_t>(4096, ctx));
+  // A learned position table (GPT-2's wpe, BERT's position_embeddings, OPT's embed_positions)
+  // has a row per position: Hugging Face fails with an index error past it, so such a run does not
+  // exist. (Rotary models run past their context length; that is the model's quality question.)
+  // Only for --seq-len: a trainer's cutoff_len is a maximum that shorter samples never reach.
+  if (a.has("--seq-len") && in.model.arch && in.model.arch->max_seq > 0 &&
+      in.training.seq_len > in.model.arch->max_seq) {
+    const bool learned =
+        std::any_of(in.model.params.begin(), in.model.params.end(), [](const ParamTensor& p) {
+          for (const char* t :
+               {"wpe.weight", "position_embeddings.weight", "embed_positions.weight"})
+            if (p.name.size() >= std::strlen(t) &&
+                p.name.compare(p.name.size() - std::strlen(t), std::string::npos, t) == 0)
+              return true;
+          return false;
+        });
+    if (learned) {
+      d.error("--seq-len", "",
+              "expected at most " + std::to_string(in.model.arch->max_seq) + " tokens (" +
+                  in.model.name + "'s learned position table; Hugging Face fails past it), got " +
+                  std::to_string(in.training.seq_len));
+      return Result<Inputs>(d);
+    }
+  }
   in.training.activation_checkpointing = rt.activation_checkpointing;
   in.training.flash_attention = attention == "flash";
   // transformers builds a quantized base outside zero.Init: zerosim refuses --zero-init there.

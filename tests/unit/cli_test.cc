@@ -104,6 +104,13 @@ TEST(Cli, BadNumbers) {
                         "--gpus: expected a multiple of --gpus-per-node (8), got 12");
   expect_one_line_error("plan --max-gpus 0",
                         "--max-gpus: expected an integer 1..16777216, got \"0\"");
+  // Past a learned position table Hugging Face fails (an index error): no such run. A rotary model
+  // runs past its context length.
+  expect_one_line_error("plan --model gpt2 --seq-len 4096",
+                        "--seq-len: expected at most 1024 tokens (gpt2-small's learned position "
+                        "table; Hugging Face fails past it), got 4096");
+  expect_one_line_error("plan --model opt-1.3b --seq-len 8192", "--seq-len: expected at most 2048");
+  EXPECT_EQ(run_cli("plan --model llama2-7b --seq-len 8192").exit_code, 0);
   // Decimal digits only: strtod read these as 16, 8, 8 and 8.
   for (const char* g : {"0x10", "+8", "8.0", "0x1p3"})
     expect_one_line_error(

@@ -153,7 +153,7 @@ TEST(PlanTimeModel, PlanAndSimulateSayTheSame) {
   for (const std::string& extra :
        {std::string(), std::string(" --network-gbps 12.5 --intra-node-gbps 300"),
         std::string(" --nics-per-node 2"), std::string(" --gpu-bandwidth 2000"),
-        " --calibration " + calibration_file(), std::string(" --micro-batch 4 --seq-len 2048")}) {
+        " --calibration " + calibration_file(), std::string(" --micro-batch 4 --seq-len 512")}) {
     const std::vector<std::string> sim = simulate_notes(extra);
     ASSERT_EQ(sim.size(), 4u) << extra;
     EXPECT_EQ(texts(plan_json(extra)), sim) << extra;
