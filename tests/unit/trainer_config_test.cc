@@ -233,6 +233,26 @@ TEST(TrainerConfigDeathTest, AnAliasIsRefusedNotWalkedForEver) {
       ::testing::ExitedWithCode(0), "t.yaml:2:[0-9]+: unsupported YAML construct: an alias");
 }
 
+// A key one or two edits from one zerosim reads, which the file does not set, is a typo the trainer
+// would refuse (HfArgumentParser); it planned the default micro-batch 8 without a word. Keys that
+// are the trainer's own (dataset, output_dir, ...) pass.
+TEST(TrainerConfig, AMisspelledKeyIsAWarningNamingTheKeyMeant) {
+  auto c = load_trainer_config_text(
+      "model_name_or_path: gpt2\nper_device_train_batchsize: 16\ndataset: alpaca_en\n"
+      "output_dir: out\nper_device_eval_batch_size: 2\n",
+      "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
+  EXPECT_EQ(c.diagnostics().to_string(),
+            "warning: t.yaml:2:29: per_device_train_batchsize: unknown key; did you mean "
+            "per_device_train_batch_size? (per_device_train_batch_size takes its default here; "
+            "the trainer refuses a key it does not know)\n");
+  // The key written correctly: no warning.
+  auto ok = load_trainer_config_text("model_name_or_path: gpt2\nper_device_train_batch_size: 16\n",
+                                     "t.yaml");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ok.diagnostics().items().empty()) << ok.diagnostics().to_string();
+}
+
 TEST(TrainerConfig, ASecondDocumentIsRefusedAtItsStart) {
   EXPECT_EQ(
       first_error(load_trainer_config_text("model_name_or_path: m\n---\nbf16: true\n", "t.yaml")),

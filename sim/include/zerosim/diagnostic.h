@@ -82,6 +82,9 @@ Result<T> fail(std::string source, std::string pointer, std::string message,
   return Result<T>(std::move(d));
 }
 
+/// Levenshtein distance (insertions, deletions, substitutions).
+std::size_t edit_distance(const std::string& a, const std::string& b);
+
 /// "did you mean" helper: the closest candidate by edit distance, or "" when none is close enough.
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 

@@ -108,7 +108,6 @@ std::string Diagnostics::to_string() const {
   return s;
 }
 
-namespace {
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -122,7 +121,6 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   }
   return prev[b.size()];
 }
-}  // namespace
 
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;

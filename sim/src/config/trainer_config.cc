@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,7 +41,10 @@ struct Keys {
   std::map<std::string, const Entry*> by_key;
   Diagnostics& d;
 
+  mutable std::set<std::string> asked;  ///< every key a reader looked for
+
   const Entry* find(const std::string& key) const {
+    asked.insert(key);
     auto it = by_key.find(key);
     return it == by_key.end() || it->second->kind == Entry::Kind::Null ? nullptr : it->second;
   }
@@ -293,7 +297,7 @@ Result<TrainerConfig> load_trainer_config_text(const std::string& text, const st
   if (!(json ? trainercfg::read_json_entries(text, path, entries, d)
              : trainercfg::read_yaml_entries(text, path, entries, d)))
     return Result<TrainerConfig>(d);
-  Keys k{{}, d};
+  Keys k{{}, d, {}};
   for (const auto& e : entries) k.by_key[e.key] = &e;
   if (json) {
     c.format = TrainerFormat::TrainingArgumentsJson;
@@ -316,6 +320,21 @@ Result<TrainerConfig> load_trainer_config_text(const std::string& text, const st
     case TrainerFormat::TrainingArgumentsJson:
       training_arguments(k, c);
       break;
+  }
+  // A key one or two edits from a key zerosim reads, which the file does not set, is a typo: the
+  // trainer refuses keys it does not know (HfArgumentParser, allow_extra_keys=False), while
+  // zerosim took the default of the key meant (per_device_train_batchsize: 16 planned 8). The
+  // other unknown keys are the trainer's own (dataset, output_dir, ...), which zerosim does not
+  // list, so they pass.
+  for (const Entry& e : entries) {
+    if (k.asked.count(e.key) || e.key.size() < 6) continue;
+    for (const std::string& key : k.asked)
+      if (!k.by_key.count(key) && edit_distance(e.key, key) <= 2) {
+        std::string m = "unknown key; did you mean " + key;
+        m += "? (" + key + " takes its default here; the trainer refuses a key it does not know)";
+        d.warning(e.where, e.pointer, m);
+        break;
+      }
   }
   if (d.has_errors()) return Result<TrainerConfig>(d);
   return Result<TrainerConfig>(std::move(c), d);
