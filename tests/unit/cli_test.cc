@@ -215,6 +215,14 @@ TEST(Cli, AbsurdSizesDoNotOverflow) {
                         "134217728 (the role-table limit of a stage 0-2 schedule; "
                         "ZEROSIM_MAX_ROLE_TABLE raises it), got ");
   expect_one_line_error("plan --params 1e16", "--params");
+  // At 2^21 GPUs every rank owns a slice of its own in most buckets: the builder emitted a reduce
+  // per owner (5.6 GB and 16 s per stage 1/2 row, 11 GB and 31 s for plan) before the table was
+  // refused. It now stops once the refusal is certain (SlotTable::cap), so the figures are a
+  // lower bound.
+  for (const char* stage : {"1", "2"})
+    expect_one_line_error(
+        std::string("simulate --params 1e15 --gpus 2097152 --gpus-per-node 8 --stage ") + stage,
+        "ZEROSIM_MAX_ROLE_TABLE raises it), got at least ");
 }
 
 TEST(Cli, JsonContract) {

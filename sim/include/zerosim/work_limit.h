@@ -33,11 +33,15 @@ bool check_schedule_work(std::uint64_t steps, std::uint64_t micro_steps, std::ui
 inline constexpr std::uint64_t kDefaultMaxRoleTable = std::uint64_t{1} << 27;
 inline constexpr const char* kMaxRoleTableEnv = "ZEROSIM_MAX_ROLE_TABLE";
 
+/// The role-table limit: ZEROSIM_MAX_ROLE_TABLE (an integer >= 1) when set, else
+/// kDefaultMaxRoleTable. A malformed value adds an error and returns 0.
+std::uint64_t max_role_table(Diagnostics& diags);
+
 /// Adds one error when segments x slots exceeds ZEROSIM_MAX_ROLE_TABLE (an integer >= 1) or
 /// kDefaultMaxRoleTable: "--gpus: expected ranks with distinct partitions x size slots <= L (the
-/// role-table limit; ZEROSIM_MAX_ROLE_TABLE raises it), got S x T = P at W GPUs". Returns false
-/// then.
+/// role-table limit; ZEROSIM_MAX_ROLE_TABLE raises it), got S x T = P at W GPUs" ("got at least"
+/// when `lower_bound`: the builder stopped before the table was complete). Returns false then.
 bool check_role_table(std::uint64_t segments, std::uint64_t slots, std::uint64_t world,
-                      Diagnostics& diags);
+                      Diagnostics& diags, bool lower_bound = false);
 
 }  // namespace zerosim

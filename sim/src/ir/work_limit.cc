@@ -31,10 +31,14 @@ std::uint64_t max_schedule_work(Diagnostics& diags) {
                         "steps x micro-steps x tensors", diags);
 }
 
+std::uint64_t max_role_table(Diagnostics& diags) {
+  return limit_from_env(kMaxRoleTableEnv, kDefaultMaxRoleTable,
+                        "ranks with distinct partitions x size slots", diags);
+}
+
 bool check_role_table(std::uint64_t segments, std::uint64_t slots, std::uint64_t world,
-                      Diagnostics& diags) {
-  const std::uint64_t limit = limit_from_env(kMaxRoleTableEnv, kDefaultMaxRoleTable,
-                                             "ranks with distinct partitions x size slots", diags);
+                      Diagnostics& diags, bool lower_bound) {
+  const std::uint64_t limit = max_role_table(diags);
   if (limit == 0) return false;
   std::uint64_t product = 0;
   const bool wraps = __builtin_mul_overflow(segments, slots, &product);
@@ -42,9 +46,10 @@ bool check_role_table(std::uint64_t segments, std::uint64_t slots, std::uint64_t
   diags.error("--gpus", "",
               "expected ranks with distinct partitions x size slots <= " + std::to_string(limit) +
                   " (the role-table limit of a stage 0-2 schedule; " + kMaxRoleTableEnv +
-                  " raises it), got " + std::to_string(segments) + " x " + std::to_string(slots) +
-                  " = " + (wraps ? std::string("more than 2^64") : std::to_string(product)) +
-                  " at " + std::to_string(world) +
+                  " raises it), got " + (lower_bound ? "at least " : "") +
+                  std::to_string(segments) + " x " + std::to_string(slots) + " = " +
+                  (wraps ? std::string("more than 2^64") : std::to_string(product)) + " at " +
+                  std::to_string(world) +
                   " GPUs; fewer GPUs or fewer, larger tensors "
                   "shrink it");
   return false;

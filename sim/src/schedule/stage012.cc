@@ -168,6 +168,7 @@ void ZeroOptimizer::emit_program() {
   plan_passes();
   for (std::uint32_t step = 0; step < cfg_.in.steps; ++step) {
     for (std::uint32_t micro = 0; micro < cfg_.gas; ++micro) micro_step(step, micro);
+    if (buckets_.stopped()) return;  // refused by compute_roles (SlotTable::cap)
     if (!cfg_.managed) {
       // Unmanaged accumulation: no backward is a boundary; stage 1 reduces inside step() (§6).
       e_.set_step(step, cfg_.gas - 1);
@@ -257,6 +258,7 @@ Result<Schedule> build_stage012(const ScheduleInput& in) {
   s12::fill_meta(cfg, s);
   e.reserve_ops(in.model->params.size());
   s12::SlotTable slots;
+  slots.cap(s12::max_slots_before_refusal(*in.model, *in.plan));
   s12::EngineModule module(cfg, e);
   if (cfg.path == OptimizerPath::ZeroStage1And2) {
     s12::ZeroOptimizer(cfg, e, slots, module).emit_program();

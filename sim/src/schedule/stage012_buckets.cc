@@ -396,6 +396,7 @@ void IpgBuckets::reduce_contiguous(IpgPass& pass, std::uint32_t f, Stream st,
   }
   auto& reductions = owner_reductions(pass, f);
   for (PlannedReduction& red : reductions) {
+    if (stopped()) return;  // one slot per owner: 2^21 owners emit millions of ops
     const bool to_owner = red.root != kNone;
     if (to_owner && cfg_.overlap) e_.sync(e_.label(tag, ": synchronize before reduce"));
     if (!red.emitted) {  // the slot and plans of the copy-back, registered once
@@ -491,6 +492,7 @@ void IpgBuckets::flush(IpgPass& pass, std::uint32_t f, std::uint32_t set, bool b
 
 void IpgBuckets::insert(IpgPass& pass, std::size_t i, std::uint32_t set, bool boundary,
                         std::uint32_t micro) {
+  if (stopped()) return;
   const PlannedInsert& ins = pass.inserts[i];
   if (ins.flush_before) flush(pass, ins.flush - 1, set, boundary, micro);
   if (!ins.copied) return;

@@ -70,6 +70,10 @@ class SlotTable {
   std::uint32_t first_touch(std::string name, std::uint32_t pass, std::uint32_t flush);
 
   const std::vector<SlotDef>& defs() const { return defs_; }
+  /// Caps the slots: once there are more than `max`, full() is true and the builder stops
+  /// emitting (compute_roles then refuses the table; see max_slots_before_refusal).
+  void cap(std::uint64_t max) { cap_ = max; }
+  bool full() const { return defs_.size() > cap_; }
   /// The slots' names (meta slot_names), moved out: the table keeps the definitions only.
   std::vector<std::string> take_names() { return std::move(names_); }
   const std::vector<std::vector<std::vector<std::uint32_t>>>& passes() const { return passes_; }
@@ -80,7 +84,16 @@ class SlotTable {
   std::vector<std::string> names_;
   std::unordered_multimap<std::uint64_t, std::uint32_t> index_;  ///< hash of a definition -> id
   std::vector<std::vector<std::vector<std::uint32_t>>> passes_;
+  std::uint64_t cap_ = UINT64_MAX;
 };
+
+/// The most slots a table may get before compute_roles is sure to refuse it: the role-table limit
+/// over a lower bound of the segments (those the params' spans and the groups' padding cut, which
+/// compute_roles' segments include). A table past it is refused whatever slots come after, so
+/// the builder stops emitting there instead of building millions of ops first (a 10^15-parameter
+/// model at 2^21 ranks: 5.6 GB and 16 s before the refusal). UINT64_MAX when the limit's
+/// environment value is malformed (compute_roles reports it).
+std::uint64_t max_slots_before_refusal(const ModelDesc& m, const PartitionPlan& plan);
 
 /// Groups ranks by their slot values: one role per distinct value vector, roles in order of their
 /// first rank. Cost O(T log T + segments x slots) with segments <= 4T + 2G + 1, independent of W.

@@ -449,6 +449,17 @@ class SparseSlots {
 
 }  // namespace
 
+std::uint64_t max_slots_before_refusal(const ModelDesc& m, const PartitionPlan& plan) {
+  Diagnostics d;
+  const std::uint64_t limit = max_role_table(d);
+  if (d.has_errors()) return UINT64_MAX;
+  std::vector<Span> spans(m.params.size());
+  for (std::uint32_t p = 0; p < m.params.size(); ++p) spans[p] = span_of(plan, m, p);
+  const SlotTable none;  // no owned slices: the breakpoints of the spans and the padding only
+  const Segments seg(m, plan, spans, none);
+  return limit / std::max<std::uint64_t>(seg.size(), 1);
+}
+
 std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& plan,
                                     const SlotTable& slots, Diagnostics& diags) {
   // Every param's span, computed once: the breakpoints and every slot's sweep read them.
@@ -457,7 +468,8 @@ std::vector<RankRole> compute_roles(const ModelDesc& m, const PartitionPlan& pla
   const Segments seg(m, plan, spans, slots);
   // RankRole keeps a dense value per slot: a model of 10^15 parameters in thousands of tensors at
   // 2^20 ranks asked for tens of GB of them. Refused up front instead.
-  if (!check_role_table(seg.size(), slots.defs().size(), plan.world, diags)) return {};
+  if (!check_role_table(seg.size(), slots.defs().size(), plan.world, diags, slots.full()))
+    return {};
   const SparseSlots values(m, plan, spans, slots, seg);
   const std::size_t n = seg.size(), slot_count = slots.defs().size();
   // Segments with equal value vectors share a role, numbered by first segment. Grouped by a hash
