@@ -49,19 +49,18 @@ int run_schedule(const std::vector<std::string>& argv, std::ostream& out, std::o
   auto run = build_run(args.value());
   if (report(run.diagnostics(), err)) return kExitInvalidInput;
   const Schedule& s = run->schedule;
+  OutputBatch outputs(err);  // replaced together, or neither
   if (auto p = args->get("--output"))
-    if (!write_file("--output", *p, err, [&](std::ostream& o) {
-          write_schedule_json(s, o);
-          return true;
-        }))
-      return kExitInvalidInput;
-  if (auto p = args->get("--collectives-out")) {
-    const bool ok = write_file("--collectives-out", *p, err, [&](std::ostream& o) {
+    outputs.add("--output", *p, [&](std::ostream& o) {
+      write_schedule_json(s, o);
+      return true;
+    });
+  if (auto p = args->get("--collectives-out"))
+    outputs.add("--collectives-out", *p, [&](std::ostream& o) {
       auto n = write_collective_log(s, o, log_opts);
       return !report(n.diagnostics(), err);
     });
-    if (!ok) return kExitInvalidInput;
-  }
+  if (!outputs.commit()) return kExitInvalidInput;
   std::uint64_t collectives = 0;
   for (const auto& op : s.ops) collectives += op.kind == OpKind::Collective;
   out << "schedule: " << s.meta.model << ", stage " << s.meta.stage << " (" << s.meta.optimizer

@@ -151,24 +151,24 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
   auto& r = sim.value();
   // The trace names the schedule it ran, so `zerosim check` compares only runs of one schedule.
   if (opts.record_trace) r.trace.meta.schedule_digest = schedule_digest(target->schedule);
+  // Replaced together: a failed summary leaves the trace as it was (output_file.h OutputBatch).
+  OutputBatch outputs(err);
   if (auto p = args->get("--trace"))
-    if (!write_file("--trace", *p, err, [&](std::ostream& o) {
-          write_trace_json(r.trace, o);
-          return true;
-        }))
-      return kExitInvalidInput;
+    outputs.add("--trace", *p, [&](std::ostream& o) {
+      write_trace_json(r.trace, o);
+      return true;
+    });
   if (auto p = args->get("--chrome-trace"))
-    if (!write_file("--chrome-trace", *p, err, [&](std::ostream& o) {
-          write_chrome_trace(r.trace, o);
-          return true;
-        }))
-      return kExitInvalidInput;
+    outputs.add("--chrome-trace", *p, [&](std::ostream& o) {
+      write_chrome_trace(r.trace, o);
+      return true;
+    });
   if (auto p = args->get("--summary"))
-    if (!write_file("--summary", *p, err, [&](std::ostream& o) {
-          write_summary_json(r.summary, o);
-          return true;
-        }))
-      return kExitInvalidInput;
+    outputs.add("--summary", *p, [&](std::ostream& o) {
+      write_summary_json(r.summary, o);
+      return true;
+    });
+  if (!outputs.commit()) return kExitInvalidInput;
   const StepSpeed speed = step_speed(r.summary, target->schedule, target->gpu, target->gemm);
   write_simulate_report(r.summary, target->schedule,
                         fmt.value() == "json" ? OutputFormat::Json : OutputFormat::Table, out,

@@ -239,24 +239,23 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
     rows.push_back(row);
   }
 
+  OutputBatch outputs(err);  // replaced together, or none
   if (auto path = args->get("--output"))
-    if (!write_file("--output", *path, err, [&](std::ostream& o) {
-          write_trace_json(m.trace, o);
-          return true;
-        }))
-      return kExitInvalidInput;
+    outputs.add("--output", *path, [&](std::ostream& o) {
+      write_trace_json(m.trace, o);
+      return true;
+    });
   if (auto path = args->get("--chrome-trace"))
-    if (!write_file("--chrome-trace", *path, err, [&](std::ostream& o) {
-          write_chrome_trace(m.trace, o);
-          return true;
-        }))
-      return kExitInvalidInput;
+    outputs.add("--chrome-trace", *path, [&](std::ostream& o) {
+      write_chrome_trace(m.trace, o);
+      return true;
+    });
   if (auto path = args->get("--collectives-out"))
-    if (!write_file("--collectives-out", *path, err, [&](std::ostream& o) {
-          o << mlog;
-          return true;
-        }))
-      return kExitInvalidInput;
+    outputs.add("--collectives-out", *path, [&](std::ostream& o) {
+      o << mlog;
+      return true;
+    });
+  if (!outputs.commit()) return kExitInvalidInput;
 
   SimTime step_ns = 0;
   if (!p.summary.steps.empty())
