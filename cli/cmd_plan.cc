@@ -31,6 +31,8 @@ std::vector<FlagSpec> plan_flags() {
   for (auto& m : model_cluster_flags()) f.push_back(m);
   f.push_back(
       {"--mode", "MODE", "deepspeed|paper accounting; default deepspeed (or the scenario's)"});
+  f.push_back({"--deepspeed-version", "V",
+               "DeepSpeed behaviour: edaa722 (default, or the scenario's) or 0.14.4"});
   f.push_back({"--format", "FMT", "table|json|csv|markdown; default table"});
   f.push_back({"--output", "FILE", "write the report to FILE instead of stdout"});
   f.push_back({"--sweep", "", "also list every stage x offload x power-of-two GPU count"});
@@ -128,6 +130,7 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     req.ds_config_given = true;  // a scenario always carries its DeepSpeed config
     req.training = sc->training;
     req.mode = sc->mode;
+    req.version = sc->version;  // plan ignored it: its rows were edaa722's, simulate's 0.14.4's
     // The cluster link flags describe the machine: they apply to a scenario too (cluster_flags.h).
     Diagnostics links;
     const std::string given = apply_cluster_link_flags(args.value(), req.cluster, links);
@@ -159,6 +162,14 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   }
   if (args->has("--mode") || !from_scenario)
     req.mode = mode.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
+  if (auto v = args->get("--deepspeed-version")) {
+    const auto version = parse_deepspeed_version(*v);
+    if (!version) {
+      err << "--deepspeed-version: expected one of edaa722, 0.14.4, got " << quote(*v) << "\n";
+      return kExitInvalidInput;
+    }
+    req.version = *version;
+  }
   if (auto cpu = args->get("--cpu-memory-per-node")) {
     // 1 PiB: beyond any node, and catches a size given in bytes with a unit.
     auto m = parse_size_flag("--cpu-memory-per-node", *cpu, 1048576);

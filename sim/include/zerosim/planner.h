@@ -35,6 +35,8 @@ struct PlanRequest {
   bool ds_config_given = false;  ///< rows matching base's stage and offload are marked
   TrainingSettings training;
   Accounting mode = Accounting::DeepSpeed;
+  /// --deepspeed-version (or the scenario's): the release whose behaviour every row simulates.
+  DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
   std::uint64_t sweep_max_gpus = 4096;  ///< powers of two 1..this for min GPUs / the sweep
   bool full_sweep = false;              ///< also fill PlanResult::sweep (every variant x GPU count)
   OverheadParams overheads = default_overheads();

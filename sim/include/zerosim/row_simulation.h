@@ -37,6 +37,7 @@ struct RowInput {
   /// Paper: the textbook schedule (the planner takes only its traffic; its memory model is the
   /// paper's closed form).
   Accounting mode = Accounting::DeepSpeed;
+  DeepSpeedVersion version = DeepSpeedVersion::Edaa722;  ///< PlanRequest::version
   /// Fitted time-model values (PlanRequest::calibration); null: the defaults.
   const Calibration* calibration = nullptr;
 };

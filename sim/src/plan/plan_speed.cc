@@ -147,6 +147,7 @@ Result<RowSpeed> simulate_row_speed(const PlanRequest& request, const DsConfig& 
   in.training.activation_checkpointing = activation_checkpointing;
   if (d.zero.stage != 3) in.training.zero_init = false;
   in.mode = request.mode;
+  in.version = request.version;
   // Stage 3's first iteration records the module trace without prefetching; the second is steady.
   in.steps = d.zero.stage == 3 && request.mode == Accounting::DeepSpeed ? 2 : 1;
   auto schedule = build_schedule(in);

@@ -157,6 +157,7 @@ class Evaluator {
     in.training.micro_batch = micro_batch;
     in.training.zero_init = req_.training.zero_init && ds.zero.stage == 3;
     in.overheads = req_.overheads;
+    in.version = req_.version;
     in.calibration = req_.calibration.get();
     return in;
   }

@@ -215,6 +215,7 @@ ScheduleInput schedule_input_of(const RowInput& in) {
   si.training = in.training;
   si.steps = kDefaultSteps;
   si.mode = in.mode;
+  si.version = in.version;
   si.self_check = std::nullopt;  // simulate() lowers it (schedule_builder.h)
   si.labels = false;             // a row shows no op (its --verbose items name buffers, not ops)
   return si;

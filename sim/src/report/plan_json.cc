@@ -75,7 +75,12 @@ void write_plan_json(const PlanResult& p, std::ostream& out, bool verbose) {
   ojson j;
   j["format"] = "zerosim-plan";
   j["version"] = 1;
-  j["deepspeed_commit"] = kDeepSpeedCommit;
+  // The behaviour the rows simulate: the pinned commit's, or a release's (no commit then).
+  if (r.version == DeepSpeedVersion::Edaa722)
+    j["deepspeed_commit"] = kDeepSpeedCommit;
+  else
+    j["deepspeed_commit"] = nullptr;
+  j["deepspeed_version"] = std::string(deepspeed_version_name(r.version));
   j["accounting"] = r.mode == Accounting::DeepSpeed ? "deepspeed" : "paper";
   j["model"] = {{"name", r.model.name},
                 {"parameters", r.model.num_logical_parameters()},

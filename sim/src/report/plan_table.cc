@@ -115,7 +115,10 @@ void write_header(const PlanResult& p, std::ostream& out, const std::string& pre
       << r.base.grad_accum_steps << ", activation checkpointing "
       << (r.training.activation_checkpointing ? "on" : "off")
       << "; accounting: " << (r.mode == Accounting::DeepSpeed ? "deepspeed" : "paper")
-      << " (DeepSpeed " << std::string(kDeepSpeedCommit).substr(0, 8) << ")\n";
+      << " (DeepSpeed "
+      << (r.version == DeepSpeedVersion::V0_14_4 ? std::string("v0.14.4")
+                                                 : std::string(kDeepSpeedCommit).substr(0, 8))
+      << ")\n";
   // On the first screen, not after the table: each one changes every number below.
   for (const auto& w : r.base.warnings) out << prefix << "warning: " << w << "\n";
 }
