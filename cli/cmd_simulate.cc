@@ -151,6 +151,7 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
   auto& r = sim.value();
   // The trace names the schedule it ran, so `zerosim check` compares only runs of one schedule.
   if (opts.record_trace) r.trace.meta.schedule_digest = schedule_digest(target->schedule);
+  const StepSpeed speed = step_speed(r.summary, target->schedule, target->gpu, target->gemm);
   // Replaced together: a failed summary leaves the trace as it was (output_file.h OutputBatch).
   OutputBatch outputs(err);
   if (auto p = args->get("--trace"))
@@ -165,11 +166,10 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
     });
   if (auto p = args->get("--summary"))
     outputs.add("--summary", *p, [&](std::ostream& o) {
-      write_summary_json(r.summary, o);
+      write_summary_json(r.summary, o, &speed);
       return true;
     });
   if (!outputs.commit()) return kExitInvalidInput;
-  const StepSpeed speed = step_speed(r.summary, target->schedule, target->gpu, target->gemm);
   write_simulate_report(r.summary, target->schedule,
                         fmt.value() == "json" ? OutputFormat::Json : OutputFormat::Table, out,
                         &speed);

@@ -28,7 +28,8 @@ std::vector<FlagSpec> run_flags() {
   f.push_back({"--zero-init", "",
                "stage 3: the model is built under deepspeed.zero.Init (HF Trainer does this)"});
   f.push_back({"--overflow-steps", "LIST",
-               "steps whose fp16/bf16 overflow check fails, e.g. 0,1 (step() skips the update)"});
+               "steps whose fp16/bf16 overflow check fails, e.g. 0 (or 0,1 with --steps 3): "
+               "step() skips the update; the last step must update"});
   return f;
 }
 

@@ -166,5 +166,44 @@ TEST(PlanEqualsSimulate, TheDeepSpeedVersionReachesEveryRow) {
   std::remove(sc.c_str());
 }
 
+// simulate's JSON (stdout and --summary) had the step time and traffic but neither tokens/s nor
+// MFU, which its table prints (found by a new-user pass): the "speed" object carries them.
+TEST(SimulateJson, CarriesTheSpeedTheTablePrints) {
+  const std::string sc = std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/llama2-7b_zero2_8xh100.json";
+  const std::string summary = zerosim::testutil::unique_temp_path("speed_summary.json");
+  const auto j = run_cli("simulate --scenario " + sc + " --format json --summary " + summary);
+  const auto t = run_cli("simulate --scenario " + sc);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const auto a = nlohmann::json::parse(j.out);
+  const auto& v = a["speed"];
+  ASSERT_TRUE(v.is_object()) << j.out;
+  EXPECT_EQ(v["step_ns"], a["time"]["steps"].back()["duration_ns"]);
+  EXPECT_EQ(v["tokens_per_step"].get<double>(), 32768.0);  // 8 GPUs x micro-batch 1 x 4096
+  EXPECT_DOUBLE_EQ(v["tokens_per_s"].get<double>(), 32768.0 / (v["step_ns"].get<double>() * 1e-9));
+  const double mfu = v["mfu"].get<double>();
+  EXPECT_GT(mfu, 0.05);
+  EXPECT_LT(mfu, 1.0);
+  // The table's figures, rounded as it prints them.
+  char tokens[32], pct[32];
+  std::snprintf(tokens, sizeof tokens, "%.0f", v["tokens_per_s"].get<double>());
+  std::snprintf(pct, sizeof pct, "%.1f%%", 100 * mfu);
+  std::string with_commas = tokens;
+  for (int i = static_cast<int>(with_commas.size()) - 3; i > 0; i -= 3) with_commas.insert(i, ",");
+  EXPECT_NE(t.out.find(with_commas + " tokens/s"), std::string::npos) << with_commas << t.out;
+  EXPECT_NE(t.out.find(std::string("model FLOPs utilisation ") + pct), std::string::npos) << pct;
+  // The summary file is the same JSON.
+  EXPECT_EQ(nlohmann::json::parse(read_all(summary))["speed"], v);
+  std::remove(summary.c_str());
+  // A model without a GEMM shape: the step time, the rest null.
+  const auto tiny = run_cli("simulate --scenario " + std::string(ZEROSIM_SOURCE_DIR) +
+                            "/scenarios/tiny_zero2_4gpu.json --format json");
+  ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+  const auto b = nlohmann::json::parse(tiny.out)["speed"];
+  EXPECT_GT(b["step_ns"].get<std::int64_t>(), 0);
+  EXPECT_TRUE(b["tokens_per_s"].is_null());
+  EXPECT_TRUE(b["mfu"].is_null());
+}
+
 }  // namespace
 }  // namespace zerosim

@@ -87,14 +87,7 @@ double host_compute_ns(const HostCosts& h, OpKind kind, std::uint32_t pieces, bo
 /// "812 µs", "51.3 ms", "5.14 s", "2.4 min", "1.7 h": three significant digits, unit by size.
 std::string human_duration(SimTime ns);
 
-/// The speed of the steady (last simulated) step.
-struct StepSpeed {
-  SimTime step_ns = 0;
-  double model_flops_per_gpu = 0;  ///< forward + backward FLOPs of the step, recompute excluded
-  double mfu = 0;                  ///< model FLOPs / (step time × dense peak)
-  double tokens_per_step = 0;      ///< all GPUs; 0 when the GEMM shape is unknown
-  double tokens_per_s = 0;         ///< 0 when unknown
-};
+// StepSpeed (the speed of the steady step) is in trace.h: the summary JSON writes it.
 
 /// From the summary's last step and the schedule's compute ops of that step; tokens from `shape`,
 /// else the schedule meta's tokens_per_micro_batch.

@@ -339,8 +339,19 @@ Result<Trace> read_trace_file(const std::string& path);
 /// rank.
 void write_chrome_trace(const Trace& trace, std::ostream& out);
 
-/// Writes the summary JSON.
-void write_summary_json(const Summary& summary, std::ostream& out);
+/// The speed of the steady (last simulated) step (time_model.h step_speed computes it).
+struct StepSpeed {
+  SimTime step_ns = 0;
+  double model_flops_per_gpu = 0;  ///< forward + backward FLOPs of the step, recompute excluded
+  double mfu = 0;                  ///< model FLOPs / (step time × dense peak)
+  double tokens_per_step = 0;      ///< all GPUs; 0 when the GEMM shape is unknown
+  double tokens_per_s = 0;         ///< 0 when unknown
+};
+
+/// Writes the summary JSON; with `speed` (simulate's), also its "speed" object: the steady step's
+/// tokens/s, model FLOPs and MFU, as simulate's table prints them.
+void write_summary_json(const Summary& summary, std::ostream& out,
+                        const StepSpeed* speed = nullptr);
 
 /// "12.345": integer nanoseconds as microseconds with exactly 3 decimals (exact, no rounding).
 std::string format_us(SimTime ns);

@@ -173,7 +173,7 @@ void write_table(const Summary& s, const Schedule& sched, std::ostream& out,
 void write_simulate_report(const Summary& summary, const Schedule& schedule, OutputFormat format,
                            std::ostream& out, const StepSpeed* speed) {
   if (format == OutputFormat::Json)
-    write_summary_json(summary, out);
+    write_summary_json(summary, out, speed);
   else
     write_table(summary, schedule, out, speed);
 }

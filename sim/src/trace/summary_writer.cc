@@ -4,6 +4,7 @@
 // (time.init_bytes_sent), traffic per collective kind over the run (per rank, ring formulas,
 // nccl-tests conventions), peak device memory per rank role with its breakdown, and the earliest
 // OOM. Fixed key order and integer times, so golden tests can compare files byte for byte.
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 
@@ -101,15 +102,30 @@ void write_oom(const Summary& s, std::ostream& out) {
       << ", \"ranks_out_of_memory\": " << s.oom_ranks << "}\n";
 }
 
+// A figure the time model may not know (0: the GEMM shape, the FLOPs or the step is unknown):
+// null then. Doubles as the plan JSON writes them (the shortest text that reads back the same).
+std::string known(double v) { return v > 0 ? nlohmann::json(v).dump() : "null"; }
+
+// The table's "speed of the steady step" block: simulate's JSON had the step time and traffic
+// but neither tokens/s nor MFU (found by a new-user pass).
+void write_speed(const StepSpeed& v, std::ostream& out) {
+  out << "  \"speed\": {\"step_ns\": " << v.step_ns
+      << ", \"tokens_per_step\": " << known(v.tokens_per_step)
+      << ", \"tokens_per_s\": " << known(v.tokens_per_s)
+      << ", \"model_flops_per_gpu\": " << known(v.model_flops_per_gpu)
+      << ", \"mfu\": " << known(v.mfu) << "},\n";
+}
+
 }  // namespace
 
-void write_summary_json(const Summary& s, std::ostream& out) {
+void write_summary_json(const Summary& s, std::ostream& out, const StepSpeed* speed) {
   out << "{\n  \"format\": \"" << kSummaryFormat << "\",\n  \"version\": " << kSummaryVersion
       << ",\n";
   write_meta(s.meta, out);
   write_time(s, out);
   write_comm(s, out);
   write_memory(s, s.meta, out);
+  if (speed != nullptr) write_speed(*speed, out);
   write_oom(s, out);
   out << "}\n";
 }
