@@ -392,13 +392,19 @@ void Coordinator::params_to_release(const Module& mod, std::vector<std::uint32_t
 void Coordinator::release(std::uint32_t module) {
   const Module& mod = cx_.walk.modules[module];
   // Recording or invalid trace: everything goes, persistent params included.
-  if (mode_ == Mode::Complete) params_to_release(mod, release_);
-  const std::vector<std::uint32_t>& cand = mode_ == Mode::Complete ? release_ : mod.params;
+  const bool complete = mode_ == Mode::Complete;
+  if (complete) {
+    params_to_release(mod, release_);
+    if (releasing_.size() < ps_.size()) releasing_.assign(ps_.size(), 0);
+    for (auto p : release_) releasing_[p] = 1;
+  }
   for (auto p : mod.params) {
     auto& act = ps_[p].active;
     act.erase(std::remove(act.begin(), act.end(), module), act.end());
-    if (contains(cand, p)) free_param(p);
+    if (!complete || releasing_[p] != 0) free_param(p);
   }
+  if (complete)
+    for (auto p : release_) releasing_[p] = 0;
 }
 
 void Coordinator::release_all() {

@@ -111,10 +111,11 @@ void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements 
     // .div_(world_sz)): the copy's scale.
     std::vector<Piece> from, into;
     Elements prefix = 0;
+    if (entry_of_.size() < cx_.m.params.size()) entry_of_.assign(cx_.m.params.size(), kNone);
+    for (std::uint32_t i = 0; i < bucket_.size(); ++i)
+      if (entry_of_[bucket_[i].param] == kNone) entry_of_[bucket_[i].param] = i;
     for (auto p : sorted) {
-      const auto en = std::find_if(bucket_.begin(), bucket_.end(),
-                                   [p](const Entry& x) { return x.param == p; });
-      from.push_back(grad_piece(*en));
+      from.push_back(grad_piece(bucket_[entry_of_[p]]));
       const Elements c = cx_.c(p), pad = c * cx_.world - cx_.n(p);
       if (pad > 0) from.push_back({kNone, 0, pad});
       into.push_back({.buffer = stage_buf,
@@ -126,6 +127,7 @@ void Reducer::reduce_scatter(const std::vector<std::uint32_t>& sorted, Elements 
     }
     // Interned one after the other: two pieces() calls in one argument list would number the
     // lists in an order C++ leaves to the compiler (gcc and clang differ), changing the schedule.
+    for (const Entry& en : bucket_) entry_of_[en.param] = kNone;
     const Region src = cx_.pieces(std::move(from));
     const Region dst = cx_.pieces(std::move(into));
     copy(OpKind::Copy, in, cx_.cd, src, dst,
