@@ -110,6 +110,35 @@ TEST(ValidateCli, CheckFailsOnTamperedMemoryAndTraffic) {
   EXPECT_NE(r.out.find("DRIFT"), std::string::npos) << r.out;
 }
 
+// A measured trace stripped of its ranks (the memory) passed: the memory table was empty and the
+// verdict PASS, exit 0 (found by a hostile-input pass). It is refused in one line; a trace of some
+// of the ranks is compared and says how many.
+TEST(ValidateCli, AMeasuredTraceWithoutRanksCannotPass) {
+  Files f;
+  auto t = nlohmann::json::parse(read_all(f.predicted));  // a trace whose spans name no rank
+  t["ranks"] = nlohmann::json::array();
+  const std::string stripped = tmp("no_ranks.json");
+  write(stripped, t.dump());
+  expect_one_line_error("check --predicted " + f.predicted + " --measured " + stripped,
+                        stripped +
+                            ": /ranks: expected the memory of the measured ranks "
+                            "(meta/world 4), got none");
+  t = nlohmann::json::parse(read_all(f.predicted));
+  t["ranks"] = nlohmann::json::array({t["ranks"][0]});
+  write(stripped, t.dump());
+  CliRun r = run_cli("check --predicted " + f.predicted + " --measured " + stripped);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("memory compared for 1 of 4 ranks"), std::string::npos)
+      << r.out << r.err;
+  // meta.world 0 gave one line per rooted record, each with a wrapped range ("0..4294967295").
+  t = nlohmann::json::parse(read_all(f.predicted));
+  t["meta"]["world"] = 0;
+  write(stripped, t.dump());
+  expect_one_line_error("check --predicted " + f.predicted + " --measured " + stripped,
+                        stripped + ": /meta/world: expected an integer 1..4294967295, got 0");
+  std::remove(stripped.c_str());
+}
+
 TEST(ValidateCli, FilesOfDifferentSchedulesAreRefused) {
   Files f;
   const std::string other = tmp("other.json");

@@ -160,6 +160,12 @@ Result<Comparison> compare_traces(const Trace& predicted, const std::string& psr
   refuse("grad_accum", str(predicted.meta.grad_accum), str(measured.meta.grad_accum));
   if (!predicted.meta.schedule_digest.empty() && !measured.meta.schedule_digest.empty())
     refuse("schedule_digest", predicted.meta.schedule_digest, measured.meta.schedule_digest);
+  // A measured trace without ranks has no memory to compare: check said PASS with the memory
+  // table empty (found by a hostile-input pass).
+  if (measured.ranks.empty())
+    d.error(msrc, "/ranks",
+            "expected the memory of the measured ranks (meta/world " + str(measured.meta.world) +
+                "), got none: a trace without ranks cannot pass the memory check");
   if (d.has_errors()) return d;
   Comparison c;
   const std::uint32_t world = predicted.meta.world;
@@ -189,6 +195,9 @@ Result<Comparison> compare_traces(const Trace& predicted, const std::string& psr
                                       static_cast<double>(mp.by_category[k]), tol.memory);
     c.memory.push_back(mc);
   }
+  if (measured.ranks.size() < world)
+    c.notes.push_back("memory compared for " + str(measured.ranks.size()) + " of " + str(world) +
+                      " ranks: the measured trace carries no others");
   if (uncompared > 0)
     c.notes.push_back(str(uncompared) +
                       " measured ranks have a role whose memory the prediction does not carry "

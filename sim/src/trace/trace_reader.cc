@@ -104,7 +104,8 @@ TraceMeta read_meta(JsonReader& root, int version) {
   read_string(*r, "optimizer", m.optimizer);
   read_string(*r, "gpu", m.gpu);
   if (auto v = r->get_int("stage", 0, 3)) m.stage = static_cast<int>(*v);
-  read_uint(*r, "world", m.world);
+  // 0 ranks is no run; it also wrapped the rank range every record is checked against.
+  if (auto v = r->get_uint("world", 1, kU32)) m.world = static_cast<std::uint32_t>(*v);
   read_uint(*r, "nodes", m.nodes);
   read_uint(*r, "gpus_per_node", m.gpus_per_node);
   read_uint(*r, "steps", m.steps);
