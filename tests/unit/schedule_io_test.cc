@@ -401,6 +401,18 @@ TEST(ScheduleIoBadInput, WrongFormat) {
             "two_rank.json: /format: expected \"zerosim-schedule\", got \"zerosim-plan\"\n");
 }
 
+// meta.steps must be the steps the ops hold, and a schedule has ops: a file claiming 10^8 steps
+// over 2 steps of ops was simulated as 10^8 (13 GB, exit 0), one without ops as an empty run.
+TEST(ScheduleIoBadInput, StepsMustBeTheStepsTheOpsHold) {
+  const std::string text = write(two_rank_schedule());  // one step of ops
+  EXPECT_EQ(errors_of(replace_once(text, "\"steps\":1,", "\"steps\":100000000,")),
+            "two_rank.json: /meta/steps: expected the steps the ops hold (1), got 100000000\n");
+  Schedule empty = two_rank_schedule();
+  empty.ops.clear();
+  EXPECT_EQ(errors_of(write(empty)),
+            "two_rank.json: /ops: expected the schedule's ops, got none\n");
+}
+
 TEST(ScheduleIoBadInput, WrongVersion) {
   const std::string text =
       replace_once(write(two_rank_schedule()), "\"version\": 2", "\"version\": 3");

@@ -655,6 +655,21 @@ Result<Schedule> read_schedule_json(const std::string& text, const std::string& 
   reader.read(root);
   if (d.has_errors()) return Result<Schedule>(d);
   Schedule s = reader.take();
+  // The ops say how many steps the schedule holds: a file whose meta.steps disagrees was simulated
+  // as that many steps (meta.steps 10^8 over a 2-step file: 13 GB and a report of 10^8 empty
+  // steps, exit 0; found by a hostile-input pass), and a file without ops as an empty run.
+  if (s.ops.empty()) {
+    d.error(source, "/ops", "expected the schedule's ops, got none");
+    return Result<Schedule>(d);
+  }
+  std::uint32_t last_step = 0;
+  for (const Op& op : s.ops) last_step = std::max(last_step, op.step);
+  if (std::uint64_t{last_step} + 1 != s.meta.steps) {
+    d.error(source, "/meta/steps",
+            "expected the steps the ops hold (" + std::to_string(std::uint64_t{last_step} + 1) +
+                "), got " + std::to_string(s.meta.steps));
+    return Result<Schedule>(d);
+  }
   // The IR's own rules (references, roles covering the ranks, collectives, lifetimes): the same
   // lowering every consumer runs, so a file and a builder are held to one standard.
   auto graph = lower_schedule(s, source);
