@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 namespace zerosim::cli {
 
@@ -146,10 +147,15 @@ Result<std::vector<std::uint32_t>> parse_uint_list(const std::string& flag, cons
 
 Result<double> parse_number(const std::string& flag, const std::string& text, double lo,
                             double hi) {
+  // A decimal number: strtod also took leading spaces (" 0.5") and hexadecimal floats ("0x1p4",
+  // 16), which no user means.
+  const bool decimal = !text.empty() &&
+                       text.find_first_not_of("0123456789.eE+-") == std::string::npos &&
+                       std::string_view("0123456789.-").find(text.front()) != std::string::npos;
   errno = 0;
   char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v) ||
+  double v = decimal ? std::strtod(text.c_str(), &end) : 0;
+  if (!decimal || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v) ||
       v < lo || v > hi) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "expected a number in [%g, %g], got ", lo, hi);

@@ -22,6 +22,7 @@
 #include <functional>
 #include <initializer_list>
 #include <iostream>
+#include <streambuf>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,32 @@ inline bool same_regular_file(const struct stat& a, const std::string& path) {
   return ::stat(path.c_str(), &b) == 0 && S_ISREG(b.st_mode) && a.st_dev == b.st_dev &&
          a.st_ino == b.st_ino;
 }
+// A stream buffer that passes everything on to `to` and counts the bytes `to` took.
+class CountingBuf : public std::streambuf {
+ public:
+  explicit CountingBuf(std::streambuf* to) : to_(to) {}
+  long long count() const { return count_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    if (traits_type::eq_int_type(to_->sputc(traits_type::to_char_type(c)), traits_type::eof()))
+      return traits_type::eof();
+    ++count_;
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    const std::streamsize w = to_->sputn(s, n);
+    count_ += w;
+    return w;
+  }
+  int sync() override { return to_->pubsync(); }
+
+ private:
+  std::streambuf* to_;
+  long long count_ = 0;
+};
+
 // Which file `path` names: "dev:ino" for an existing regular file, else (a file to be created)
 // its directory's real path and its name; "" for anything else (/dev/null, a pipe), which two
 // outputs may share.
@@ -292,9 +319,22 @@ class OutputBatch {
       err_ << o.flag << ": cannot write " << o.path << output_detail::reason() << "\n";
       return false;
     }
-    const bool wrote = o.write(f);
-    f.flush();
-    o.size = static_cast<long long>(f.tellp());
+    bool wrote = false;
+    if (o.atomic) {
+      wrote = o.write(f);
+      f.flush();
+      o.size = static_cast<long long>(f.tellp());
+    } else {
+      // A pipe or a device has no position (tellp said -1 bytes for `-o /dev/stdout | cat`, 0 for
+      // /dev/null): the bytes are counted on their way through.
+      output_detail::CountingBuf counted(f.rdbuf());
+      std::ostream os(&counted);
+      wrote = o.write(os);
+      os.flush();
+      if (!os) f.setstate(std::ios::badbit);
+      f.flush();
+      o.size = counted.count();
+    }
     f.close();
     if (!f) {
       err_ << o.flag << ": write to " << o.path << " failed" << output_detail::reason()

@@ -91,6 +91,17 @@ TEST(Cli, UnknownCommandAndFlag) {
 }
 
 TEST(Cli, BadNumbers) {
+  // Real-valued flags take decimal numbers: strtod also took hexadecimal floats (0x1p4 = 16) and
+  // leading spaces (found by a hostile-input pass).
+  expect_one_line_error("plan --model gpt2 --gpu-tflops 0x1p4",
+                        "--gpu-tflops: expected dense TFLOP/s in (0, 100000], got \"0x1p4\"");
+  expect_one_line_error("plan --model gpt2 --gradient-clipping 0x10", "got \"0x10\"");
+  expect_one_line_error("plan --model gpt2 --network-gbps ' 4'", "got \" 4\"");
+  expect_one_line_error(
+      "plan --params ' 7B'",
+      "--params: expected a parameter count such as 7e9, 7B or 1.3B, got \" 7B\"");
+  expect_one_line_error("simulate --model gpt2 --stage 2 --efficiency ' .5'", "got \" .5\"");
+  EXPECT_EQ(run_cli("plan --params 1.3b --gpu-tflops 1e3 --gradient-clipping .5").exit_code, 0);
   expect_one_line_error("plan --gpus -3", "--gpus: expected an integer 1..16777216, got \"-3\"");
   expect_one_line_error("plan --gpus 0", "--gpus: expected an integer 1..16777216, got \"0\"");
   expect_one_line_error("plan --gpus 1e9", "--gpus: expected an integer 1..16777216, got \"1e9\"");

@@ -98,6 +98,17 @@ TEST(OutputBatch, AllWrittenAreReportedInOrder) {
   EXPECT_EQ(entries(dir), (std::vector<std::string>{"a.json", "b.json"}));
 }
 
+// A device or a pipe has no position: the bytes are counted (it said "wrote /dev/stdout (-1
+// bytes)" into a pipe, and 0 bytes for /dev/null).
+TEST(OutputBatch, InPlaceTargetsReportTheBytesWritten) {
+  std::ostringstream err;
+  ASSERT_TRUE(write_file("--output", "/dev/null", err, text(std::string(6497, 'x'))));
+  EXPECT_EQ(err.str(), "wrote /dev/null (6497 bytes)\n");
+  const auto r = clitest::run_cli("plan --model gpt2 -o /dev/stdout");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "wrote /dev/stdout (" + std::to_string(r.out.size()) + " bytes)\n");
+}
+
 TEST(OutputBatch, ASymlinkIsWrittenThrough) {
   const std::string dir = fresh_dir("batch_link");
   put(dir + "/target.json", "old");
