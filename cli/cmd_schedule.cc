@@ -39,6 +39,12 @@ int run_schedule(const std::vector<std::string>& argv, std::ostream& out, std::o
     return kExitOk;
   }
   CollectiveLogOptions log_opts;
+  if (args->has("--ranks") && !args->has("--collectives-out")) {
+    // It selects the collective log's ranks; without the log it was ignored, exit 0.
+    err << "--ranks: expected --collectives-out FILE, the collective log whose ranks it selects; "
+           "got no --collectives-out\n";
+    return kExitInvalidInput;
+  }
   if (auto r = args->get("--ranks")) {
     auto ranks = parse_uint_list("--ranks", *r, 0, 16777215);
     if (report(ranks.diagnostics(), err)) return kExitInvalidInput;

@@ -163,6 +163,11 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
   if (on_cuda)
     return run_validate_cuda(args.value(), s, graph.value(), predicted.value(), ho.data_options,
                              out, err);
+  if (s.meta.world > exec::kMaxHostRanks) {  // one thread per rank: refused before any starts
+    err << "--gpus: expected at most " << exec::kMaxHostRanks
+        << " ranks on the host backend (one thread per rank), got " << s.meta.world << "\n";
+    return kExitInvalidInput;
+  }
   if (ho.data)
     if (auto gap = exec::data_mode_refusal(s, ho)) {  // one line, before anything runs
       Diagnostics refused;

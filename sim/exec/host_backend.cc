@@ -224,6 +224,11 @@ std::optional<Diagnostic> data_mode_refusal(const Schedule& s, const HostOptions
 }
 
 Result<HostRun> run_host(const Schedule& s, const ScheduleGraph& g, const HostOptions& o) {
+  if (s.meta.world > kMaxHostRanks)
+    return fail<HostRun>("--gpus", "",
+                         "expected at most " + std::to_string(kMaxHostRanks) +
+                             " ranks on the host backend (one thread per rank), got " +
+                             std::to_string(s.meta.world));
   if (o.data) {
     if (Status gap = data_mode_refusal(s, o)) {
       Diagnostics d;

@@ -314,8 +314,12 @@ TEST(CliRun, BadFlagsOfScheduleAndSimulate) {
                         "--steps: expected an integer 1..10000, got \"0\"");
   expect_one_line_error("simulate --model gpt2-small --stage 2 --deepspeed-version 0.9",
                         "--deepspeed-version: expected one of edaa722, 0.14.4, got \"0.9\"");
-  expect_one_line_error("schedule --model gpt2-small --stage 2 --ranks 1,x",
+  expect_one_line_error("schedule --model gpt2-small --stage 2 --ranks 1,x --collectives-out x.log",
                         "--ranks: expected an integer 0..16777215, got \"x\"");
+  // --ranks selects the collective log's ranks: without the log it was ignored, exit 0.
+  expect_one_line_error("schedule --model gpt2-small --stage 2 --ranks 1 -o /dev/null",
+                        "--ranks: expected --collectives-out FILE, the collective log whose ranks "
+                        "it selects; got no --collectives-out");
   expect_one_line_error("simulate --model gpt2-small --stage 2 --efficiency 0",
                         "--efficiency: expected a number in");
   expect_one_line_error("simulate --model gpt2-small",

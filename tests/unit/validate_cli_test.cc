@@ -168,6 +168,11 @@ TEST(ValidateCli, BadInputIsOneLine) {
   expect_one_line_error("validate" + s + " --no-data --host-memory-limit lots",
                         "--host-memory-limit");
   expect_one_line_error("validate" + s + " --no-data --stall-timeout 0", "--stall-timeout");
+  // One thread per rank: 16384 ranks could not all reach the first collective within the stall
+  // timeout, and the run failed after a minute as "stalled" (found by a hostile-input pass).
+  expect_one_line_error("validate --model gpt2-small --stage 2 --gpus 16384 --no-data",
+                        "--gpus: expected at most 8192 ranks on the host backend (one thread per "
+                        "rank), got 16384");
   // Data mode is the default; a schedule that does not carry every operand (a paper-mode one, a
   // traffic model) is refused in one line pointing at --no-data. (fp32 training at stage 2, the
   // case used here before, is carried now: it runs in data mode.)
