@@ -434,13 +434,9 @@ void Viewer::draw_summary(float x, float height) {
   ImGui::Text("backend %s (%s clock), DeepSpeed %s", t.meta.backend.c_str(), t.meta.clock.c_str(),
               t.meta.deepspeed_version.c_str());
   ImGui::Separator();
-  const SimTime step = summary_.steps.empty()
-                           ? summary_.total_ns
-                           : summary_.steps.back().end_ns - summary_.steps.back().start_ns;
-  ImGui::Text("step time      %s", format_duration(step).c_str());
-  ImGui::Text("compute        %s", format_duration(summary_.compute_ns).c_str());
-  ImGui::Text("exposed comm   %s", format_duration(summary_.exposed_comm_ns).c_str());
+  for (const std::string& line : step_time_lines(summary_)) ImGui::TextUnformatted(line.c_str());
   ImGui::Separator();
+  ImGui::Text("collectives over the run:");
   for (const CommKindSummary& c : summary_.comm) {
     ImGui::TextColored(
         ImGui::ColorConvertU32ToFloat4(col(kCollectiveColor[static_cast<std::size_t>(c.kind)])),
