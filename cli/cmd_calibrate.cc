@@ -27,6 +27,9 @@ std::vector<FlagSpec> calibrate_flags() {
       {"--allow-host-clock", "",
        "accept traces timed by the host's steady clock (the host backend): host time is not "
        "GPU time, so the fit describes the CPU, not a GPU"},
+      {"--gpu", "NAME",
+       "the catalog GPU the fit divides by, for host-backend traces (their meta.gpu is \"host\"): "
+       "the --gpu their validate run predicted for"},
       {"--format", "FMT", "table|json on stdout; default table"},
   };
 }
@@ -142,6 +145,23 @@ int run_calibrate(const std::vector<std::string>& argv, std::ostream& out, std::
     if (!t.ok()) continue;
     in.digest = fnv1a64(text);
     in.trace = std::move(t.value());
+    // The host backend names no GPU: --allow-host-clock could not fit any of its traces, and the
+    // refusal suggested --gpu-memory, which calibrate did not take (found by a new-user pass).
+    if (const auto gpu = args->get("--gpu")) {
+      if (in.trace.meta.gpu == "host") {
+        in.trace.meta.gpu = *gpu;
+      } else if (in.trace.meta.gpu != *gpu) {
+        d.error(path, "/meta/gpu",
+                "expected " + quote(*gpu) + " (--gpu), got " + quote(in.trace.meta.gpu) +
+                    ": --gpu names the GPU of host-backend traces only");
+        continue;
+      }
+    } else if (in.trace.meta.gpu == "host") {
+      d.error(path, "/meta/gpu",
+              "expected a catalog GPU, got \"host\" (a host-backend trace): give --gpu NAME, "
+              "the GPU its validate run predicted for");
+      continue;
+    }
     in.hidden = hidden;
     if (in.hidden == 0) {
       // The traces name their model; the zoo knows its hidden size.
@@ -161,6 +181,20 @@ int run_calibrate(const std::vector<std::string>& argv, std::ostream& out, std::
   auto cal =
       fit_calibration(inputs, nccl.empty() ? nullptr : &nccl, args->has("--allow-host-clock"));
   if (report(cal.diagnostics(), err)) return kExitInvalidInput;
+  {
+    // The file must be one --calibration reads: a count-only host trace fitted a compute
+    // efficiency of 3e4 of the dense peak, which calibrate wrote and plan then refused.
+    std::ostringstream text;
+    write_calibration_json(cal.value(), text);
+    auto back = read_calibration_text(text.str(), *args->get("--output"));
+    if (!back.ok()) {
+      const Diagnostic& first = back.diagnostics().items().front();
+      err << "zerosim calibrate: expected a fit that --calibration can use, got " << first.pointer
+          << ": " << first.message
+          << " (the traces' spans do not time GPU work: a count-only host run?); nothing written\n";
+      return kExitInvalidInput;
+    }
+  }
   if (!write_file("--output", *args->get("--output"), err, [&](std::ostream& o) {
         write_calibration_json(cal.value(), o);
         return true;

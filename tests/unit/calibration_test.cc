@@ -324,6 +324,30 @@ TEST(CalibrateCli, BadInputIsOneLine) {
   const std::string host = tmp("host.json");
   write(host, replace(clitest::read_all(m), "\"cuda_events\"", "\"host_steady\""));
   expect_one_line_error("calibrate " + host + " -o " + cal, "host time is not GPU time");
+  // A host-backend trace names no GPU ("host"): --gpu names it (found by a new-user pass; the
+  // refusal suggested --gpu-memory, which calibrate does not take), and a fit --calibration cannot
+  // read is refused, nothing written (a count-only run fitted 3e4 of the dense peak; calibrate
+  // wrote it and plan refused the file).
+  const std::string hv = tmp("host_validate.json");
+  ASSERT_EQ(
+      run_cli("validate --model gpt2-small --gpus 2 --stage 2 --no-data --gpu A100-80GB -o " + hv)
+          .exit_code,
+      0);
+  expect_one_line_error("calibrate " + hv + " --allow-host-clock -o " + cal,
+                        "/meta/gpu: expected a catalog GPU, got \"host\" (a host-backend "
+                        "trace): give --gpu NAME");
+  expect_one_line_error("calibrate " + m + " --gpu RTX-4090 -o " + cal,
+                        "/meta/gpu: expected \"RTX-4090\" (--gpu), got ");
+  const clitest::CliRun fit =
+      run_cli("calibrate " + hv + " --allow-host-clock --gpu A100-80GB -o " + cal);
+  EXPECT_EQ(fit.exit_code, 1) << fit.err;
+  EXPECT_NE(fit.err.find("expected a fit that --calibration can use, got "
+                         "/compute/efficiency/value: expected a number in [1e-06, 1]"),
+            std::string::npos)
+      << fit.err;
+  EXPECT_NE(fit.err.find("nothing written"), std::string::npos);
+  EXPECT_FALSE(std::ifstream(cal).good());
+  std::remove(hv.c_str());
   // A good calibration, then broken copies of it.
   ASSERT_EQ(run_cli("calibrate " + m + " -o " + cal).exit_code, 0);
   const std::string good = clitest::read_all(cal);
