@@ -16,6 +16,7 @@
 
 #include "temp_path.h"
 #include "unit/cli_testlib.h"
+#include "zerosim/ds_config.h"
 
 namespace zerosim {
 namespace {
@@ -76,8 +77,43 @@ TEST(TrainerConfig, AxolotlQloraAndBf16Auto) {
   ASSERT_TRUE(c->bf16_auto);
   EXPECT_FALSE(c->bf16_auto->from_default);
   EXPECT_EQ(c->deepspeed->value, "deepspeed_configs/zero2.json");
+  ASSERT_EQ(c->not_modelled.size(), 2u);
+  EXPECT_EQ(c->not_modelled[0],
+            "optimizer: adamw_bnb_8bit (unless the ds_config has an optimizer block: zerosim "
+            "models AdamW's two fp32 states per parameter)");
+  EXPECT_EQ(c->not_modelled[1], "sample_packing: true");
+}
+
+// The optimizer the trainer builds (TrainingArguments.optim, axolotl's optimizer) was ignored
+// without a word, and a ds_config's SGD was modelled as Adam with a note in --verbose only (found
+// by a new-user pass): each is a warning now; a 32-bit AdamW is what zerosim models, no warning.
+TEST(TrainerConfig, AnOptimizerOtherThanAdamWIsAWarning) {
+  auto c = load_trainer_config_text(
+      "model_name_or_path: gpt2\noptim: adafactor\nper_device_train_batch_size: 4\n", "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
   ASSERT_EQ(c->not_modelled.size(), 1u);
-  EXPECT_EQ(c->not_modelled[0], "sample_packing: true");
+  EXPECT_EQ(c->not_modelled[0].rfind("optim: adafactor (unless the ds_config", 0), 0u)
+      << c->not_modelled[0];
+  for (const char* adamw : {"adamw_torch", "adamw_torch_fused", "paged_adamw_32bit"}) {
+    auto a = load_trainer_config_text(
+        std::string("model_name_or_path: gpt2\noptim: ") + adamw + "\n", "t.yaml");
+    ASSERT_TRUE(a.ok()) << a.diagnostics().to_string();
+    EXPECT_TRUE(a->not_modelled.empty()) << adamw;
+  }
+  AutoValues autos;
+  autos.world_size = 8;
+  auto ds = load_ds_config_text(
+      R"({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "SGD", "params": {"lr": 0.1}},
+          "zero_optimization": {"stage": 2}})",
+      "ds.json", autos);
+  ASSERT_TRUE(ds.ok()) << ds.diagnostics().to_string();
+  ASSERT_EQ(ds->warnings.size(), 1u);
+  EXPECT_EQ(ds->warnings[0].rfind("optimizer.type SGD keeps fewer states than Adam's", 0), 0u)
+      << ds->warnings[0];
+  auto adam = load_ds_config_text(
+      R"({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW"}})", "ds.json", autos);
+  ASSERT_TRUE(adam.ok()) << adam.diagnostics().to_string();
+  EXPECT_TRUE(adam->warnings.empty());
 }
 
 TEST(TrainerConfig, AxolotlEightBitLoraTargetsAList) {

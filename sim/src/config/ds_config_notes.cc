@@ -93,7 +93,21 @@ void key_notes(Loader& ld) {
 // quantized weights passed to the stage 3 optimizer, :1833 quantized gradients, :2533
 // MiCS_Optimizer when mics_shard_size > 0). zerosim computes plain ZeRO, so an active one is a
 // warning on the first screen; one set to its default changes nothing and says nothing.
+// Every optimizer is modelled with Adam's two states per master element: one that keeps fewer
+// over-counts the optimizer states, and said so only in --verbose (found by a new-user pass).
+void optimizer_state_warning(Loader& ld) {
+  std::string low = ld.cfg.optimizer_type;
+  for (char& ch : low) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  for (const char* fewer : {"sgd", "adagrad", "lion", "muon"})
+    if (low == fewer)
+      ld.cfg.warnings.push_back(
+          "optimizer.type " + ld.cfg.optimizer_type +
+          " keeps fewer states than Adam's two per parameter (momentum only, or none), which "
+          "zerosim models for every optimizer: optimizer-state memory is over-counted");
+}
+
 void unmodelled_warnings(Loader& ld) {
+  optimizer_state_warning(ld);
   const ZeroConfig& z = ld.cfg.zero;
   if (z.stage != 3) return;  // every one of them is read by the stage 3 optimizer only
   const std::string tail = ") is not modelled: memory and traffic are for plain ZeRO stage 3";

@@ -145,7 +145,28 @@ void precision(const Keys& k, TrainerConfig& c, bool bf16_may_be_auto) {
   if (fp16.value_or(false)) c.bf16_auto.reset();  // axolotl: fp16 with bf16 auto is fp16
 }
 
+// The optimizer the trainer builds when the ds_config has no "optimizer" block
+// (TrainingArguments.optim; axolotl's optimizer): zerosim models AdamW's two fp32 states per
+// parameter, so an 8-bit or a one-state optimizer (adamw_bnb_8bit, adafactor, sgd, lion_8bit)
+// changes the memory. It was ignored without a word (found by a new-user pass).
+void optimizer_name(const Keys& k, TrainerConfig& c) {
+  static const char* const kAdamW32[] = {
+      "adamw_torch",      "adamw_torch_fused", "adamw_torch_xla",   "adamw_torch_npu_fused",
+      "adamw_apex_fused", "adamw_hf",          "paged_adamw_32bit", "adamw"};
+  for (const char* key : {"optim", "optimizer"}) {
+    const Entry* e = k.find(key);
+    if (e == nullptr) continue;
+    const auto v = trainercfg::as_string(*e, k.d);
+    if (!v || std::find(std::begin(kAdamW32), std::end(kAdamW32), *v) != std::end(kAdamW32))
+      continue;
+    c.not_modelled.push_back(std::string(key) + ": " + e->shown() +
+                             " (unless the ds_config has an optimizer block: zerosim models "
+                             "AdamW's two fp32 states per parameter)");
+  }
+}
+
 void common(const Keys& k, TrainerConfig& c) {
+  optimizer_name(k, c);
   k.uint("gradient_accumulation_steps", 1, kMaxGradAccumSteps, c.grad_accum);
   k.number("max_grad_norm", 0, 1e9, "0..1e9", c.max_grad_norm);
   if (const Entry* e = k.find("deepspeed")) {
