@@ -87,6 +87,36 @@ TEST(TrainerConfig, AxolotlQloraAndBf16Auto) {
 // The optimizer the trainer builds (TrainingArguments.optim, axolotl's optimizer) was ignored
 // without a word, and a ds_config's SGD was modelled as Adam with a note in --verbose only (found
 // by a new-user pass): each is a warning now; a 32-bit AdamW is what zerosim models, no warning.
+// YAML as the trainers read it (PyYAML, YAML 1.1): a plain 010 is octal 8 there (zerosim read
+// 10), a null number key gives the trainer None (zerosim planned the default), and a NUL byte is
+// named where it is (yaml-cpp said "unknown escape character" a line later). Found by a
+// hostile-input pass.
+TEST(TrainerConfig, YamlNumbersAreReadAsTheTrainersReadThem) {
+  const auto err = [](const std::string& text) {
+    auto c = load_trainer_config_text(text, "t.yaml");
+    EXPECT_FALSE(c.ok());
+    return c.diagnostics().to_string();
+  };
+  EXPECT_EQ(err("model_name_or_path: gpt2\nper_device_train_batch_size: 010\n"),
+            "t.yaml:2:30: per_device_train_batch_size: expected an integer 1..1048576 without a "
+            "leading 0, got 010: PyYAML, which the trainers read YAML with, takes it as octal\n");
+  EXPECT_EQ(
+      err("model_name_or_path: gpt2\nper_device_train_batch_size: ~\n"),
+      "t.yaml:2:1: per_device_train_batch_size: expected an integer 1..1048576, got null (the "
+      "trainer would get None, not its default)\n");
+  EXPECT_EQ(err(std::string("model_name_or_path: gpt2\0\n", 26)),
+            "t.yaml:1:25: invalid YAML: a NUL byte (YAML text cannot contain one)\n");
+  auto ok = load_trainer_config_text(
+      "model_name_or_path: gpt2\nper_device_train_batch_size: 10\n"
+      "gradient_accumulation_steps: 0\n",
+      "t.yaml");
+  EXPECT_FALSE(ok.ok());  // 0 is still out of range, not octal
+  auto ten = load_trainer_config_text("model_name_or_path: gpt2\nper_device_train_batch_size: 10\n",
+                                      "t.yaml");
+  ASSERT_TRUE(ten.ok()) << ten.diagnostics().to_string();
+  EXPECT_EQ(ten->micro_batch->value, 10u);
+}
+
 TEST(TrainerConfig, AnOptimizerOtherThanAdamWIsAWarning) {
   auto c = load_trainer_config_text(
       "model_name_or_path: gpt2\noptim: adafactor\nper_device_train_batch_size: 4\n", "t.yaml");

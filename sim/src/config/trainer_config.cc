@@ -61,12 +61,28 @@ struct Keys {
   void set(std::optional<TrainerValue<T>>& dst, const Entry& e, const std::optional<T>& v) const {
     if (v) dst = at(e, *v);
   }
+  // A number key written as null (`~`, `null`, nothing): the trainer's dataclass gets None, not
+  // its default, and zerosim planned the default without a word (found by a hostile-input pass).
+  // Refused for the int fields None breaks (TrainingArguments' batch size and accumulation steps,
+  // LLaMA-Factory's cutoff_len); an Optional field's null (lora_alpha: ~) is its default.
+  bool refused_null(const std::string& key, const std::string& expected) const {
+    static const std::set<std::string> kNotOptional = {"per_device_train_batch_size",
+                                                       "gradient_accumulation_steps", "cutoff_len"};
+    auto it = by_key.find(key);
+    if (it == by_key.end() || it->second->kind != Entry::Kind::Null || !kNotOptional.count(key))
+      return false;
+    d.error(it->second->where, it->second->pointer,
+            "expected " + expected + ", got null (the trainer would get None, not its default)");
+    return true;
+  }
   void uint(const std::string& key, std::uint64_t lo, std::uint64_t hi,
             std::optional<TrainerValue<std::uint64_t>>& dst) const {
+    if (refused_null(key, "an integer " + std::to_string(lo) + ".." + std::to_string(hi))) return;
     if (const Entry* e = find(key)) set(dst, *e, trainercfg::as_uint(*e, lo, hi, d));
   }
   void number(const std::string& key, double lo, double hi, const std::string& range,
               std::optional<TrainerValue<double>>& dst) const {
+    if (refused_null(key, "a number " + range)) return;
     if (const Entry* e = find(key)) set(dst, *e, trainercfg::as_number(*e, lo, hi, range, d));
   }
   std::optional<bool> boolean(const std::string& key) const {

@@ -93,6 +93,14 @@ std::optional<std::uint64_t> as_uint(const Entry& e, std::uint64_t lo, std::uint
     const std::string& t = e.text;
     bool digits = !t.empty() && t.size() <= 19;
     for (char c : t) digits = digits && c >= '0' && c <= '9';
+    // PyYAML (YAML 1.1), which LLaMA-Factory, axolotl and HfArgumentParser's YAML read with,
+    // takes a plain 010 as octal 8; zerosim read 10 (found by a hostile-input pass).
+    if (digits && e.kind == Entry::Kind::Plain && t.size() > 1 && t[0] == '0') {
+      d.error(e.where, e.pointer,
+              "expected an integer " + range + " without a leading 0, got " + e.shown() +
+                  ": PyYAML, which the trainers read YAML with, takes it as octal");
+      return std::nullopt;
+    }
     if (digits) {
       const std::uint64_t v = std::strtoull(t.c_str(), nullptr, 10);
       if (v >= lo && v <= hi) return v;

@@ -10,6 +10,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -125,6 +126,16 @@ bool check_documents(const std::string& text, const std::string& path, Diagnosti
 
 bool read_yaml_entries(const std::string& text, const std::string& path, std::vector<Entry>& out,
                        Diagnostics& d) {
+  // A NUL byte: yaml-cpp reported "unknown escape character: \n" a line later; JSON inputs name
+  // the byte where it is (found by a hostile-input pass).
+  if (const std::size_t nul = text.find('\0'); nul != std::string::npos) {
+    const std::size_t line_start = text.rfind('\n', nul);
+    const auto line = static_cast<int>(std::count(text.begin(), text.begin() + nul, '\n'));
+    const std::size_t col = line_start == std::string::npos ? nul : nul - line_start - 1;
+    d.error(path + ":" + std::to_string(line + 1) + ":" + std::to_string(col + 1), "",
+            "invalid YAML: a NUL byte (YAML text cannot contain one)");
+    return false;
+  }
   YAML::Node root;
   try {
     if (!check_documents(text, path, d)) return false;
