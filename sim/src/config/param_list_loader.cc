@@ -162,6 +162,12 @@ Result<ModelDesc> load_param_list_text(const std::string& text, const std::strin
         }
         m.params.push_back(std::move(*p));
       }
+      // Every tensor empty: torch's optimizer refuses the run ("optimizer got an empty parameter
+      // list"); zerosim planned 0 parameters that fit at micro-batch 65536 (a hostile-input pass).
+      if (!entries->empty() && total == 0 && !diags.has_errors())
+        list->error("expected parameters with at least one element, got " +
+                    std::to_string(entries->size()) +
+                    " tensor(s) of 0 elements (the optimizer would get no parameters)");
     }
   } else {
     root.error("missing required key \"params\"");
