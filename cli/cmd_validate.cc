@@ -290,10 +290,10 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
     out << "collective log (" << std::count(mlog.begin(), mlog.end(), '\n')
         << " lines, every rank): " << (v.log ? "identical" : "DIFFERS at " + log_diff) << "\n";
     out << "peak device memory per rank and category: "
-        << (v.memory
-                ? "equal to the simulator's ledger on all " + std::to_string(m.ranks.size()) +
-                      " ranks (largest " + format_gib(max_peak) + ")"
-                : "DIFFERS on " + std::to_string(memory_bad) + " ranks; first: " + memory_first)
+        << (v.memory ? "equal to the simulator's ledger on all " + std::to_string(m.ranks.size()) +
+                           " ranks (largest " + format_gib(max_peak) + ")"
+                     : "DIFFERS on " + std::to_string(memory_bad) +
+                           (memory_bad == 1 ? " rank" : " ranks") + "; first: " + memory_first)
         << "\n\nbytes sent per rank:\n";
     char line[256];
     std::snprintf(line, sizeof line, "  %-24s %8s %18s %18s %18s  %s\n", "collective", "calls",

@@ -8,7 +8,11 @@ import json, subprocess, sys, glob, os
 z = sys.argv[1]
 print("| scenario | row | plan peak (B) | sim peak (B) | plan steady (B) | sim steady (B) | plan traffic (B/step) | sim traffic (B/step) | plan step (ns) | sim step (ns) | equal |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
-for f in sorted(glob.glob("scenarios/*.json")):
+# The scenarios beside this script, wherever it is run from (from another directory the glob
+# found nothing and the table was empty, without a word).
+scenarios = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "*.json")))
+if not scenarios: sys.exit("plan_vs_simulate.py: no scenarios/*.json beside " + os.path.dirname(os.path.abspath(__file__)))
+for f in scenarios:
     if json.load(open(f)).get("format") != "zerosim-scenario": continue  # e.g. a param list
     p = subprocess.run([z, "plan", "--scenario", f, "--format", "json"], capture_output=True, text=True)
     s = subprocess.run([z, "simulate", "--scenario", f, "--format", "json"], capture_output=True, text=True)

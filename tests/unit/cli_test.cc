@@ -90,6 +90,16 @@ TEST(Cli, UnknownCommandAndFlag) {
   expect_one_line_error("plan stray", "unexpected argument \"stray\"");
 }
 
+// Fewer GPUs than --gpus-per-node is one node using that many: --gpus 2 --gpus-per-node 8 was
+// refused ("expected at least --gpus-per-node (8) GPUs or a single node"), while --gpus 2 alone
+// planned it (found by a new-user pass).
+TEST(Cli, FewerGpusThanANodeIsOneNode) {
+  const auto a = run_cli("plan --model gpt2-xl --gpus 2 --gpus-per-node 8");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, run_cli("plan --model gpt2-xl --gpus 2").out);
+  EXPECT_NE(a.out.find("on 2 x H100-SXM-80GB (80.00 GiB each; 1 node x 2)"), std::string::npos);
+}
+
 TEST(Cli, BadNumbers) {
   // Real-valued flags take decimal numbers: strtod also took hexadecimal floats (0x1p4 = 16) and
   // leading spaces (found by a hostile-input pass).

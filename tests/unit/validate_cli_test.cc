@@ -130,6 +130,13 @@ TEST(ValidateCli, AMeasuredTraceWithoutRanksCannotPass) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE((r.out + r.err).find("memory compared for 1 of 4 ranks"), std::string::npos)
       << r.out << r.err;
+  // One rank: singular words ("1 ranks" before).
+  const std::string one = tmp("one_rank.json");
+  ASSERT_EQ(run_cli("simulate --model gpt2-small --gpus 1 --stage 2 --trace " + one).exit_code, 0);
+  const CliRun self = run_cli("check --predicted " + one + " --measured " + one);
+  EXPECT_NE(self.out.find("collective sequence: identical (1 rank, "), std::string::npos)
+      << self.out;
+  std::remove(one.c_str());
   // meta.world 0 gave one line per rooted record, each with a wrapped range ("0..4294967295").
   t = nlohmann::json::parse(read_all(f.predicted));
   t["meta"]["world"] = 0;

@@ -252,7 +252,9 @@ bool Comparison::passed() const {
 
 void write_comparison_table(const Comparison& c, std::ostream& out) {
   out << "collective sequence: " << (c.sequence.equal ? "identical" : "DIFFERS") << " ("
-      << c.sequence.ranks << " ranks, " << c.sequence.collectives << " measured collectives)\n";
+      << c.sequence.ranks << (c.sequence.ranks == 1 ? " rank, " : " ranks, ")
+      << c.sequence.collectives << " measured collective"
+      << (c.sequence.collectives == 1 ? "" : "s") << ")\n";
   if (!c.sequence.equal) {
     out << "  first difference: rank " << c.sequence.rank << ", collective #" << c.sequence.index
         << ": " << c.sequence.difference << "\n";
