@@ -308,6 +308,11 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
                     static_cast<unsigned long long>(r.max_sent), r.ok ? "ok" : "DIFFERS");
       out << line;
     }
+    // What "ok" judges, since the columns differ where it passes (a broadcast's predicted S next
+    // to a measured minimum of 0: its root sends, the others only receive).
+    out << "  ok: the calls match and the predicted per-rank average is at most one byte per "
+           "call above the measured mean (broadcast, reduce: the measured maximum, the root's, "
+           "equals the prediction)\n";
     std::snprintf(line, sizeof line,
                   "\ntime: predicted step %.3f ms (simulated GPU time); host run %.3f ms wall "
                   "(host time is not GPU time: not compared)\n",

@@ -63,6 +63,19 @@ TEST(ValidateCli, HostRunAgreesWithThePredictionAndCheckSaysSo) {
   EXPECT_EQ(read_all(f.measured_log), read_all(f.predicted_log));
 }
 
+// The bytes table says what its "ok" judges: a broadcast's measured minimum of 0 beside a
+// predicted S read as a pass that contradicted its own columns (found by a new-user pass).
+TEST(ValidateCli, TheBytesTableSaysWhatOkJudges) {
+  const CliRun v =
+      run_cli("validate --scenario " + scenario("tiny_zero2_4gpu.json") + " --no-data");
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("  ok: the calls match and the predicted per-rank average is at most one "
+                       "byte per call above the measured mean (broadcast, reduce: the measured "
+                       "maximum, the root's, equals the prediction)\n"),
+            std::string::npos)
+      << v.out;
+}
+
 TEST(ValidateCli, CheckFailsOnATamperedCollective) {
   Files f;
   std::string log = read_all(f.measured_log);
