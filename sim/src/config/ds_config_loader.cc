@@ -244,6 +244,15 @@ OptimizerPath DsConfig::optimizer_path() const {
 Result<DsConfig> load_ds_config_text(const std::string& text, const std::string& source,
                                      const AutoValues& autos) {
   Diagnostics diags;
+  // Hugging Face's HfDeepSpeedConfig (integrations/deepspeed.py, what the Trainer, LLaMA-Factory
+  // and axolotl pass the file through) reads it with Python's json.load, which refuses a byte
+  // order mark ("Unexpected UTF-8 BOM"); zerosim's parser skipped it and planned a job that
+  // cannot start.
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0)
+    return fail<DsConfig>(source, "",
+                          "expected JSON without a UTF-8 byte order mark, got one: Hugging Face's "
+                          "json.load of the ds_config refuses it (\"Unexpected UTF-8 BOM\"); "
+                          "save the file without it");
   auto j = json::parse(text, source, diags);
   if (!j) return Result<DsConfig>(std::move(diags));
   JsonReader root(*j, source, "", diags);
