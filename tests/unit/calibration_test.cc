@@ -365,6 +365,15 @@ TEST(CalibrateCli, BadInputIsOneLine) {
   bad.replace(at, bad.find(',', at) - at, "\"value\": 7");
   write(eff, bad);
   expect_one_line_error(sc + " --calibration " + eff, "/compute/efficiency/value");
+  // A size class at hidden 0 was read as a flat curve (a step 524 -> 673 ms), a meaning calibrate
+  // never writes; a hostile-input pass.
+  const std::string h0 = tmp("h0.json");
+  bad = good;
+  const auto hat = bad.find("\"hidden\": ", bad.find("\"compute\": {"));
+  ASSERT_NE(hat, std::string::npos) << good;
+  bad.replace(hat, bad.find_first_of(",}", hat) - hat, "\"hidden\": 0");
+  write(h0, bad);
+  expect_one_line_error(sc + " --calibration " + h0, "/compute/hidden: expected an integer 1..");
   expect_one_line_error("simulate --scenario " + scenario(2) + " --calibration " + cal,
                         "fitted on \"H100-SXM-80GB\", this run is on \"A100-80GB\"");
   expect_one_line_error("plan --scenario " + scenario(2) + " --calibration " + cal,

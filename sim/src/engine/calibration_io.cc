@@ -203,7 +203,10 @@ Result<Calibration> read_calibration_text(const std::string& text, const std::st
       c.h_half = read_param(*comp, "h_half", 0, 1e9);
       comp->reject_unknown({"kind", "e_max", "h_half"});
     } else {
-      c.hidden = comp->get_uint("hidden", 0, 1u << 30).value_or(0);
+      // The hidden size the efficiency was measured at: 0 (or none) was read as a flat curve, a
+      // meaning calibrate never writes (a hostile-input pass: 524 -> 673 ms for one step).
+      if (!comp->has("hidden")) comp->error("expected key \"hidden\" (the GEMM size measured)");
+      c.hidden = comp->get_uint("hidden", 1, 1u << 30).value_or(0);
       c.efficiency = read_param(*comp, "efficiency", 1e-6, 1.0);
       comp->reject_unknown({"kind", "hidden", "efficiency"});
     }
