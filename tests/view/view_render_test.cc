@@ -412,6 +412,10 @@ TEST_F(ViewRender, GarbageFlagsAreOneLineErrors) {
   clitest::expect_one_line_error("view " + sc + shot + " --set stage",
                                  "--set: expected KNOB=VALUE");
   clitest::expect_one_line_error("view " + sc + shot + " --set =3", "--set: expected KNOB=VALUE");
+  // A knob twice: the last one won without a word (a hostile-input pass).
+  clitest::expect_one_line_error(
+      "view " + sc + shot + " --set stage=2,stage=3",
+      "--set: expected each knob once, got stage twice in \"stage=2,stage=3\"");
   clitest::expect_one_line_error("view " + sc + shot + " --set stages=1",
                                  "--set: stages: expected a knob (stage, ");
   clitest::expect_one_line_error("view " + sc + shot + " --set offload_param=true",

@@ -122,7 +122,14 @@ Result<ViewOptions> parse_view_args(const std::vector<std::string>& args) {
         d.error("--set", "", "expected KNOB=VALUE[,KNOB=VALUE...], got \"" + *v + "\"");
         break;
       }
-      o.set.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+      // A knob twice (stage=2,stage=3): the last one won without a word.
+      const std::string knob = item.substr(0, eq);
+      if (std::any_of(o.set.begin(), o.set.end(),
+                      [&](const auto& kv) { return kv.first == knob; })) {
+        d.error("--set", "", "expected each knob once, got " + knob + " twice in \"" + *v + "\"");
+        break;
+      }
+      o.set.emplace_back(knob, item.substr(eq + 1));
       at = comma + 1;
     }
   }
