@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli_testlib.h"
@@ -374,6 +375,15 @@ TEST(CalibrateCli, BadInputIsOneLine) {
   bad.replace(hat, bad.find_first_of(",}", hat) - hat, "\"hidden\": 0");
   write(h0, bad);
   expect_one_line_error(sc + " --calibration " + h0, "/compute/hidden: expected an integer 1..");
+  // A collective kind twice: the last entry won without a word.
+  const std::string twice = tmp("twice.json");
+  {
+    auto j = nlohmann::json::parse(good);
+    ASSERT_FALSE(j["collectives"].empty()) << good;
+    j["collectives"].push_back(j["collectives"][0]);
+    write(twice, j.dump());
+  }
+  expect_one_line_error(sc + " --calibration " + twice, "expected each collective kind once, got");
   expect_one_line_error("simulate --scenario " + scenario(2) + " --calibration " + cal,
                         "fitted on \"H100-SXM-80GB\", this run is on \"A100-80GB\"");
   expect_one_line_error("plan --scenario " + scenario(2) + " --calibration " + cal,

@@ -1,4 +1,5 @@
 // The calibration file (calibration.h): its JSON, its table, its reader and how it is applied.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -232,6 +233,12 @@ Result<Calibration> read_calibration_text(const std::string& text, const std::st
           e.error("expected a collective kind (all_reduce, all_gather_into_tensor, ...), got " +
                       (kind ? quote(*kind) : std::string("none")),
                   "kind");
+          continue;
+        }
+        // A kind twice: the last entry won without a word (a hostile-input pass).
+        if (std::any_of(c.collectives.begin(), c.collectives.end(),
+                        [&](const FittedCollective& x) { return x.kind == *k; })) {
+          e.error("expected each collective kind once, got " + quote(*kind) + " again", "kind");
           continue;
         }
         f.kind = *k;
