@@ -231,6 +231,9 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     if (report(apply_calibration(cal.value(), req.cluster.gpu, probe), err))
       return kExitInvalidInput;
     req.base.notes.push_back(calibration_note(cal.value()));
+    for (std::string& w : calibration_scope_warnings(cal.value(), req.cluster.world_size(),
+                                                     req.cluster.gpus_per_node))
+      req.base.warnings.push_back(std::move(w));
     req.calibration = std::make_shared<const Calibration>(std::move(cal.value()));
   }
   if (!check_outputs(args.value(), specs, {"--output"}, err)) return kExitInvalidInput;

@@ -146,6 +146,10 @@ int run_simulate(const std::vector<std::string>& argv, std::ostream& out, std::o
   opts.links_basis = target->links_basis;
   if (calibration && report(apply_calibration(*calibration, target->gpu, opts), err))
     return kExitInvalidInput;
+  if (calibration)
+    for (const std::string& w : calibration_scope_warnings(
+             *calibration, target->schedule.meta.world, target->schedule.meta.gpus_per_node))
+      err << "warning: " << w << "\n";
   auto sim = simulate(target->schedule, target->gpu, opts);
   if (report(sim.diagnostics(), err)) return kExitInvalidInput;
   auto& r = sim.value();

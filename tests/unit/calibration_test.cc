@@ -308,6 +308,23 @@ TEST(CalibrateCli, FitsPrintsAndAppliesWithProvenance) {
   // The calibration changes plan's predicted steady step (stage 3 row).
   auto p0 = run_cli("plan --scenario " + scenario(3) + " --gpu " + kGpu);
   EXPECT_NE(p.out, p0.out);
+  // Fitted within one node (8 x H100), applied to 8 nodes: a warning names the collective (an
+  // 8-GPU nccl-tests table timed a 64-GPU run's collectives at NVLink speed without a word).
+  EXPECT_EQ(s.err.find("within one node"), std::string::npos) << s.err;
+  EXPECT_EQ(p.out.find("within one node"), std::string::npos) << p.out;
+  const std::string across =
+      "was fitted on 8 ranks within one node, this run is 64 GPUs over 8 "
+      "nodes: its all_reduce is timed at the fitted bus bandwidth all the same";
+  auto s64 = run_cli("simulate --scenario " + scenario(3) + " --gpu " + kGpu + " --gpus 64" +
+                     " --calibration " + cal);
+  ASSERT_EQ(s64.exit_code, 0) << s64.err;
+  EXPECT_NE(s64.err.find("warning: " + cal + ": all_reduce " + across), std::string::npos)
+      << s64.err;
+  auto p64 = run_cli("plan --scenario " + scenario(3) + " --gpu " + kGpu + " --gpus 64" +
+                     " --calibration " + cal);
+  ASSERT_EQ(p64.exit_code, 0) << p64.err;
+  EXPECT_NE(p64.out.find("warning: " + cal + ": all_reduce " + across), std::string::npos)
+      << p64.out;
 }
 
 TEST(CalibrateCli, BadInputIsOneLine) {

@@ -109,6 +109,13 @@ Result<Calibration> read_calibration_text(const std::string& text, const std::st
 /// One line for a report's notes: "time model calibrated: FILE (GPU, what was fitted)".
 std::string calibration_note(const Calibration& c);
 
+/// What a calibration cannot know about a run of `world` ranks, `gpus_per_node` to a node: one
+/// line per fitted collective measured within one node when the run spans nodes (its busBw is
+/// NVLink's, the run's rings cross the network), or across nodes when the run is one node. An
+/// 8-GPU nccl-tests table timed a 64-GPU run's collectives at NVLink speed without a word.
+std::vector<std::string> calibration_scope_warnings(const Calibration& c, std::uint64_t world,
+                                                    std::uint64_t gpus_per_node);
+
 /// Applies the fitted values to `o` for a run on `gpu` (a calibration of another GPU is refused:
 /// one error). Values not fitted stay as they are. Provenance: "calibrated: FILE" in the notes.
 Diagnostics apply_calibration(const Calibration& c, const GpuSpec& gpu, EngineOptions& o);

@@ -289,6 +289,31 @@ std::string calibration_note(const Calibration& c) {
          ": " + fitted + "; the rest default)";
 }
 
+std::vector<std::string> calibration_scope_warnings(const Calibration& c, std::uint64_t world,
+                                                    std::uint64_t gpus_per_node) {
+  std::vector<std::string> out;
+  const std::string file = c.path.empty() ? std::string("the calibration") : c.path;
+  const bool run_spans_nodes = gpus_per_node > 0 && world > gpus_per_node;
+  for (const FittedCollective& f : c.collectives) {
+    const std::uint64_t n = f.fit.ranks;
+    if (n == 0 || gpus_per_node == 0) continue;
+    const bool fit_within_node = n <= gpus_per_node;
+    if (fit_within_node == !run_spans_nodes) continue;
+    const std::string kind(collective_name(f.kind));
+    std::string line = file;
+    line += ": " + kind;
+    line += " was fitted on " + std::to_string(n);
+    line += fit_within_node ? " ranks within one node" : " ranks across nodes";
+    line += ", this run is " + std::to_string(world);
+    line += run_spans_nodes ? " GPUs over " + std::to_string(world / gpus_per_node) + " nodes"
+                            : std::string(" GPUs in one node");
+    line += ": its " + kind;
+    line += " is timed at the fitted bus bandwidth all the same";
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
 Diagnostics apply_calibration(const Calibration& c, const GpuSpec& gpu, EngineOptions& o) {
   Diagnostics d;
   const std::string file = c.path.empty() ? std::string("calibration") : c.path;
