@@ -6,6 +6,7 @@
 #include "validate_recording.h"
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <utility>
 
@@ -71,6 +72,28 @@ int run_validate_recording(const ParsedArgs& args, std::ostream& out, std::ostre
     err << params << ": expected the recorded param list (the recorder writes it once the model's "
         << "first forward ran), got none\n";
     return kExitInvalidInput;
+  }
+  // The prediction is built from rank 0's ds_config and param list: a rank whose own differs was
+  // compared against it without a word (found by a hostile-input pass).
+  const auto contents = [](const std::filesystem::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    return f ? ss.str() : std::string();
+  };
+  for (const char* kind : {"ds_config", "params"}) {
+    const std::filesystem::path first =
+        std::filesystem::path(dir) / (std::string(kind) + ".rank0.json");
+    const std::string zero = contents(first);
+    for (std::uint64_t r = 1; r < rec->world; ++r) {
+      const std::filesystem::path other =
+          std::filesystem::path(dir) / (std::string(kind) + ".rank" + std::to_string(r) + ".json");
+      if (!std::filesystem::is_regular_file(other, ec) || contents(other) == zero) continue;
+      err << other.string() << ": expected the same " << kind << " as rank 0 ("
+          << first.filename().string()
+          << ", which the prediction is built from), got a different file\n";
+      return kExitInvalidInput;
+    }
   }
   // The same inputs `zerosim schedule` would take: the errors name the recording's own files (a
   // ds_config whose train_batch_size needs another world size is refused by its loader).

@@ -64,8 +64,9 @@ TEST(ValidateRecording, BadInputIsOneLineNamingTheFile) {
 
   // A ds_config of 4 ranks (16 = 4 x 2 x 2) for a recording of 2.
   const std::string world = copy_recording("vrec_world");
-  edit(world + "/ds_config.rank0.json", "\"train_micro_batch_size_per_gpu\": 4",
-       "\"train_micro_batch_size_per_gpu\": 2");
+  for (const char* rank : {"/ds_config.rank0.json", "/ds_config.rank1.json"})
+    edit(world + rank, "\"train_micro_batch_size_per_gpu\": 4",
+         "\"train_micro_batch_size_per_gpu\": 2");
   expect_one_line_error("validate --recording " + world, world + "/ds_config.rank0.json");
 
   const std::string version = copy_recording("vrec_version");
@@ -81,6 +82,21 @@ TEST(ValidateRecording, BadInputIsOneLineNamingTheFile) {
   edit(escape + "/recording.rank0.json", "\"ds_config.rank0.json\"", "\"../ds.json\"");
   expect_one_line_error("validate --recording " + escape,
                         "/ds_config: expected a file name inside the recording directory");
+
+  // Rank 1's own ds_config or param list differing from rank 0's, which the prediction is built
+  // from: it was compared against rank 0's without a word (found by a hostile-input pass).
+  const std::string ranks_ds = copy_recording("vrec_ranks_ds");
+  edit(ranks_ds + "/ds_config.rank1.json", "\"train_micro_batch_size_per_gpu\": 4",
+       "\"train_micro_batch_size_per_gpu\": 2");
+  expect_one_line_error("validate --recording " + ranks_ds,
+                        ranks_ds +
+                            "/ds_config.rank1.json: expected the same ds_config as rank 0 "
+                            "(ds_config.rank0.json, which the prediction is built from), "
+                            "got a different file");
+  const std::string ranks_params = copy_recording("vrec_ranks_params");
+  write(ranks_params + "/params.rank1.json", read_all(ranks_params + "/params.rank1.json") + " ");
+  expect_one_line_error("validate --recording " + ranks_params,
+                        ranks_params + "/params.rank1.json: expected the same params as rank 0");
 
   const std::string memory = copy_recording("vrec_memory");
   write(memory + "/memory.rank1.jsonl", "{\"step\": 0, \"event\": \"forward_begin\"}\n");
