@@ -187,7 +187,9 @@ bool ScenarioLoader::read_cluster(JsonReader& root, Scenario& s) {
   c->reject_unknown({"gpu", "nodes", "gpus_per_node"});
   s.cluster.nodes = nodes.value_or(1);
   s.cluster.gpus_per_node = per_node.value_or(8);
-  if (s.cluster.world_size() > kMaxWorld)
+  // Only with both counts read: a refused gpus_per_node left the default 8 in the product, and the
+  // second line named a count the file does not hold.
+  if (error_count(d_) == errors_before && s.cluster.world_size() > kMaxWorld)
     c->error("expected at most " + std::to_string(kMaxWorld) + " GPUs in total, got " +
              std::to_string(s.cluster.nodes) + " x " + std::to_string(s.cluster.gpus_per_node));
   // The world size is known unless the counts were wrong; an unknown GPU name does not change it.
