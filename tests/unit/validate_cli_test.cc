@@ -156,6 +156,12 @@ TEST(ValidateCli, AMeasuredTraceWithoutRanksCannotPass) {
   write(stripped, t.dump());
   expect_one_line_error("check --predicted " + f.predicted + " --measured " + stripped,
                         stripped + ": /meta/world: expected an integer 1..4294967295, got 0");
+  // A rank past the world was reported by the next rank, as out of order ("got 2 after 99").
+  t = nlohmann::json::parse(read_all(f.predicted));
+  t["ranks"][1]["rank"] = 99;
+  write(stripped, t.dump());
+  expect_one_line_error("check --predicted " + f.predicted + " --measured " + stripped,
+                        stripped + ": /ranks/1/rank: expected a rank 0..3 (meta/world 4), got 99");
   std::remove(stripped.c_str());
 }
 

@@ -105,7 +105,10 @@ TraceMeta read_meta(JsonReader& root, int version) {
   read_string(*r, "gpu", m.gpu);
   if (auto v = r->get_int("stage", 0, 3)) m.stage = static_cast<int>(*v);
   // 0 ranks is no run; it also wrapped the rank range every record is checked against.
-  if (auto v = r->get_uint("world", 1, kU32)) m.world = static_cast<std::uint32_t>(*v);
+  if (auto v = r->get_uint("world", 1, kU32))
+    m.world = static_cast<std::uint32_t>(*v);
+  else if (r->has("world"))
+    m.world = 0;  // refused: the ranks are not checked against it
   read_uint(*r, "nodes", m.nodes);
   read_uint(*r, "gpus_per_node", m.gpus_per_node);
   read_uint(*r, "steps", m.steps);
@@ -251,6 +254,14 @@ void read_ranks(JsonReader& root, Trace& t, Streamed& st, int version) {
     read_uint(item, "rank", tr.rank, kU32, true);
     read_uint(item, "role", tr.role, kU32, true);
     if (auto n = item.get_uint("rank_count", 1, UINT64_MAX)) tr.rank_count = *n;
+    // A rank past the world was reported only by the next rank, as out of order ("got 2 after
+    // 99"; found by a hostile-input pass).
+    if (t.meta.world > 0 && tr.rank >= t.meta.world) {
+      item.error("expected a rank 0.." + std::to_string(t.meta.world - 1) + " (meta/world " +
+                     std::to_string(t.meta.world) + "), got " + std::to_string(tr.rank),
+                 "rank");
+      continue;
+    }
     if (!t.ranks.empty() && tr.rank <= t.ranks.back().rank)
       item.error("expected ranks in ascending order without repeats, got " +
                      std::to_string(tr.rank) + " after " + std::to_string(t.ranks.back().rank),
