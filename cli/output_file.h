@@ -198,8 +198,8 @@ inline void install_temp_cleanup() {
 }
 // A slot for `path` (-1 when none is free or the path does not fit).
 inline int track_temp(const std::string& path) {
+  PendingTemps& t = pending_temps();  // initialised before the handler that reads it exists
   install_temp_cleanup();
-  PendingTemps& t = pending_temps();
   if (path.size() >= PendingTemps::kPathMax) return -1;
   for (int i = 0; i < PendingTemps::kSlots; ++i)
     if (t.used[i] == 0) {
