@@ -293,6 +293,10 @@ class OutputBatch {
     o.mode = st.st_mode;
     // A symlink to a file is written through: renaming over the link itself replaced it with a
     // regular file and left its target as it was.
+    // An open descriptor's name (/dev/stdout, /dev/fd/N, /proc/self/fd/N) is written in place,
+    // through the descriptor: replacing the file it resolves to would drop what `>> log` holds.
+    for (const char* fd_name : {"/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/"})
+      if (o.path.rfind(fd_name, 0) == 0) o.atomic = false;
     struct stat lst {};
     if (o.existed && o.atomic && ::lstat(o.path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode))
       if (char* real = ::realpath(o.path.c_str(), nullptr)) {
@@ -314,7 +318,8 @@ class OutputBatch {
       target = o.temp;
     }
     errno = 0;
-    std::ofstream f(target, std::ios::binary | std::ios::trunc);
+    // In place: appended, never truncated (O_TRUNC through /dev/stdout emptied a `>> log`).
+    std::ofstream f(target, std::ios::binary | (o.atomic ? std::ios::trunc : std::ios::app));
     if (!f) {
       err_ << o.flag << ": cannot write " << o.path << output_detail::reason() << "\n";
       return false;

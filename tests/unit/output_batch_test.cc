@@ -109,6 +109,22 @@ TEST(OutputBatch, InPlaceTargetsReportTheBytesWritten) {
   EXPECT_EQ(r.err, "wrote /dev/stdout (" + std::to_string(r.out.size()) + " bytes)\n");
 }
 
+// -o /dev/stdout with stdout appended to a file: the file keeps what it held (a rename over the
+// file /dev/stdout resolves to replaced it; before that, over the /dev/stdout link itself).
+TEST(OutputBatch, StdoutAppendedToAFileKeepsItsContents) {
+  const std::string dir = fresh_dir("batch_stdout");
+  put(dir + "/log.txt", "earlier\n");
+  ASSERT_EQ(std::system((std::string(ZEROSIM_CLI_PATH) + " plan --model gpt2 -o /dev/stdout >> " +
+                         dir + "/log.txt 2>/dev/null")
+                            .c_str()),
+            0);
+  const std::string log = clitest::read_all(dir + "/log.txt");
+  EXPECT_EQ(log.rfind("earlier\nzerosim plan: ", 0), 0u) << log.substr(0, 200);
+  struct stat st {};
+  ASSERT_EQ(::lstat("/dev/stdout", &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+}
+
 TEST(OutputBatch, ASymlinkIsWrittenThrough) {
   const std::string dir = fresh_dir("batch_link");
   put(dir + "/target.json", "old");
