@@ -279,12 +279,12 @@ class IpgBuckets {
   void setup();
   /// The first hook of a backward (edaa722): the IPG buffers set up once per backward.
   void on_first_hook();
-  /// The insert of `pass.inserts[i]` (the flush before it, the copy into the bucket); `set` is 1
-  /// for the second grads_in_partition of later stage-2 micro-steps, `boundary`/`micro` drive the
-  /// offload copies.
   /// True once the slot table is past the role-table refusal (SlotTable::full): nothing more is
   /// emitted, the build is refused.
   bool stopped() const { return slots_.full(); }
+  /// The insert of `pass.inserts[i]` (the flush before it, the copy into the bucket); `set` is 1
+  /// for the second grads_in_partition of later stage-2 micro-steps, `boundary`/`micro` drive the
+  /// offload copies.
   void insert(IpgPass& pass, std::size_t i, std::uint32_t set, bool boundary, std::uint32_t micro);
   /// independent_gradient_partition_epilogue (§4.7): the last flush, the drops,
   /// _release_ipg_buffers.
