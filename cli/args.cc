@@ -164,6 +164,12 @@ Result<double> parse_number(const std::string& flag, const std::string& text, do
   return v;
 }
 
+Result<DeepSpeedVersion> parse_deepspeed_version_flag(const std::string& text) {
+  if (auto v = parse_deepspeed_version(text)) return *v;
+  return fail<DeepSpeedVersion>("--deepspeed-version", "",
+                                "expected one of edaa722, 0.14.4, got " + quote(text));
+}
+
 Result<std::string> parse_choice(const std::string& flag, const std::string& text,
                                  const std::vector<std::string>& allowed) {
   // Case-insensitive (BF16, Flash, JSON), answering with the canonical spelling.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "zerosim/diagnostic.h"
+#include "zerosim/ir_types.h"
 
 namespace zerosim::cli {
 
@@ -46,5 +47,8 @@ Result<double> parse_number(const std::string& flag, const std::string& text, do
 /// One of `allowed`.
 Result<std::string> parse_choice(const std::string& flag, const std::string& text,
                                  const std::vector<std::string>& allowed);
+/// --deepspeed-version: edaa722 (or the full commit) or 0.14.4 (or v0.14.4); plan and the run
+/// commands share it.
+Result<DeepSpeedVersion> parse_deepspeed_version_flag(const std::string& text);
 
 }  // namespace zerosim::cli

@@ -163,12 +163,9 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   if (args->has("--mode") || !from_scenario)
     req.mode = mode.value() == "paper" ? Accounting::Paper : Accounting::DeepSpeed;
   if (auto v = args->get("--deepspeed-version")) {
-    const auto version = parse_deepspeed_version(*v);
-    if (!version) {
-      err << "--deepspeed-version: expected one of edaa722, 0.14.4, got " << quote(*v) << "\n";
-      return kExitInvalidInput;
-    }
-    req.version = *version;
+    auto version = parse_deepspeed_version_flag(*v);
+    if (report(version.diagnostics(), err)) return kExitInvalidInput;
+    req.version = version.value();
   }
   if (auto cpu = args->get("--cpu-memory-per-node")) {
     // 1 PiB: beyond any node, and catches a size given in bytes with a unit.

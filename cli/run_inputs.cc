@@ -107,12 +107,9 @@ Result<ResolvedRun> resolve_run(const ParsedArgs& a) {
     s.steps = static_cast<std::uint32_t>(k.value());
   }
   if (a.has("--deepspeed-version")) {
-    auto v = parse_deepspeed_version(*a.get("--deepspeed-version"));
-    if (!v)
-      return fail<ResolvedRun>(
-          "--deepspeed-version", "",
-          "expected one of edaa722, 0.14.4, got " + quote(*a.get("--deepspeed-version")));
-    s.version = *v;
+    auto v = parse_deepspeed_version_flag(*a.get("--deepspeed-version"));
+    if (!v.ok()) return Result<ResolvedRun>(v.diagnostics());
+    s.version = v.value();
   }
   if (a.has("--overflow-steps")) {
     auto list = parse_uint_list("--overflow-steps", *a.get("--overflow-steps"), 0, 9999);
