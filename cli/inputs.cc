@@ -210,6 +210,15 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
     else
       d.append(c.diagnostics());
   }
+  // Whose rules resolve the ds_config (DsConfig::version): parsed here, before it is loaded.
+  DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
+  if (a.has("--deepspeed-version")) {
+    auto v = parse_deepspeed_version_flag(*a.get("--deepspeed-version"));
+    if (v.ok())
+      version = v.value();
+    else
+      d.append(v.diagnostics());
+  }
   if (d.has_errors()) return Result<Inputs>(d);
   in.model = std::move(model.value());
   in.cluster.gpu = gpu.value();
@@ -221,6 +230,7 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
                         clip, seq, rt, d))
     return Result<Inputs>(d);
   AutoValues autos = rt.autos;
+  autos.version = version;
   autos.world_size = in.cluster.world_size();
   if (in.model.arch) autos.hidden_size = in.model.arch->hidden;
   if (rt.ds_config) {
@@ -236,6 +246,7 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
                    d);
   } else {
     in.ds = default_ds_config(0, autos.precision.value_or(DType::BFloat16));
+    in.ds.version = version;
     if (autos.gradient_clipping)  // as a ds_config's "gradient_clipping" would say
       in.ds.gradient_clipping = *autos.gradient_clipping;
     in.ds.micro_batch = autos.micro_batch.value_or(1);

@@ -161,6 +161,16 @@ void training_edits(const ParsedArgs& a, std::vector<Edit>& edits, Diagnostics& 
     else
       d.append(c.diagnostics());
   }
+  // The version decides how the scenario's ds_config is resolved (DsConfig::version), so it is
+  // written before the file is loaded, not set on the loaded scenario.
+  if (a.has("--deepspeed-version")) {
+    auto v = parse_deepspeed_version_flag(*a.get("--deepspeed-version"));
+    if (v.ok())
+      edits.push_back({"--deepspeed-version", Ptr("/deepspeed_version"),
+                       json(std::string(deepspeed_version_name(v.value())))});
+    else
+      d.append(v.diagnostics());
+  }
 }
 
 /// Edits of the DeepSpeed config; `base` is where its object lives ("/deepspeed").
@@ -254,6 +264,7 @@ const std::vector<std::string>& scenario_override_flags() {
                                                   "--activation-checkpointing",
                                                   "--attention",
                                                   "--stage",
+                                                  "--deepspeed-version",
                                                   "--lora-rank",
                                                   "--lora-targets",
                                                   "--lora-alpha",
@@ -271,8 +282,15 @@ Result<Scenario> load_scenario_with_overrides(const ParsedArgs& a) {
   bool any = false;
   for (const auto& f : scenario_override_flags()) any = any || a.has(f);
   // The file as written first: its own errors are reported against it, and without flags this is
-  // the whole job.
-  auto plain = load_scenario_file(path);
+  // the whole job. Under --deepspeed-version it is read as that release resolves it (each release
+  // refuses configs the other runs: DsConfig::version).
+  std::optional<DeepSpeedVersion> version;
+  if (auto v = a.get("--deepspeed-version")) {
+    auto parsed = parse_deepspeed_version_flag(*v);
+    if (!parsed.ok()) return Result<Scenario>(parsed.diagnostics());
+    version = parsed.value();
+  }
+  auto plain = load_scenario_file(path, version);
   if (!plain.ok() || !any) return plain;
   Diagnostics d;
   std::string text;

@@ -16,7 +16,7 @@
 namespace zerosim::cli {
 
 /// The flags a scenario value can be overridden with (the model, cluster and training flags of
-/// `plan`, plus --world-size and --stage of the run commands).
+/// `plan`, plus --world-size and --stage of the run commands, and --deepspeed-version).
 const std::vector<std::string>& scenario_override_flags();
 
 /// Loads `--scenario`'s file and applies every override flag present in `args`.

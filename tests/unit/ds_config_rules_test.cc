@@ -247,6 +247,47 @@ TEST(DsConfigRefusal, Stage0Bf16WithFp32GradAccum) {
               kEngine));
 }
 
+// DeepSpeed v0.14.4's get_data_types makes bf16 without ZeRO accumulate in fp32, so stage 0 bf16
+// runs BF16_Optimizer there and bf16 accumulation is what it refuses (PR #7515, v0.17.6, changed
+// both); zerosim resolved every config with edaa722's rules, whatever --deepspeed-version said.
+TEST(DsConfigVersion, V0144Stage0Bf16RunsBf16Optimizer) {
+  AutoValues v0144;
+  v0144.version = DeepSpeedVersion::V0_14_4;
+  const std::string bf16 = R"("bf16": {"enabled": true})";
+  auto plain = load(bf16, v0144);
+  ASSERT_TRUE(plain.ok()) << diag(plain);
+  EXPECT_EQ(plain.value().version, DeepSpeedVersion::V0_14_4);
+  EXPECT_EQ(plain.value().grad_accum(), DType::Float32);
+  EXPECT_EQ(plain.value().optimizer_path(), OptimizerPath::Bf16Optimizer);
+  EXPECT_TRUE(
+      std::any_of(plain.value().notes.begin(), plain.value().notes.end(), [](const std::string& n) {
+        return n.rfind("bf16 without ZeRO at DeepSpeed v0.14.4", 0) == 0;
+      }));
+  auto fp32 = load(bf16 + R"(, "data_types": {"grad_accum_dtype": "fp32"})", v0144);
+  ASSERT_TRUE(fp32.ok()) << diag(fp32);
+  EXPECT_EQ(fp32.value().optimizer_path(), OptimizerPath::Bf16Optimizer);
+  EXPECT_EQ(diag(load(bf16 + R"(, "data_types": {"grad_accum_dtype": "bf16"})", v0144)),
+            refusal("/data_types/grad_accum_dtype",
+                    "Bfloat16 wrapper must use a gradient accumulation type of fp32, enable ZeRO "
+                    "to use Bfloat16 gradient accumulation",
+                    kEngine));
+  EXPECT_EQ(
+      diag(load(R"("fp16": {"enabled": true}, "data_types": {"grad_accum_dtype": "fp32"})", v0144)),
+      refusal("/data_types/grad_accum_dtype",
+              "unsupported mix of model dtype and gradient accumulation type", kEngine));
+  // With ZeRO the default is the model dtype in both releases: stage 1 stays
+  // DeepSpeedZeroOptimizer.
+  auto stage1 = load(bf16 + R"(, "zero_optimization": {"stage": 1})", v0144);
+  ASSERT_TRUE(stage1.ok()) << diag(stage1);
+  EXPECT_EQ(stage1.value().grad_accum(), DType::BFloat16);
+  EXPECT_EQ(stage1.value().optimizer_path(), OptimizerPath::ZeroStage1And2);
+  // edaa722 (the default): FP16_Optimizer in bf16 mode, bf16 accumulation.
+  auto edaa = load(bf16);
+  ASSERT_TRUE(edaa.ok()) << diag(edaa);
+  EXPECT_EQ(edaa.value().grad_accum(), DType::BFloat16);
+  EXPECT_EQ(edaa.value().optimizer_path(), OptimizerPath::Fp16Optimizer);
+}
+
 TEST(DsConfigRefusal, LegacyStage1) {
   EXPECT_EQ(
       diag(load(R"("zero_optimization": {"stage": 1, "legacy_stage1": true})")),

@@ -166,6 +166,62 @@ TEST(PlanEqualsSimulate, TheDeepSpeedVersionReachesEveryRow) {
   std::remove(sc.c_str());
 }
 
+// DeepSpeed v0.14.4 runs BF16_Optimizer for bf16 without ZeRO (get_data_types defaults the
+// accumulation to fp32 there): the fp32 master and Adam states are partitioned over the ranks.
+// zerosim resolved every ds_config with edaa722's rules: a v0.14.4 stage 0 bf16 run was planned and
+// simulated as FP16_Optimizer with a full copy per rank (29.0 GiB instead of 16.7 GiB for GPT-2 XL
+// on 8 GPUs), and a scenario with fp32 accumulation was refused as edaa722 refuses it.
+TEST(PlanEqualsSimulate, V0144Stage0Bf16RunsBf16Optimizer) {
+  const std::string flags =
+      "--model gpt2-xl --gpus 8 --gpu A100-80GB --precision bf16 --format json";
+  const auto edaa = run_cli("simulate " + flags + " --stage 0");
+  const auto v0144 = run_cli("simulate " + flags + " --stage 0 --deepspeed-version 0.14.4");
+  const auto plan = run_cli("plan " + flags + " --deepspeed-version 0.14.4");
+  ASSERT_EQ(edaa.exit_code, 0) << edaa.err;
+  ASSERT_EQ(v0144.exit_code, 0) << v0144.err;
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto ej = nlohmann::json::parse(edaa.out), vj = nlohmann::json::parse(v0144.out);
+  EXPECT_EQ(ej["meta"]["optimizer"], "FP16_Optimizer");
+  EXPECT_EQ(vj["meta"]["optimizer"], "BF16_Optimizer");
+  const auto peak = [](const nlohmann::json& j) {
+    return j["memory"]["peak_bytes"].get<std::uint64_t>();
+  };
+  // The partitioned master and states: 12 bytes per parameter become 12/8, the full fp32
+  // gradient buffer adds 4.
+  EXPECT_LT(peak(vj), peak(ej) * 3 / 5);
+  const auto pj = nlohmann::json::parse(plan.out);
+  nlohmann::json row;
+  for (const auto& r : pj["rows"])
+    if (r["stage"] == 0) row = r;
+  ASSERT_TRUE(row.is_object()) << plan.out;
+  EXPECT_EQ(row["optimizer"], "BF16_Optimizer");
+  EXPECT_EQ(row["total_bytes"].get<std::uint64_t>() - row["overhead_bytes"].get<std::uint64_t>(),
+            peak(vj));
+  // A scenario with fp32 accumulation at stage 0: edaa722 refuses it, v0.14.4 runs it, also when
+  // the version comes from a flag after --scenario (the scenario is resolved with that version).
+  const std::string sc = zerosim::testutil::unique_temp_path("v0144_stage0_bf16.json");
+  {
+    auto j = nlohmann::json::parse(
+        read_all(std::string(ZEROSIM_SOURCE_DIR) + "/scenarios/gpt2-xl_zero0_8xa100.json"));
+    j["deepspeed"].erase("fp16");
+    j["deepspeed"]["bf16"] = {{"enabled", true}};
+    j["deepspeed"]["data_types"] = {{"grad_accum_dtype", "fp32"}};
+    std::ofstream(sc) << j.dump(2);
+  }
+  const auto refused = run_cli("simulate --scenario " + sc + " --format json");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("unsupported mix of model_dtype=torch.bfloat16"), std::string::npos)
+      << refused.err;
+  const auto ran =
+      run_cli("simulate --scenario " + sc + " --deepspeed-version 0.14.4 --format json");
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_EQ(nlohmann::json::parse(ran.out)["meta"]["optimizer"], "BF16_Optimizer");
+  EXPECT_NE(ran.err.find("--deepspeed-version: overrides"), std::string::npos) << ran.err;
+  const auto planned = run_cli("plan --scenario " + sc + " --deepspeed-version 0.14.4");
+  EXPECT_EQ(planned.exit_code, 0) << planned.err;
+  std::remove(sc.c_str());
+}
+
 // simulate's JSON (stdout and --summary) had the step time and traffic but neither tokens/s nor
 // MFU, which its table prints (found by a new-user pass): the "speed" object carries them.
 TEST(SimulateJson, CarriesTheSpeedTheTablePrints) {

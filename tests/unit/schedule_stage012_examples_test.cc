@@ -291,6 +291,32 @@ TEST(ScheduleStage012Examples, V0144EmptyFlushIssuesAZeroElementAllReduce) {
   EXPECT_EQ(old_rs.s().meta.deepspeed_version, DeepSpeedVersion::V0_14_4);
 }
 
+// A config resolved with one release's rules (DsConfig::version) is not built as the other's: the
+// dtypes and the wrapper would mix the two (v0.14.4 stage 0 bf16 is BF16_Optimizer, edaa722's is
+// FP16_Optimizer).
+TEST(ScheduleStage012Examples, AConfigResolvedForAnotherReleaseIsRefused) {
+  DsConfig ds = default_ds_config(0, DType::BFloat16);
+  ModelDesc model = make_model({10, 6});
+  auto plan = plan_partition(model, partition_options(ds, 2));
+  ASSERT_TRUE(plan.ok());
+  ScheduleInput in;
+  in.model = &model;
+  in.plan = &plan.value();
+  in.ds = &ds;
+  in.cluster.nodes = 1;
+  in.cluster.gpus_per_node = 2;
+  in.version = DeepSpeedVersion::V0_14_4;
+  const auto r = build_schedule(in);
+  EXPECT_EQ(r.diagnostics().to_string(),
+            "schedule: /deepspeed_version: expected the DeepSpeed config resolved for DeepSpeed "
+            "0.14.4, got one resolved for edaa722 (internal error)\n");
+  ds.version = DeepSpeedVersion::V0_14_4;
+  const auto ok = build_schedule(in);
+  ASSERT_TRUE(ok.ok()) << ok.diagnostics().to_string();
+  EXPECT_EQ(ok.value().meta.optimizer, "BF16_Optimizer");
+  EXPECT_EQ(ok.value().meta.grad_accum_dtype, DType::Float32);
+}
+
 TEST(ScheduleStage012Examples, V0144AllocatesIpgBuffersInBackwardEveryMicroStep) {
   auto ds = zero_config(1, 8, false);
   ds.grad_accum_steps = 2;

@@ -88,6 +88,7 @@ inline Built build(ModelDesc model, DsConfig ds, std::uint32_t world, BuildOptio
   Built b;
   b.model = std::move(model);
   b.ds = std::move(ds);
+  b.ds.version = o.version;  // as a loader resolving the config for that release sets it
   PartitionOptions po = partition_options(b.ds, world);
   po.groups = o.groups;
   auto plan = plan_partition(b.model, po);

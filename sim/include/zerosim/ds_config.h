@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "zerosim/diagnostic.h"
+#include "zerosim/ir_types.h"
 #include "zerosim/units.h"
 
 namespace zerosim {
@@ -85,8 +86,8 @@ struct ZeroConfig {
 enum class OptimizerPath {
   Plain,           ///< stage 0 fp32: bare optimizer, engine all-reduces
   Fp16Optimizer,   ///< stage 0 fp16/bf16: FP16_Optimizer
-  Bf16Optimizer,   ///< stage 1 + bf16 + grad_accum_dtype fp32, no CPU optimizer offload:
-                   ///< BF16_Optimizer
+  Bf16Optimizer,   ///< stage 1 + bf16 + grad_accum_dtype fp32, no CPU optimizer offload, and
+                   ///< (v0.14.4) stage 0 + bf16: BF16_Optimizer
   ZeroStage1And2,  ///< DeepSpeedZeroOptimizer
   ZeroStage3,      ///< DeepSpeedZeroOptimizer_Stage3
 };
@@ -95,6 +96,10 @@ enum class OptimizerPath {
 enum class GradientAllreduceOp { Mean, Sum };
 
 struct DsConfig {
+  /// The DeepSpeed whose rules resolve this config (AutoValues::version at load): the default
+  /// gradient-accumulation dtype and the stage 0 wrapper differ between releases. It equals the
+  /// version the run reproduces (ScheduleInput::version, PlanRequest::version; both check it).
+  DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
   ZeroConfig zero;
   // fp16 block (deepspeed/runtime/precision_config.py DeepSpeedFP16Config)
   bool fp16 = false;            ///< fp16.enabled
@@ -137,9 +142,14 @@ struct DsConfig {
   /// MW: fp16 with fp16_master_weights_and_grads, bf16 with bf16_master_weights_and_grads, else
   /// fp32.
   DType master_dtype() const;
-  DType grad_accum() const { return grad_accum_dtype.value_or(lp_dtype()); }         ///< GA
+  /// GA: data_types.grad_accum_dtype, else LP; v0.14.4's get_data_types makes it fp32 for bf16
+  /// without ZeRO (stage 0), which then runs BF16_Optimizer (DeepSpeed PR #7515 changed it).
+  DType grad_accum() const;
   DType comm_dtype() const { return communication_data_type.value_or(lp_dtype()); }  ///< CD
   OptimizerPath optimizer_path() const;
+  /// Empty when `run` is the release this config was resolved for, else why (an internal error:
+  /// a caller set one version and not the other); build_schedule and make_plan check it.
+  std::string version_problem(DeepSpeedVersion run) const;
 };
 
 /// Values that resolve "auto" entries (Hugging Face Trainer configs) and fill in the batch rule.
@@ -157,6 +167,8 @@ struct AutoValues {
   std::optional<DType> precision;                 ///< --precision fp16|bf16|fp32
   std::optional<double> gradient_clipping;        ///< --gradient-clipping
   std::optional<std::uint64_t> hidden_size;       ///< model hidden size: HF's rule for bucket sizes
+  /// --deepspeed-version or a scenario's deepspeed_version: whose rules resolve the config.
+  DeepSpeedVersion version = DeepSpeedVersion::Edaa722;
 };
 
 /// Parses ds_config JSON text. `source` names the file in messages. Never throws.

@@ -66,10 +66,14 @@ struct Scenario {
 };
 
 /// Parses scenario text. `source` names it in diagnostics; relative paths inside resolve against
-/// `base_dir` (empty = the current directory). Never throws.
+/// `base_dir` (empty = the current directory). `version` (--deepspeed-version) replaces the
+/// file's deepspeed_version before its DeepSpeed config is resolved (DsConfig::version: each
+/// release refuses configs the other runs). Never throws.
 Result<Scenario> load_scenario_text(const std::string& text, const std::string& source,
-                                    const std::string& base_dir);
+                                    const std::string& base_dir,
+                                    std::optional<DeepSpeedVersion> version = std::nullopt);
 /// Reads a scenario file; paths inside resolve against the file's folder.
-Result<Scenario> load_scenario_file(const std::string& path);
+Result<Scenario> load_scenario_file(const std::string& path,
+                                    std::optional<DeepSpeedVersion> version = std::nullopt);
 
 }  // namespace zerosim

@@ -230,15 +230,39 @@ DType DsConfig::master_dtype() const {
   return DType::Float32;
 }
 
+DType DsConfig::grad_accum() const {
+  if (grad_accum_dtype) return *grad_accum_dtype;
+  // v0.14.4 engine.py get_data_types: "if model_dtype == torch.bfloat16 and not
+  // self.zero_optimization(): grad_accum_dtype = torch.float32"; edaa722 takes the model dtype.
+  if (version == DeepSpeedVersion::V0_14_4 && zero.stage == 0 && lp_dtype() == DType::BFloat16)
+    return DType::Float32;
+  return lp_dtype();
+}
+
 OptimizerPath DsConfig::optimizer_path() const {
   // engine.py _do_optimizer_sanity_check: BF16_Optimizer needs zero_cpu_offload() false, which
   // tests offload_optimizer.device == cpu only (NVMe offload still takes the BF16_Optimizer path).
-  if (zero.stage == 0)
-    return lp_dtype() == DType::Float32 ? OptimizerPath::Plain : OptimizerPath::Fp16Optimizer;
+  // Without ZeRO, v0.14.4 runs BF16_Optimizer for bf16 with fp32 accumulation (its default) and
+  // refuses bf16 accumulation (ds_config_rules.cc); edaa722 runs FP16_Optimizer in bf16 mode
+  // ("DDP_BFLOAT16") and refuses fp32 accumulation.
+  if (zero.stage == 0) {
+    if (lp_dtype() == DType::Float32) return OptimizerPath::Plain;
+    if (version == DeepSpeedVersion::V0_14_4 && lp_dtype() == DType::BFloat16 &&
+        grad_accum() == DType::Float32)
+      return OptimizerPath::Bf16Optimizer;
+    return OptimizerPath::Fp16Optimizer;
+  }
   if (zero.stage == 1 && lp_dtype() == DType::BFloat16 && grad_accum() == DType::Float32 &&
       zero.offload_optimizer.device != OffloadDevice::Cpu)
     return OptimizerPath::Bf16Optimizer;
   return zero.stage <= 2 ? OptimizerPath::ZeroStage1And2 : OptimizerPath::ZeroStage3;
+}
+
+std::string DsConfig::version_problem(DeepSpeedVersion run) const {
+  if (run == version) return {};
+  return "expected the DeepSpeed config resolved for DeepSpeed " +
+         std::string(deepspeed_version_name(run)) + ", got one resolved for " +
+         std::string(deepspeed_version_name(version)) + " (internal error)";
 }
 
 Result<DsConfig> load_ds_config_text(const std::string& text, const std::string& source,
@@ -258,6 +282,7 @@ Result<DsConfig> load_ds_config_text(const std::string& text, const std::string&
   JsonReader root(*j, source, "", diags);
   if (!root.expect_object()) return Result<DsConfig>(std::move(diags));
   Loader ld(autos, source, diags);
+  ld.cfg.version = autos.version;  // before the rules and notes, which depend on it
   if (autos.world_size == 0) diags.error(source, "", "expected a world size of at least 1, got 0");
   dsconfig::read_zero(root, ld);
   dsconfig::read_precision(root, ld);

@@ -3,7 +3,8 @@
 // Reroutes change the loaded DsConfig so that it describes what really runs, and each one leaves a
 // note: offload_param below stage 3 is ignored; stage3_allgather_sequential forces a prefetch
 // bucket of 1 (engine.py _configure_zero_optimizer); stage 1 + bf16 + fp32 gradient accumulation
-// without CPU optimizer offload runs BF16_Optimizer (engine.py _do_optimizer_sanity_check).
+// without CPU optimizer offload, and v0.14.4's stage 0 + bf16, run BF16_Optimizer (engine.py
+// _do_optimizer_sanity_check).
 // The other notes explain behaviour the docs get wrong or users often expect differently
 // (shared/docs/deepspeed_zero.md §10). Every note is one line.
 #include <string>
@@ -31,7 +32,13 @@ void reroutes(Loader& ld) {
         "all-gather "
         "per parameter)");
   }
-  if (ld.cfg.optimizer_path() == OptimizerPath::Bf16Optimizer)
+  if (ld.cfg.optimizer_path() == OptimizerPath::Bf16Optimizer && z.stage == 0)
+    ld.note(
+        "bf16 without ZeRO at DeepSpeed v0.14.4: gradients accumulate in fp32 by default and "
+        "DeepSpeed runs BF16_Optimizer, which partitions the fp32 master weights and optimizer "
+        "states over the data-parallel ranks like stage 1 (edaa722 runs FP16_Optimizer in bf16 "
+        "mode with a full copy on every rank)");
+  else if (ld.cfg.optimizer_path() == OptimizerPath::Bf16Optimizer)
     ld.note(
         "stage 1 + bf16 + data_types.grad_accum_dtype fp32 without CPU optimizer offload: "
         "DeepSpeed runs "

@@ -50,8 +50,9 @@ std::size_t error_count(const Diagnostics& d) {
 
 class ScenarioLoader {
  public:
-  ScenarioLoader(std::string source, std::string base_dir, Diagnostics& d)
-      : source_(std::move(source)), base_dir_(std::move(base_dir)), d_(d) {}
+  ScenarioLoader(std::string source, std::string base_dir, std::optional<DeepSpeedVersion> v,
+                 Diagnostics& d)
+      : source_(std::move(source)), base_dir_(std::move(base_dir)), version_(v), d_(d) {}
 
   std::optional<Scenario> load(JsonReader& root);
 
@@ -69,6 +70,7 @@ class ScenarioLoader {
 
   std::string source_;
   std::string base_dir_;
+  std::optional<DeepSpeedVersion> version_;  ///< load_scenario_text's `version`
   Diagnostics& d_;
   std::optional<LoraSpec> lora_;  ///< read_model; applied once the ds_config gave the LP dtype
 };
@@ -255,6 +257,7 @@ bool ScenarioLoader::read_deepspeed(JsonReader& root, Scenario& s) {
     return false;
   }
   AutoValues autos;
+  autos.version = s.version;  // read_options read it first
   autos.world_size = s.cluster.world_size();
   if (s.model.arch) autos.hidden_size = s.model.arch->hidden;
   std::optional<Result<DsConfig>> ds;
@@ -307,6 +310,7 @@ std::optional<Scenario> ScenarioLoader::load(JsonReader& root) {
   s.source = source_;
   s.name = std::filesystem::path(source_).stem().string();
   read_options(root, s);
+  if (version_) s.version = *version_;  // before read_deepspeed resolves the config with it
   read_model(root, s);
   const bool world_known = read_cluster(root, s);
   read_training(root, s);  // a failed model leaves no context length: seq_len defaults to 4096
@@ -337,22 +341,25 @@ std::optional<Scenario> ScenarioLoader::load(JsonReader& root) {
 }  // namespace
 
 Result<Scenario> load_scenario_text(const std::string& text, const std::string& source,
-                                    const std::string& base_dir) {
+                                    const std::string& base_dir,
+                                    std::optional<DeepSpeedVersion> version) {
   Diagnostics d;
   auto doc = json::parse(text, source, d);
   if (!doc) return Result<Scenario>(d);
   JsonReader root(*doc, source, "", d);
-  ScenarioLoader loader(source, base_dir, d);
+  ScenarioLoader loader(source, base_dir, version, d);
   auto s = loader.load(root);
   if (!s) return Result<Scenario>(d);
   return Result<Scenario>(std::move(*s), d);
 }
 
-Result<Scenario> load_scenario_file(const std::string& path) {
+Result<Scenario> load_scenario_file(const std::string& path,
+                                    std::optional<DeepSpeedVersion> version) {
   Diagnostics d;
   std::string text;
   if (!json::read_file(path, text, d)) return Result<Scenario>(d);
-  return load_scenario_text(text, path, std::filesystem::path(path).parent_path().string());
+  return load_scenario_text(text, path, std::filesystem::path(path).parent_path().string(),
+                            version);
 }
 
 }  // namespace zerosim

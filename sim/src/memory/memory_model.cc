@@ -47,7 +47,10 @@ const PartitionPlan* resolve_plan(const ModelDesc& model, const PartitionPlan& p
                                   const DsConfig& ds, std::uint64_t world, PartitionPlan& storage,
                                   memory::ReportBuilder& rb) {
   const int stage = ds.zero.stage;
-  if (stage == 0 || plan_matches(plan, model, stage, world)) return &plan;
+  // Stage 0 needs no layout unless it runs BF16_Optimizer (v0.14.4), partitioned as stage 1.
+  if ((stage == 0 && ds.optimizer_path() != OptimizerPath::Bf16Optimizer) ||
+      plan_matches(plan, model, stage, world))
+    return &plan;
   if (world > kMaxPartitionWorld) {
     rb.note("world size " + std::to_string(world) + " exceeds the partitioner's limit; no layout");
     return nullptr;

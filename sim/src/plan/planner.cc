@@ -234,6 +234,8 @@ DsConfig variant_config(const DsConfig& base, int stage, OffloadVariant offload)
 Result<PlanResult> make_plan(const PlanRequest& request) {
   const std::uint64_t world = request.cluster.world_size();
   if (world == 0) return fail<PlanResult>("--gpus", "", "expected at least 1 GPU, got 0");
+  if (const std::string why = request.base.version_problem(request.version); !why.empty())
+    return fail<PlanResult>("plan", "/deepspeed_version", why);  // as build_schedule checks it
   if (!request.base.refusals.empty()) {  // stage 3 NVMe offload (DsConfig::refusals)
     Diagnostics d;
     for (const Diagnostic& r : request.base.refusals) d.add(r);

@@ -35,6 +35,10 @@ Diagnostics check_input(const ScheduleInput& in) {
     return d;
   }
   for (const Diagnostic& r : in.ds->refusals) d.add(r);  // stage 3 NVMe offload
+  // The config's dtypes and wrapper were resolved by one DeepSpeed's rules: building another's
+  // schedule from them would mix the two.
+  if (const std::string why = in.ds->version_problem(in.version); !why.empty())
+    d.error(kSource, "/deepspeed_version", why);
   const ModelDesc& m = *in.model;
   const PartitionPlan& plan = *in.plan;
   // Activations grow with sequence x micro-batch, and nothing else bounds their product: past

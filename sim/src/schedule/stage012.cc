@@ -228,8 +228,10 @@ void fill_meta(const Config& c, Schedule& s) {
       "DeepSpeed behaviour of " +
       (c.v0144 ? std::string("release v0.14.4") : "commit " + std::string(kDeepSpeedCommit)));
   if (c.path == OptimizerPath::Bf16Optimizer)
-    meta.notes.push_back(
-        "bf16 + stage 1 + grad_accum_dtype fp32 runs BF16_Optimizer, not the ZeRO optimizer");
+    meta.notes.push_back(c.stage == 0 ? "bf16 without ZeRO at v0.14.4 accumulates in fp32 and runs "
+                                        "BF16_Optimizer, not FP16_Optimizer"
+                                      : "bf16 + stage 1 + grad_accum_dtype fp32 runs "
+                                        "BF16_Optimizer, not the ZeRO optimizer");
   if (!c.managed)
     meta.notes.push_back(
         "managed_gradient_accumulation=false: no backward is a boundary; stage 0/1 reduce in "
