@@ -34,6 +34,16 @@ Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
     // -o is --output's short form (as in cc, curl, nsys), for every command that writes a file.
     if (a == "-o" && std::find(names.begin(), names.end(), "--output") != names.end())
       a = "--output";
+    if (a == "-o") {  // a command without --output (simulate): name the flags that write files
+      std::string writers;
+      for (const auto& s : specs)
+        if (s.help.rfind("write ", 0) == 0)
+          writers += (writers.empty() ? "" : ", ") + s.name + " " + s.value_name;
+      d.error(src, "", "unexpected argument \"-o\": " + command + " has no --output",
+              writers.empty() ? "see --help" : "it writes files with " + writers);
+      if (i + 1 < args.size() && args[i + 1].rfind('-', 0) != 0) ++i;  // -o's file: one line
+      continue;
+    }
     if (a.rfind("--", 0) != 0) {
       d.error(src, "", "unexpected argument " + quote(a), "flags start with --; see --help");
       continue;

@@ -40,7 +40,7 @@ std::vector<FlagSpec> plan_flags() {
       {"--max-gpus", "N", "largest GPU count searched for 'min GPUs' and --sweep; default 4096"});
   f.push_back({"--zero-init", "",
                "stage 3 rows: the model is built under deepspeed.zero.Init (HF Trainer does this); "
-               "without it every GPU first holds the whole 16-bit model"});
+               "without it every GPU first holds the whole model"});
   f.push_back({"--cpu-memory-per-node", "SIZE",
                "host RAM of one node, e.g. 512GiB: a row fits only when its host/node fits too "
                "(the fits column says which side fails); default: the host is not checked"});

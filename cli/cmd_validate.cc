@@ -291,7 +291,7 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
         << " lines, every rank): " << (v.log ? "identical" : "DIFFERS at " + log_diff) << "\n";
     out << "peak device memory per rank and category: "
         << (v.memory ? "equal to the simulator's ledger on all " + std::to_string(m.ranks.size()) +
-                           " ranks (largest " + format_gib(max_peak) + ")"
+                           " ranks (largest " + format_size(max_peak) + ")"
                      : "DIFFERS on " + std::to_string(memory_bad) +
                            (memory_bad == 1 ? " rank" : " ranks") + "; first: " + memory_first)
         << "\n\nbytes sent per rank:\n";

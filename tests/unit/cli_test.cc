@@ -88,6 +88,11 @@ TEST(Cli, UnknownCommandAndFlag) {
   expect_one_line_error("plan --gpus", "--gpus: expected a value (N), got nothing");
   expect_one_line_error("plan --gpus 8 --gpus 4", "--gpus: given twice");
   expect_one_line_error("plan stray", "unexpected argument \"stray\"");
+  // -o is --output's short form; simulate has none, and said "flags start with --" twice (once
+  // for -o, once for its file) without naming the flags that write its files.
+  expect_one_line_error("simulate --model gpt2-small --stage 2 -o out.json",
+                        "unexpected argument \"-o\": simulate has no --output (it writes files "
+                        "with --trace FILE, --summary FILE, --chrome-trace FILE)");
 }
 
 // Fewer GPUs than --gpus-per-node is one node using that many: --gpus 2 --gpus-per-node 8 was

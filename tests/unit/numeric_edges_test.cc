@@ -33,6 +33,18 @@ TEST(NumericEdges, SaturatedBytesAreShownAsOverflow) {
   EXPECT_EQ(saturating_add(kBytesOverflow, 0), kBytesOverflow);
 }
 
+// validate printed a tiny model's peak as "largest 0.00 GiB" (found by a new-user pass; the
+// README's first validate example showed it): below 1 GiB a size takes the unit it fills.
+TEST(NumericEdges, SmallSizesTakeTheUnitTheyFill) {
+  EXPECT_EQ(format_size(0), "0 B");
+  EXPECT_EQ(format_size(1023), "1023 B");
+  EXPECT_EQ(format_size(1024), "1.00 KiB");
+  EXPECT_EQ(format_size(1730000), "1.65 MiB");
+  EXPECT_EQ(format_size((Bytes{1} << 30) - 1), "1024.00 MiB");
+  EXPECT_EQ(format_size(Bytes{1} << 30), "1.00 GiB");
+  EXPECT_EQ(format_size(kBytesOverflow), "overflow");
+}
+
 TEST(NumericEdges, HeadroomKeepsItsSignBeyondTwoToThe63) {
   const Bytes two63 = Bytes{1} << 63;
   // static_cast<int64_t>(2^63 + 2^40) is negative: a GPU that size had a negative headroom.

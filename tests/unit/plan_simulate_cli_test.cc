@@ -52,6 +52,21 @@ TEST(PlanZeroInitFlag, DecidesTheStage3InitPeak) {
 // The ZeRO paper's formulas keep every state on the GPU: its offload rows were copies of the rows
 // without offload (same bytes, no host memory). Paper accounting has one row per stage, and a
 // ds_config that offloads marks its stage's row (a note says why).
+// The init note named "the whole 16-bit model" for an fp32 run too, beside the fp32 model's size
+// (found by a new-user pass).
+TEST(PlanZeroInitFlag, TheInitNoteNamesTheModelsDtype) {
+  const std::string base = "plan --model gpt2-xl --gpus 8 --sweep --max-gpus 2 --precision ";
+  const auto fp32 = run_cli(base + "fp32");
+  const auto bf16 = run_cli(base + "bf16");
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.err;
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  EXPECT_NE(fp32.out.find("holds the whole fp32 model (5.80 GiB)"), std::string::npos) << fp32.out;
+  EXPECT_NE(fp32.out.find("\">=\": the whole fp32 model each GPU holds"), std::string::npos);
+  EXPECT_EQ(fp32.out.find("16-bit model"), std::string::npos) << fp32.out;
+  EXPECT_NE(bf16.out.find("holds the whole 16-bit model (2.90 GiB)"), std::string::npos)
+      << bf16.out;
+}
+
 TEST(PlanPaperMode, HasNoOffloadRows) {
   const auto r = run_cli("plan --model llama2-13b --mode paper --gpus 8 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -50,6 +50,9 @@ std::optional<DType> parse_dtype(std::string_view s);
 
 /// "12.34 GiB" with two decimals, the unit spelled out.
 std::string format_gib(Bytes b);
+/// In GiB from 1 GiB up, else in the largest binary unit it fills ("2.31 MiB", "512 B"): a small
+/// model's figures would read "0.00 GiB" in format_gib.
+std::string format_size(Bytes b);
 
 /// a * b, or nullopt when the product does not fit in 64 bits.
 std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b);

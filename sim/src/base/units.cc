@@ -61,6 +61,18 @@ std::string format_gib(Bytes b) {
   return buf;
 }
 
+std::string format_size(Bytes b) {
+  if (b >= (Bytes{1} << 30)) return format_gib(b);
+  char buf[64];
+  const bool kib = b < (Bytes{1} << 20);
+  if (b < 1024)
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  else
+    std::snprintf(buf, sizeof buf, "%.2f %s", static_cast<double>(b) / (kib ? 0x1p10 : 0x1p20),
+                  kib ? "KiB" : "MiB");
+  return buf;
+}
+
 std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b) {
   std::uint64_t r = 0;
   if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;

@@ -123,7 +123,8 @@ void add_notes(PlanResult& out) {
           "parameter is partitioned as it is constructed; stages 0-2 have no zero.Init");
     else if (!quantized && req.max_stage >= 3)
       out.notes.push_back(
-          "stage 3 rows without --zero-init: every GPU first holds the whole 16-bit model (" +
+          "stage 3 rows without --zero-init: every GPU first holds the whole " +
+          std::string(req.base.lp_dtype() == DType::Float32 ? "fp32" : "16-bit") + " model (" +
           format_gib(whole_model) +
           ") before partitioning, as DeepSpeed does for a model built outside "
           "deepspeed.zero.Init; pass --zero-init if it is (HF Trainer does so for stage 3)");

@@ -198,8 +198,9 @@ void write_text(const PlanResult& p, std::ostream& out, bool verbose, bool markd
   }
   if (!p.sweep.empty()) {
     out << "\nsweep (total per GPU at micro-batch " << p.request.training.micro_batch
-        << "; \">=\": the whole 16-bit model each GPU holds at init without zero.Init already "
-           "exceeds the GPU):\n";
+        << "; \">=\": the whole "
+        << (p.request.base.lp_dtype() == DType::Float32 ? "fp32" : "16-bit")
+        << " model each GPU holds at init without zero.Init already exceeds the GPU):\n";
     std::vector<Cells> sw = {{"gpus", "stage", "offload", "total/GPU", "fits", "max micro-batch"}};
     for (const auto& c : p.sweep)
       sw.push_back({std::to_string(c.gpus), std::to_string(c.stage), offload_label(c.offload),
