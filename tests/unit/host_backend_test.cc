@@ -84,12 +84,19 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, ShippedScenario,
 TEST(ScheduleDigest, EqualSchedulesEqualDigestsAndAnyChangeShows) {
   const Built a = build("tiny_zero2_4gpu.json"), b = build("tiny_zero2_4gpu.json");
   const std::string d = schedule_digest(a.schedule);
-  EXPECT_EQ(d.size(), 8u + 16u);
+  EXPECT_EQ(d.size(), std::string(kScheduleDigestScheme).size() + 16u);
+  EXPECT_EQ(d.rfind(kScheduleDigestScheme, 0), 0u);
   EXPECT_EQ(d, schedule_digest(b.schedule));
   Schedule changed = a.schedule;
   changed.ops[changed.ops.size() / 2].label += " ";
   EXPECT_NE(schedule_digest(changed), d);
   EXPECT_NE(schedule_digest(build("tiny_zero2_4gpu.json", kDefaultSteps + 1).schedule), d);
+  // The model's name (its param list's path as given) and the notes are not the schedule:
+  // `zerosim check` refused a prediction made with the absolute path of the measured run's model.
+  Schedule renamed = a.schedule;
+  renamed.meta.model = "/elsewhere/" + renamed.meta.model;
+  renamed.meta.notes.push_back("another note");
+  EXPECT_EQ(schedule_digest(renamed), d);
 }
 
 TEST(RingPlan, ChunksTileTheBufferAndBytesAddUp) {

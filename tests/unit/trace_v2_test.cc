@@ -168,7 +168,8 @@ TEST(TraceV2, GarbageInEachNewFieldIsOneLine) {
   one("\"clock\": \"cuda_events\"", "\"clock\": \"wall\"",
       "/meta/clock: expected one of \"simulated\", \"host_steady\", \"cuda_events\", got \"wall\"");
   one("\"fnv1a64:0123456789abcdef\"", "\"md5:abc\"",
-      "/meta/schedule_digest: expected \"fnv1a64:\" and 16 lowercase hex digits, got \"md5:abc\"");
+      "/meta/schedule_digest: expected \"fnv1a64-v2:\" (or \"fnv1a64:\") and 16 lowercase hex "
+      "digits, got \"md5:abc\"");
   one("\"timed_steps\": 2", "\"timed_steps\": 0",
       "/meta/timed_steps: expected an integer 1..4294967295, got 0");
   one("\"warmup_steps\": 3", "\"warmup_steps\": \"3\"",

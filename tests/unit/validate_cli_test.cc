@@ -4,6 +4,8 @@
 // new flag fed garbage gives one line and exit 1.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -180,12 +182,49 @@ TEST(ValidateCli, FilesOfDifferentSchedulesAreRefused) {
   std::remove(other.c_str());
   // Same model and sizes, another schedule: the digests differ.
   auto t = nlohmann::json::parse(read_all(f.measured));
-  ASSERT_EQ(t["meta"]["schedule_digest"].get<std::string>().rfind("fnv1a64:", 0), 0u);
-  t["meta"]["schedule_digest"] = "fnv1a64:0000000000000000";
+  ASSERT_EQ(t["meta"]["schedule_digest"].get<std::string>().rfind("fnv1a64-v2:", 0), 0u);
+  t["meta"]["schedule_digest"] = "fnv1a64-v2:0000000000000000";
   write(f.measured, t.dump());
   r = run_cli("check --predicted " + f.predicted + " --measured " + f.measured);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("/meta/schedule_digest"), std::string::npos) << r.err;
+}
+
+// The model of a param list is named by its path as given: a prediction made with the absolute
+// path and a validation run from the scenario's folder were "traces of different schedules"
+// (/meta/model and /meta/schedule_digest differed), although the schedules were the same.
+TEST(ValidateCli, AModelNamedByAnotherPathIsTheSameSchedule) {
+  const std::string predicted = tmp("abs_predicted.json"), measured = tmp("rel_measured.json");
+  ASSERT_EQ(
+      run_cli("simulate --scenario " + scenario("tiny_zero2_4gpu.json") + " --trace " + predicted)
+          .exit_code,
+      0);
+  const std::string rel = tmp("tiny_copy.json");
+  {
+    // The same scenario in the temporary folder, its param list named relative to that folder.
+    auto j = nlohmann::json::parse(read_all(scenario("tiny_zero2_4gpu.json")));
+    j["model"]["param_list"] =
+        std::filesystem::relative(scenario("tiny_params.json"), ::testing::TempDir()).string();
+    write(rel, j.dump());
+  }
+  const CliRun v = run_cli("validate --scenario " + rel + " --no-data --output " + measured);
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  const auto pm = nlohmann::json::parse(read_all(predicted))["meta"];
+  const auto mm = nlohmann::json::parse(read_all(measured))["meta"];
+  ASSERT_NE(pm["model"], mm["model"]);  // the test's premise: two names for one file
+  EXPECT_EQ(pm["schedule_digest"], mm["schedule_digest"]);
+  const CliRun c = run_cli("check --predicted " + predicted + " --measured " + measured);
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  // A trace of an earlier zerosim carries the old scheme, which hashed the name: its digest is not
+  // compared with the new one, and the names are (as that zerosim did).
+  auto old = nlohmann::json::parse(read_all(measured));
+  old["meta"]["schedule_digest"] = "fnv1a64:0000000000000000";
+  write(measured, old.dump());
+  const CliRun o = run_cli("check --predicted " + predicted + " --measured " + measured);
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_NE(o.err.find("/meta/model"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("/meta/schedule_digest"), std::string::npos) << o.err;
+  for (const std::string& f : {predicted, measured, rel}) std::remove(f.c_str());
 }
 
 TEST(ValidateCli, BadInputIsOneLine) {

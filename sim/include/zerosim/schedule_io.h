@@ -40,7 +40,11 @@ enum class SlotsForm { Sparse, Dense };
 /// Writes `s` as schedule JSON. Deterministic: equal schedules give byte-identical output.
 /// Streams op by op (memory O(largest op), not O(file)). Precondition: `s` is valid
 /// (lower_schedule, schedule_graph.h); flops must be finite.
-void write_schedule_json(const Schedule& s, std::ostream& out, SlotsForm slots = SlotsForm::Sparse);
+/// `names` false leaves meta's "model" and "notes" out (what schedule_digest hashes: the model
+/// file's path and the explanatory notes name a schedule, they are not part of it); such text is
+/// not a schedule file.
+void write_schedule_json(const Schedule& s, std::ostream& out, SlotsForm slots = SlotsForm::Sparse,
+                         bool names = true);
 
 /// Parses schedule JSON. `source` names the file in diagnostics. When `model` is given, op `param`
 /// and `layer` indices are also checked against its params and layers (a Schedule does not record

@@ -55,6 +55,13 @@ inline constexpr const char* kClockNames[] = {"simulated", "host_steady", "cuda_
 /// Named counter of live host + pinned bytes (summarize() takes its maximum as the host peak).
 inline constexpr const char* kHostBytesCounter = "host_bytes";
 
+/// TraceMeta::schedule_digest's schemes, its prefix before 16 lowercase hex digits: the current one
+/// (schedule_digest(), zerosim/schedule_digest.h: without the model's name and the notes) and the
+/// one traces carried before it, which hashed those too (a param list named by a relative and by an
+/// absolute path gave two digests). `zerosim check` compares digests of one scheme only.
+inline constexpr const char* kScheduleDigestScheme = "fnv1a64-v2:";
+inline constexpr const char* kScheduleDigestSchemeV1 = "fnv1a64:";
+
 /// Run metadata (written as "meta" in the trace, "otherData" in the Chrome trace).
 struct TraceMeta {
   std::string backend = "simulator";  ///< "simulator", "host", "cuda"

@@ -1,5 +1,5 @@
-// schedule_digest (schedule_digest.h): FNV-1a 64 over the schedule JSON (dense slots), hashed as it
-// is written.
+// schedule_digest (schedule_digest.h): FNV-1a 64 over the schedule JSON (dense slots, without the
+// model's name and the notes), hashed as it is written.
 #include "zerosim/schedule_digest.h"
 
 #include <cstdint>
@@ -41,10 +41,10 @@ std::string schedule_digest(const Schedule& s) {
   std::ostream out(&buf);
   // The dense slot form: the text every digest was taken over before files wrote slots sparsely,
   // so traces recorded then still compare with `zerosim check` (the IR did not change).
-  write_schedule_json(s, out, SlotsForm::Dense);
+  write_schedule_json(s, out, SlotsForm::Dense, /*names=*/false);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(buf.hash));
-  return std::string("fnv1a64:") + hex;
+  return std::string(kScheduleDigestScheme) + hex;
 }
 
 }  // namespace zerosim

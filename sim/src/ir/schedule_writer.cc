@@ -15,9 +15,9 @@ using ojson = nlohmann::ordered_json;
 
 std::string str(std::string_view s) { return std::string(s); }
 
-ojson meta_json(const ScheduleMeta& m) {
+ojson meta_json(const ScheduleMeta& m, bool names) {
   ojson j;
-  j["model"] = m.model;
+  if (names) j["model"] = m.model;
   j["mode"] = m.mode;
   j["deepspeed_version"] = str(deepspeed_version_name(m.deepspeed_version));
   j["optimizer"] = m.optimizer;
@@ -34,7 +34,7 @@ ojson meta_json(const ScheduleMeta& m) {
   j["grad_accum_dtype"] = str(dtype_name(m.grad_accum_dtype));
   j["comm"] = str(dtype_name(m.comm));
   j["slot_names"] = m.slot_names;
-  j["notes"] = m.notes;
+  if (names) j["notes"] = m.notes;
   return j;
 }
 
@@ -248,11 +248,11 @@ void write_array(std::ostream& out, const char* key, const std::vector<T>& items
 
 }  // namespace
 
-void write_schedule_json(const Schedule& s, std::ostream& out, SlotsForm slots) {
+void write_schedule_json(const Schedule& s, std::ostream& out, SlotsForm slots, bool names) {
   out << "{\n";
   out << "  \"format\": " << ojson(kScheduleFormat).dump() << ",\n";
   out << "  \"version\": " << kScheduleIrVersion << ",\n";
-  out << "  \"meta\": " << meta_json(s.meta).dump() << ",\n";
+  out << "  \"meta\": " << meta_json(s.meta, names).dump() << ",\n";
   write_array(out, "comms", s.comms, comm_json, false);
   write_array(
       out, "tensors", s.tensors, [&](const TensorInfo& t) { return tensor_json(t, s.meta.lp); },

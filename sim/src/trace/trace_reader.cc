@@ -55,10 +55,11 @@ int check_header(JsonReader& root) {
 }
 
 bool valid_digest(const std::string& d) {
-  const std::string head = "fnv1a64:";
-  if (d.size() != head.size() + 16 || d.compare(0, head.size(), head) != 0) return false;
-  return std::all_of(d.begin() + static_cast<std::ptrdiff_t>(head.size()), d.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  for (const std::string head : {kScheduleDigestScheme, kScheduleDigestSchemeV1})
+    if (d.size() == head.size() + 16 && d.compare(0, head.size(), head) == 0)
+      return std::all_of(d.begin() + static_cast<std::ptrdiff_t>(head.size()), d.end(),
+                         [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return false;
 }
 
 void read_meta_v2(JsonReader& r, TraceMeta& m, int version) {
@@ -74,7 +75,8 @@ void read_meta_v2(JsonReader& r, TraceMeta& m, int version) {
   }
   if (auto d = r.get_string("schedule_digest")) {
     if (!d->empty() && !valid_digest(*d))
-      r.error("expected \"fnv1a64:\" and 16 lowercase hex digits, got " + quote(*d),
+      r.error("expected \"" + std::string(kScheduleDigestScheme) + "\" (or \"" +
+                  kScheduleDigestSchemeV1 + "\") and 16 lowercase hex digits, got " + quote(*d),
               "schedule_digest");
     else
       m.schedule_digest = *d;
