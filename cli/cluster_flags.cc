@@ -21,7 +21,8 @@ constexpr double kMaxGpuBandwidthGbps = 100000;
 // "24GiB", "23.5 GiB", "24576MiB", "1TiB", "25769803776B": binary units only. A decimal "GB" is
 // refused because memory sold as "24 GB" holds 24 GiB (the catalog's convention) while 24e9 bytes
 // are 22.35 GiB: the user says which.
-Result<Bytes> parse_size_flag(const std::string& flag, const std::string& text, double max_gib) {
+Result<Bytes> parse_size_flag(const std::string& flag, const std::string& text, double max_gib,
+                              Bytes min_bytes) {
   std::size_t end = 0;
   while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
                                text[end] == '.' || text[end] == 'e' || text[end] == 'E' ||
@@ -46,12 +47,23 @@ Result<Bytes> parse_size_flag(const std::string& flag, const std::string& text, 
   if (scale == 0 || end == 0 || !n.ok())
     return fail<Bytes>(flag, "", expected + ", got " + quote(text));
   const double bytes = n.value() * scale;
-  if (!(bytes >= 0x1p30) || bytes > max_gib * 0x1p30)
-    return fail<Bytes>(flag, "",
-                       "expected a size of 1GiB to " +
-                           std::to_string(static_cast<std::uint64_t>(max_gib)) + "GiB, got " +
-                           quote(text));
+  if (!(bytes >= static_cast<double>(min_bytes)) || bytes > max_gib * 0x1p30)
+    return fail<Bytes>(
+        flag, "",
+        "expected a size of " +
+            (min_bytes == Bytes{1} << 30 ? std::string("1GiB") : std::to_string(min_bytes) + "B") +
+            " to " + std::to_string(static_cast<std::uint64_t>(max_gib)) + "GiB, got " +
+            quote(text));
   return static_cast<Bytes>(std::floor(bytes));
+}
+
+Result<Bytes> parse_bytes_flag(const std::string& flag, const std::string& text) {
+  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0;
+  });
+  if (digits) return parse_uint(flag, text, 1, UINT64_MAX);
+  // 2^24 GiB = 2^54 bytes: far beyond any memory, and exactly representable as a double.
+  return parse_size_flag(flag, text, 0x1p24, 1);
 }
 
 namespace {

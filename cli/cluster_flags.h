@@ -18,8 +18,14 @@
 namespace zerosim::cli {
 
 /// A memory size flag: "24GiB", "23.5 GiB", "49152MiB", "2TiB", "25769803776B" (binary units
-/// only; "24GB" is refused with a hint: data sheets' GB are GiB). 1 GiB to `max_gib` GiB.
-Result<Bytes> parse_size_flag(const std::string& flag, const std::string& text, double max_gib);
+/// only; "24GB" is refused with a hint: data sheets' GB are GiB). `min_bytes` (1 GiB unless given)
+/// to `max_gib` GiB.
+Result<Bytes> parse_size_flag(const std::string& flag, const std::string& text, double max_gib,
+                              Bytes min_bytes = Bytes{1} << 30);
+/// A byte count for flags that took one before units: digits alone are bytes ("1000"), anything
+/// else a size with a binary unit as parse_size_flag reads it ("1.5GiB", "512MiB"); at least 1
+/// byte.
+Result<Bytes> parse_bytes_flag(const std::string& flag, const std::string& text);
 
 /// --gpu-memory, --gpu-tflops, --gpu-bandwidth, --network-gbps, --nics-per-node, --intra-node-gbps.
 std::vector<FlagSpec> cluster_link_flags();

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "args.h"
+#include "cluster_flags.h"
 #include "commands.h"
 #include "output_file.h"
 #include "run_inputs.h"
@@ -30,15 +31,16 @@ std::vector<FlagSpec> validate_flags() {
                "count-only: every op runs, nothing is backed by memory (default: data mode, real "
                "buffers and numerics, when the schedule carries every operand)"});
   f.push_back({"--seed", "N", "data mode: seed of the synthetic gradients and weights; default 1"});
-  f.push_back({"--data-memory-cap", "BYTES",
-               "data mode: every rank's buffers together at most this, their caches of released "
-               "pages included; default 17179869184 (16 GiB)"});
+  f.push_back({"--data-memory-cap", "SIZE",
+               "data mode: every rank's buffers together at most this (bytes, or e.g. 8GiB), "
+               "their caches of released pages included; default 16GiB"});
   f.push_back({"--output", "FILE", "write the measured trace (zerosim trace JSON)"});
   f.push_back({"--chrome-trace", "FILE",
                "write the measured trace as a Chrome Trace Event file for Perfetto / "
                "chrome://tracing (spans, memory and the named counters)"});
   f.push_back({"--collectives-out", "FILE", "write the measured collective log (JSON lines)"});
-  f.push_back({"--host-memory-limit", "BYTES", "device bytes per rank; over it a rank fails"});
+  f.push_back({"--host-memory-limit", "SIZE",
+               "device memory per rank (bytes, or e.g. 1GiB); over it a rank fails"});
   f.push_back({"--stall-timeout", "SECONDS",
                "end the run when a collective waits longer; "
                "default 60"});
@@ -120,7 +122,7 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
   exec::HostOptions ho;
   ho.data = !args->has("--no-data");
   if (auto v = args->get("--host-memory-limit")) {
-    auto n = parse_uint("--host-memory-limit", *v, 1, UINT64_MAX);
+    auto n = parse_bytes_flag("--host-memory-limit", *v);
     d.append(n.diagnostics());
     if (n.ok()) ho.memory_limit = n.value();
   }
@@ -136,7 +138,7 @@ int run_validate(const std::vector<std::string>& argv, std::ostream& out, std::o
     if (n.ok()) ho.data_options.seed = n.value();
   }
   if (auto v = args->get("--data-memory-cap")) {
-    auto n = parse_uint("--data-memory-cap", *v, 1, UINT64_MAX);
+    auto n = parse_bytes_flag("--data-memory-cap", *v);
     d.append(n.diagnostics());
     if (n.ok()) ho.data_options.memory_cap = n.value();
   }

@@ -317,4 +317,18 @@ TEST(ValidateCli, AFailedRunIsReportedAndWritesNothing) {
   EXPECT_FALSE(std::ifstream(out).good());
 }
 
+// The memory flags took bytes only: --host-memory-limit 1GiB was "expected an integer", unlike
+// plan's --gpu-memory (found by a new-user pass). Digits alone are still bytes.
+TEST(ValidateCli, MemoryFlagsTakeBinaryUnits) {
+  const std::string s = "validate --scenario " + scenario("tiny_zero2_4gpu.json");
+  EXPECT_EQ(run_cli(s + " --no-data --host-memory-limit 1GiB").exit_code, 0);
+  CliRun small = run_cli(s + " --no-data --host-memory-limit 1.5MiB");
+  EXPECT_EQ(small.exit_code, 2) << small.err;
+  EXPECT_NE(small.err.find("of the 1572864-byte limit"), std::string::npos) << small.err;
+  EXPECT_EQ(run_cli(s + " --data-memory-cap 2GiB").exit_code, 0);
+  expect_one_line_error(s + " --no-data --host-memory-limit 24GB", "write 24GiB");
+  expect_one_line_error(s + " --no-data --host-memory-limit 0B",
+                        "--host-memory-limit: expected a size of 1B to 16777216GiB, got \"0B\"");
+}
+
 }  // namespace
