@@ -239,6 +239,22 @@ TEST_F(NullRenderer, SearchOutlinesMatchingSpans) {
   EXPECT_EQ(two, 2 * one);
 }
 
+// The summary panel cut long lines at its right edge (a param list's path as the model name, a
+// long trace path; found by a new-user pass): every line wraps inside the panel.
+TEST_F(NullRenderer, TheSummaryPanelWrapsLongLines) {
+  OpenedTrace o = small_trace();
+  o.path = "/a/long/folder/of/traces/" + std::string(120, 'p') + ".json";
+  o.trace->meta.model = "/home/someone/models/" + std::string(120, 'm') + "/params.json";
+  Viewer v(o, nullptr);
+  frames(v, 2, ImVec2(10, 10));
+  const ImGuiWindow* panel = nullptr;
+  for (ImGuiWindow* w : ImGui::GetCurrentContext()->Windows)
+    if (std::string(w->Name).find("/summary") != std::string::npos) panel = w;
+  ASSERT_NE(panel, nullptr);
+  EXPECT_LE(panel->ContentSize.x, panel->Size.x)
+      << "content " << panel->ContentSize.x << " px in a panel of " << panel->Size.x;
+}
+
 TEST_F(NullRenderer, AnUnreadableTraceShowsTheErrorPanel) {
   OpenedTrace bad;
   bad.path = "bad.json";

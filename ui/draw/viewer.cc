@@ -423,6 +423,9 @@ void Viewer::draw_summary(float x, float height) {
   const Trace& t = model_->trace();
   ImGui::SetCursorPos(ImVec2(x + 10, 8));
   ImGui::BeginChild("summary", ImVec2(kSummaryPx - 16, height - 16), false);
+  // Every line wraps at the panel's edge: a trace path or a param list's path as the model name
+  // was cut there.
+  ImGui::PushTextWrapPos(0.0f);
   ImGui::TextUnformatted(main_->path.c_str());
   ImGui::SetNextItemWidth(kSummaryPx - 80);
   ImGui::InputText("search", search_.data(), search_.size());
@@ -492,7 +495,6 @@ void Viewer::draw_summary(float x, float height) {
     }
   }
   ImGui::Separator();
-  ImGui::PushTextWrapPos(0.0f);
   for (const std::string& n : t.meta.notes) ImGui::TextDisabled("%s", n.c_str());
   ImGui::PopTextWrapPos();
   ImGui::EndChild();
