@@ -41,7 +41,7 @@ Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
           writers += (writers.empty() ? "" : ", ") + s.name + " " + s.value_name;
       d.error(src, "", "unexpected argument \"-o\": " + command + " has no --output",
               writers.empty() ? "see --help" : "it writes files with " + writers);
-      if (i + 1 < args.size() && args[i + 1].rfind('-', 0) != 0) ++i;  // -o's file: one line
+      if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) ++i;  // its file ("-" too)
       continue;
     }
     if (a.rfind("--", 0) != 0) {

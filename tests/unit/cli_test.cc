@@ -93,6 +93,8 @@ TEST(Cli, UnknownCommandAndFlag) {
   expect_one_line_error("simulate --model gpt2-small --stage 2 -o out.json",
                         "unexpected argument \"-o\": simulate has no --output (it writes files "
                         "with --trace FILE, --summary FILE, --chrome-trace FILE)");
+  expect_one_line_error("simulate --model gpt2-small --stage 2 -o -",
+                        "unexpected argument \"-o\": simulate has no --output");
 }
 
 // Fewer GPUs than --gpus-per-node is one node using that many: --gpus 2 --gpus-per-node 8 was

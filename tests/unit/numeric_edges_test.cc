@@ -40,7 +40,9 @@ TEST(NumericEdges, SmallSizesTakeTheUnitTheyFill) {
   EXPECT_EQ(format_size(1023), "1023 B");
   EXPECT_EQ(format_size(1024), "1.00 KiB");
   EXPECT_EQ(format_size(1730000), "1.65 MiB");
-  EXPECT_EQ(format_size((Bytes{1} << 30) - 1), "1024.00 MiB");
+  EXPECT_EQ(format_size((Bytes{1} << 20) - 1), "1.00 MiB");  // the unit follows the rounding
+  EXPECT_EQ(format_size((Bytes{1} << 20) - 11), "1023.99 KiB");
+  EXPECT_EQ(format_size((Bytes{1} << 30) - 1), "1.00 GiB");
   EXPECT_EQ(format_size(Bytes{1} << 30), "1.00 GiB");
   EXPECT_EQ(format_size(kBytesOverflow), "overflow");
 }

@@ -62,6 +62,31 @@ std::vector<Knobs> knob_sets(const Knobs& base) {
   return {s3, s1, s0};
 }
 
+// The knobs' config was resolved with edaa722's rules whatever the scenario's release: every
+// what-if view of a v0.14.4 scenario failed ("resolved for edaa722 (internal error)"), and the
+// config dropped data_types, so a stage 1 run with fp32 accumulation (BF16_Optimizer) was shown
+// and saved as DeepSpeedZeroOptimizer (both found by a review).
+TEST(ViewWhatIf, TheKnobsKeepTheScenariosReleaseAndDtypes) {
+  auto base = load_scenario_file(scenario("gpt2-xl_zero1_8xa100"), DeepSpeedVersion::V0_14_4);
+  ASSERT_TRUE(base.ok()) << base.diagnostics().to_string();
+  Scenario s = base.value();
+  s.ds.fp16 = false;
+  s.ds.bf16 = true;
+  s.ds.grad_accum_dtype = DType::Float32;
+  s.ds.communication_data_type = DType::BFloat16;
+  auto w = WhatIf::open(s, "v0144.json");
+  ASSERT_TRUE(w.ok()) << w.diagnostics().to_string();
+  EXPECT_EQ(w.value()->trace().meta.deepspeed_version, "0.14.4");
+  EXPECT_EQ(w.value()->trace().meta.optimizer, "BF16_Optimizer");
+  const std::string text = ds_config_json(s.ds, w.value()->knobs());
+  AutoValues autos;
+  autos.world_size = 8;
+  Result<DsConfig> back = load_ds_config_text(text, "ds_config.json", autos);
+  ASSERT_TRUE(back.ok()) << back.diagnostics().to_string() << "\n" << text;
+  EXPECT_EQ(back->grad_accum_dtype, DType::Float32) << text;
+  EXPECT_EQ(back->communication_data_type, DType::BFloat16) << text;
+}
+
 TEST(ViewWhatIf, TheWrittenDsConfigReadsBackToTheSameKnobs) {
   auto w = WhatIf::open(scenario("gpt2-xl_zero2_8xa100"));
   ASSERT_TRUE(w.ok()) << w.diagnostics().to_string();

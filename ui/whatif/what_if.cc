@@ -125,6 +125,16 @@ std::string ds_config_json(const DsConfig& base, const Knobs& k) {
                  {"min_loss_scale", base.min_loss_scale}};
   }
   if (base.bf16) j["bf16"] = {{"enabled", true}};
+  // The dtypes decide the wrapper (fp32 accumulation at stage 1 runs BF16_Optimizer): a view of
+  // such a scenario showed DeepSpeedZeroOptimizer, and "save" wrote a config without them.
+  // DeepSpeed's spellings ("fp32"): communication_data_type takes no other.
+  const auto ds_name = [](DType t) {
+    return t == DType::Float16 ? "fp16" : t == DType::BFloat16 ? "bf16" : "fp32";
+  };
+  if (base.grad_accum_dtype)
+    j["data_types"] = {{"grad_accum_dtype", ds_name(*base.grad_accum_dtype)}};
+  if (base.communication_data_type)
+    j["communication_data_type"] = ds_name(*base.communication_data_type);
   if (!base.optimizer_type.empty()) j["optimizer"] = {{"type", base.optimizer_type}};
   const ZeroConfig& z = base.zero;
   ordered_json zo;
@@ -164,6 +174,7 @@ Result<Scenario> apply_knobs(const Scenario& base, const Knobs& k, const std::st
   s.cluster.nodes = k.nodes;
   s.cluster.gpus_per_node = k.gpus_per_node;
   AutoValues autos;
+  autos.version = s.version;  // the scenario's release resolves the knobs' config too
   autos.world_size = s.cluster.world_size();
   if (s.model.arch) autos.hidden_size = s.model.arch->hidden;
   Result<DsConfig> ds = load_ds_config_text(ds_config_json(base.ds, k), source, autos);

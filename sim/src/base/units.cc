@@ -62,14 +62,16 @@ std::string format_gib(Bytes b) {
 }
 
 std::string format_size(Bytes b) {
-  if (b >= (Bytes{1} << 30)) return format_gib(b);
+  if (b < 1024) return std::to_string(b) + " B";
+  // The unit is chosen after rounding to two decimals: 1048575 B is "1.00 MiB", not "1024.00 KiB".
+  const double v = static_cast<double>(b);
   char buf[64];
-  const bool kib = b < (Bytes{1} << 20);
-  if (b < 1024)
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  if (v < 0x1p20 - 0x1p10 * 0.005)
+    std::snprintf(buf, sizeof buf, "%.2f KiB", v / 0x1p10);
+  else if (v < 0x1p30 - 0x1p20 * 0.005)
+    std::snprintf(buf, sizeof buf, "%.2f MiB", v / 0x1p20);
   else
-    std::snprintf(buf, sizeof buf, "%.2f %s", static_cast<double>(b) / (kib ? 0x1p10 : 0x1p20),
-                  kib ? "KiB" : "MiB");
+    return format_gib(b);
   return buf;
 }
 
