@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
 
 #include "cli_testlib.h"
 #include "temp_path.h"
@@ -235,6 +237,35 @@ TEST(PlanEqualsSimulate, V0144Stage0Bf16RunsBf16Optimizer) {
   const auto planned = run_cli("plan --scenario " + sc + " --deepspeed-version 0.14.4");
   EXPECT_EQ(planned.exit_code, 0) << planned.err;
   std::remove(sc.c_str());
+}
+
+// plan's stage 0 row of a ZeRO config whose dtypes DeepSpeed refuses without ZeRO was planned as
+// FP16_Optimizer, a run that release never makes (edaa722: bf16 with fp32 accumulation; v0.14.4:
+// bf16 with bf16 accumulation; found by a review): the row is left out and a note says why.
+TEST(PlanEqualsSimulate, NoStage0RowForDtypesDeepSpeedRefusesWithoutZero) {
+  const std::string ds = zerosim::testutil::unique_temp_path("stage2_accum.json");
+  for (const auto& [accum, version, message] :
+       {std::tuple<std::string, std::string, std::string>{
+            "fp32", "edaa722",
+            "unsupported mix of model_dtype=torch.bfloat16 and grad_accum_dtype=torch.float32"},
+        {"bf16", "0.14.4", "Bfloat16 wrapper must use a gradient accumulation type of fp32"}}) {
+    SCOPED_TRACE(version);
+    std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+        "data_types": {"grad_accum_dtype": ")"
+                      << accum << R"("}, "zero_optimization": {"stage": 2}})";
+    const auto p = run_cli("plan --model gpt2-small --gpus 4 --format json --ds-config " + ds +
+                           " --deepspeed-version " + version);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const auto j = nlohmann::json::parse(p.out);
+    for (const auto& r : j["rows"]) EXPECT_NE(r["stage"], 0) << r.dump();
+    EXPECT_EQ(j["rows"][0]["stage"], 1);
+    const std::string notes = j["notes"].dump();
+    EXPECT_NE(notes.find("no stage 0 row: DeepSpeed " + version +
+                         " refuses this config without ZeRO (" + message),
+              std::string::npos)
+        << notes;
+  }
+  std::remove(ds.c_str());
 }
 
 // simulate's JSON (stdout and --summary) had the step time and traffic but neither tokens/s nor

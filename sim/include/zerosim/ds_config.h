@@ -147,6 +147,11 @@ struct DsConfig {
   DType grad_accum() const;
   DType comm_dtype() const { return communication_data_type.value_or(lp_dtype()); }  ///< CD
   OptimizerPath optimizer_path() const;
+  /// DeepSpeed's refusal of these dtypes without ZeRO, as `version` words it (engine.py
+  /// _do_optimizer_sanity_check: edaa722 wants the accumulation dtype to be the model's, v0.14.4
+  /// bf16 with fp32 accumulation), "" when stage 0 runs them. Whatever zero.stage says: plan asks
+  /// it for its stage 0 row of a ZeRO config. (amp, refused with ZeRO, is the loader's to check.)
+  std::string stage0_dtype_problem() const;
   /// Empty when `run` is the release this config was resolved for, else why (an internal error:
   /// a caller set one version and not the other); build_schedule and make_plan check it.
   std::string version_problem(DeepSpeedVersion run) const;

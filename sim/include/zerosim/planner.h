@@ -178,6 +178,9 @@ Result<PlanResult> make_plan(const PlanRequest& request);
 
 /// The DsConfig for one row: base with stage and offload replaced.
 DsConfig variant_config(const DsConfig& base, int stage, OffloadVariant offload);
+/// DeepSpeed's refusal of the request's dtypes without ZeRO (DsConfig::stage0_dtype_problem;
+/// deepspeed accounting only): then the plan has no stage 0 row, and a note says why.
+std::string stage0_refusal(const PlanRequest& r);
 
 /// Bytes one GPU sends per optimizer step (ring algorithms), from the collectives DeepSpeed issues
 /// (deepspeed accounting) or the paper's schedule (paper accounting).

@@ -258,6 +258,27 @@ OptimizerPath DsConfig::optimizer_path() const {
   return zero.stage <= 2 ? OptimizerPath::ZeroStage1And2 : OptimizerPath::ZeroStage3;
 }
 
+std::string DsConfig::stage0_dtype_problem() const {
+  const DType lp = lp_dtype();
+  const bool v0144 = version == DeepSpeedVersion::V0_14_4;
+  // grad_accum() at stage 0 (its default depends on the stage at v0.14.4).
+  const DType ga = grad_accum_dtype.value_or(v0144 && lp == DType::BFloat16 ? DType::Float32 : lp);
+  // v0.14.4 wants bf16 with fp32 accumulation (BF16_Optimizer, its default) and refuses bf16
+  // accumulation without ZeRO (pipeline parallelism, which allowed it, is not modelled).
+  if (v0144) {
+    if (lp == DType::BFloat16 && ga == DType::BFloat16)
+      return "Bfloat16 wrapper must use a gradient accumulation type of fp32, enable ZeRO to use "
+             "Bfloat16 gradient accumulation";
+    if (lp != ga && !(lp == DType::BFloat16 && ga == DType::Float32))
+      return "unsupported mix of model dtype and gradient accumulation type";
+    return {};
+  }
+  if (lp != ga)
+    return "unsupported mix of model_dtype=" + dsconfig::torch_dtype(lp) +
+           " and grad_accum_dtype=" + dsconfig::torch_dtype(ga);
+  return {};
+}
+
 std::string DsConfig::version_problem(DeepSpeedVersion run) const {
   if (run == version) return {};
   return "expected the DeepSpeed config resolved for DeepSpeed " +

@@ -39,27 +39,8 @@ void precision_rules(Loader& ld) {
         "similar to amp opt_mode=O2",
         kEngine);
   if (stage != 0 || ld.facts.amp_enabled || (c.fp16 && c.bf16)) return;
-  // Stage 0 without amp (_do_optimizer_sanity_check): the model and gradient-accumulation dtypes
-  // must match; v0.14.4 instead wants bf16 with fp32 accumulation (BF16_Optimizer, its default)
-  // and refuses bf16 accumulation without ZeRO (pipeline parallelism, which allowed it, is not
-  // modelled).
-  const DType lp = c.lp_dtype(), ga = c.grad_accum();
-  const char* ptr = "/data_types/grad_accum_dtype";
-  if (c.version == DeepSpeedVersion::V0_14_4) {
-    if (lp == DType::BFloat16 && ga == DType::BFloat16)
-      ld.refuse(ptr,
-                "Bfloat16 wrapper must use a gradient accumulation type of fp32, enable ZeRO to "
-                "use Bfloat16 gradient accumulation",
-                kEngine);
-    else if (lp != ga && !(lp == DType::BFloat16 && ga == DType::Float32))
-      ld.refuse(ptr, "unsupported mix of model dtype and gradient accumulation type", kEngine);
-    return;
-  }
-  if (lp != ga)
-    ld.refuse(ptr,
-              "unsupported mix of model_dtype=" + torch_dtype(lp) +
-                  " and grad_accum_dtype=" + torch_dtype(ga),
-              kEngine);
+  if (const std::string why = c.stage0_dtype_problem(); !why.empty())
+    ld.refuse("/data_types/grad_accum_dtype", why, kEngine);
 }
 
 void master_weight_rules(Loader& ld) {

@@ -99,6 +99,10 @@ void add_time_model(PlanResult& out) {
 void add_notes(PlanResult& out) {
   const auto& req = out.request;
   for (const auto& n : req.base.notes) out.notes.push_back(n);
+  if (const std::string why = stage0_refusal(req); !why.empty())
+    out.notes.push_back("no stage 0 row: DeepSpeed " +
+                        std::string(deepspeed_version_name(req.version)) +
+                        " refuses this config without ZeRO (" + why + ")");
   if (!req.model.arch)
     out.notes.push_back(
         "activations are not modelled for this model (no transformer shape); "

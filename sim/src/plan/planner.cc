@@ -67,6 +67,9 @@ OffloadVariant offload_of(const DsConfig& base) {
 // and plan and simulate disagreed), before the row that offloads both.
 std::vector<Variant> variants_of(const PlanRequest& r) {
   std::vector<Variant> v(std::begin(kVariants), std::end(kVariants));
+  // No stage 0 row for dtypes DeepSpeed refuses without ZeRO (plan_words.cc notes why): it was
+  // planned as FP16_Optimizer, which that release never runs for them.
+  if (!stage0_refusal(r).empty()) v.erase(v.begin());
   if (r.ds_config_given && r.base.zero.stage == 3 &&
       offload_of(r.base) == OffloadVariant::ParamsCpu)
     v.insert(v.end() - 1, Variant{3, OffloadVariant::ParamsCpu});
@@ -220,6 +223,11 @@ std::optional<EstimatorResult> estimator_for(const PlanRequest& r, const Variant
 }
 
 }  // namespace
+
+std::string stage0_refusal(const PlanRequest& r) {
+  if (r.mode != Accounting::DeepSpeed) return {};
+  return r.base.stage0_dtype_problem();
+}
 
 DsConfig variant_config(const DsConfig& base, int stage, OffloadVariant offload) {
   DsConfig d = base;
