@@ -201,9 +201,11 @@ TEST(ValidateCli, AModelNamedByAnotherPathIsTheSameSchedule) {
       0);
   const std::string rel = tmp("tiny_copy.json");
   {
-    // The same scenario in the temporary folder, its param list named relative to that folder.
+    // The same scenario in the temporary folder, its param list named relative to that folder
+    // ("./" first: with the checkout under that folder the joined path would be the absolute one).
     auto j = nlohmann::json::parse(read_all(scenario("tiny_zero2_4gpu.json")));
     j["model"]["param_list"] =
+        "./" +
         std::filesystem::relative(scenario("tiny_params.json"), ::testing::TempDir()).string();
     write(rel, j.dump());
   }

@@ -230,13 +230,20 @@ DType DsConfig::master_dtype() const {
   return DType::Float32;
 }
 
+namespace {
+
+// The accumulation dtype when data_types.grad_accum_dtype is unset. v0.14.4 engine.py
+// get_data_types: "if model_dtype == torch.bfloat16 and not self.zero_optimization():
+// grad_accum_dtype = torch.float32"; edaa722 takes the model dtype.
+DType default_grad_accum(DeepSpeedVersion v, int stage, DType lp) {
+  return v == DeepSpeedVersion::V0_14_4 && stage == 0 && lp == DType::BFloat16 ? DType::Float32
+                                                                               : lp;
+}
+
+}  // namespace
+
 DType DsConfig::grad_accum() const {
-  if (grad_accum_dtype) return *grad_accum_dtype;
-  // v0.14.4 engine.py get_data_types: "if model_dtype == torch.bfloat16 and not
-  // self.zero_optimization(): grad_accum_dtype = torch.float32"; edaa722 takes the model dtype.
-  if (version == DeepSpeedVersion::V0_14_4 && zero.stage == 0 && lp_dtype() == DType::BFloat16)
-    return DType::Float32;
-  return lp_dtype();
+  return grad_accum_dtype.value_or(default_grad_accum(version, zero.stage, lp_dtype()));
 }
 
 OptimizerPath DsConfig::optimizer_path() const {
@@ -261,8 +268,7 @@ OptimizerPath DsConfig::optimizer_path() const {
 std::string DsConfig::stage0_dtype_problem() const {
   const DType lp = lp_dtype();
   const bool v0144 = version == DeepSpeedVersion::V0_14_4;
-  // grad_accum() at stage 0 (its default depends on the stage at v0.14.4).
-  const DType ga = grad_accum_dtype.value_or(v0144 && lp == DType::BFloat16 ? DType::Float32 : lp);
+  const DType ga = grad_accum_dtype.value_or(default_grad_accum(version, 0, lp));  // at stage 0
   // v0.14.4 wants bf16 with fp32 accumulation (BF16_Optimizer, its default) and refuses bf16
   // accumulation without ZeRO (pipeline parallelism, which allowed it, is not modelled).
   if (v0144) {
