@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include "unit/cli_testlib.h"
@@ -101,6 +102,92 @@ TEST(ViewWhatIf, TheWrittenDsConfigReadsBackToTheSameKnobs) {
     EXPECT_EQ(back->fp16, s.ds.fp16);  // what the knobs do not cover is the scenario's
     EXPECT_EQ(back->gradient_clipping, s.ds.gradient_clipping);
     EXPECT_EQ(ds_config_json(s.ds, k), text);  // deterministic
+  }
+}
+
+// Every modelled field of a config, one "name=value" per line: what a round trip must keep.
+std::string fields_of(const DsConfig& c) {
+  std::ostringstream o;
+  auto offload = [&](const char* n, const OffloadConfig& x) {
+    o << n << ".device=" << static_cast<int>(x.device) << " nvme_path=" << x.nvme_path
+      << " pin=" << x.pin_memory << " ratio=" << x.ratio << " buffers=" << x.buffer_count
+      << " buffer_size=" << x.buffer_size << " max_in_cpu=" << x.max_in_cpu
+      << " pipeline=" << x.pipeline_read << x.pipeline_write << " fast_init=" << x.fast_init
+      << " super=" << x.super_offload << "\n";
+  };
+  const ZeroConfig& z = c.zero;
+  o << "fp16=" << c.fp16 << " auto_cast=" << c.fp16_auto_cast << " loss_scale=" << c.loss_scale
+    << " isp=" << c.initial_scale_power << " window=" << c.loss_scale_window
+    << " hysteresis=" << c.hysteresis << " consecutive=" << c.consecutive_hysteresis
+    << " min=" << c.min_loss_scale << " fp16_mw=" << c.fp16_master_weights_and_gradients << "\n"
+    << "bf16=" << c.bf16 << " immediate=" << c.bf16_immediate_grad_update
+    << " check=" << c.bf16_check_grad_overflow << " bf16_mw=" << c.bf16_master_weights_and_grads
+    << " bf16_states=" << c.bf16_optimizer_states << "\n"
+    << "accum=" << (c.grad_accum_dtype ? static_cast<int>(*c.grad_accum_dtype) : -1)
+    << " comm=" << (c.communication_data_type ? static_cast<int>(*c.communication_data_type) : -1)
+    << " managed=" << c.managed_gradient_accumulation << " clip=" << c.gradient_clipping
+    << " prescale=" << c.prescale_gradients << " predivide=" << c.gradient_predivide_factor
+    << " op=" << static_cast<int>(c.gradient_allreduce_op) << " optimizer=" << c.optimizer_type
+    << "\n"
+    << "reduce_scatter=" << z.reduce_scatter << " multi_rank=" << z.use_multi_rank_bucket_allreduce
+    << " allgather=" << z.allgather_bucket_size << " partitions=" << z.allgather_partitions
+    << " round_robin=" << z.round_robin_gradients << " sub_group=" << z.sub_group_size
+    << " model_persistence=" << z.model_persistence_threshold << " reuse=" << z.max_reuse_distance
+    << " sequential=" << z.allgather_sequential
+    << " all_reduce_fetch=" << z.use_all_reduce_for_fetch_params
+    << " granularity=" << z.module_granularity_threshold
+    << " gather_on_save=" << z.gather_16bit_weights_on_model_save
+    << " ignore_unused=" << z.ignore_unused_parameters << " zpp=" << z.zero_quantized_weights
+    << z.zero_quantized_nontrainable_weights << z.zero_quantized_gradients
+    << " hpz=" << z.zero_hpz_partition_size << " mics=" << z.mics_shard_size << "\n";
+  offload("offload_optimizer", z.offload_optimizer);
+  offload("offload_param", z.offload_param);
+  return o.str();
+}
+
+// The view rebuilt the config from the knobs and a few keys: a scenario's rarer keys
+// (bf16_master_weights_and_grads, which sets the master dtype; an NVMe optimizer offload, shown
+// as no offload at all; allgather_sequential, ...) were dropped by the first knob change and by
+// "save". Each config sets every key it can away from its default and must read back the same.
+TEST(ViewWhatIf, TheWrittenDsConfigKeepsEveryKeyTheKnobsDoNotCover) {
+  const char* stage3 = R"({
+    "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3,
+    "gradient_clipping": 0.5, "prescale_gradients": true, "gradient_predivide_factor": 2.0,
+    "optimizer": {"type": "AdamW"},
+    "bf16": {"enabled": true, "immediate_grad_update": true, "check_grad_overflow": false,
+             "bf16_master_weights_and_grads": true, "bf16_optimizer_states": true},
+    "communication_data_type": "fp32",
+    "zero_optimization": {"stage": 3, "reduce_scatter": false, "allgather_bucket_size": 2000,
+      "round_robin_gradients": true, "sub_group_size": 5000000, "stage3_max_reuse_distance": 7,
+      "stage3_model_persistence_threshold": 1000000, "stage3_allgather_sequential": true,
+      "stage3_use_all_reduce_for_fetch_params": true, "stage3_module_granularity_threshold": 9,
+      "stage3_gather_16bit_weights_on_model_save": true, "ignore_unused_parameters": false,
+      "use_multi_rank_bucket_allreduce": false, "allgather_partitions": false,
+      "zero_quantized_weights": true, "zero_quantized_nontrainable_weights": true,
+      "zero_quantized_gradients": true, "zero_hpz_partition_size": 2, "mics_shard_size": 4,
+      "offload_optimizer": {"device": "cpu", "pin_memory": true, "ratio": 0.5,
+                            "buffer_count": 6, "fast_init": true},
+      "offload_param": {"device": "cpu", "pin_memory": true, "buffer_count": 3,
+                        "buffer_size": 1000000, "max_in_cpu": 2000000}}})";
+  const char* stage2 = R"({
+    "train_micro_batch_size_per_gpu": 1, "gradient_allreduce_op": "sum",
+    "fp16": {"enabled": true, "auto_cast": true, "loss_scale": 128, "consecutive_hysteresis": true,
+             "fp16_master_weights_and_grads": true},
+    "data_types": {"grad_accum_dtype": "fp16"}, "managed_gradient_accumulation": false,
+    "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme",
+        "nvme_path": "/local_nvme", "pipeline_read": true, "pipeline_write": true}}})";
+  for (const char* text : {stage3, stage2}) {
+    AutoValues autos;
+    autos.world_size = 8;
+    Result<DsConfig> base = load_ds_config_text(text, "base.json", autos);
+    ASSERT_TRUE(base.ok()) << base.diagnostics().to_string() << "\n" << text;
+    const Knobs k = knobs_of(base.value(), Knobs{});
+    EXPECT_TRUE(k.offload_optimizer) << text;
+    const std::string written = ds_config_json(base.value(), k);
+    Result<DsConfig> back = load_ds_config_text(written, "ds_config.json", autos);
+    ASSERT_TRUE(back.ok()) << back.diagnostics().to_string() << "\n" << written;
+    EXPECT_EQ(fields_of(back.value()), fields_of(base.value())) << written;
+    EXPECT_EQ(knobs_of(back.value(), k), k) << written;
   }
 }
 

@@ -27,8 +27,9 @@ std::vector<std::string> gpu_names() {
 Knobs knobs_of(const DsConfig& ds, const Knobs& rest) {
   Knobs k = rest;
   k.stage = ds.zero.stage;
-  k.offload_optimizer = ds.zero.offload_optimizer.device == OffloadDevice::Cpu;
-  k.offload_param = ds.zero.offload_param.device == OffloadDevice::Cpu;
+  // NVMe too: stage 1/2 run it as CPU offload, and the view keeps the scenario's device.
+  k.offload_optimizer = ds.zero.offload_optimizer.enabled();
+  k.offload_param = ds.zero.offload_param.enabled();
   k.micro_batch = ds.micro_batch;
   k.grad_accum = ds.grad_accum_steps;
   k.reduce_bucket_size = ds.zero.reduce_bucket_size;
@@ -110,21 +111,69 @@ std::string set_knob(Knobs& k, const std::string& key, const std::string& value)
          key + "\"";
 }
 
-std::string ds_config_json(const DsConfig& base, const Knobs& k) {
-  using nlohmann::ordered_json;
+namespace {
+
+using nlohmann::ordered_json;
+
+// `key` = `value` where it differs from a default-constructed config's: the rarer keys a scenario
+// sets (fp16_master_weights_and_grads, immediate_grad_update, ...) survive a knob change, and a
+// config that never set them gets none (a key the scenario's release may not know).
+template <typename T>
+void put_set(ordered_json& j, const char* key, const T& value, const T& fallback) {
+  if (value != fallback) j[key] = value;
+}
+
+const char* device_name(OffloadDevice d) {
+  return d == OffloadDevice::Nvme ? "nvme" : d == OffloadDevice::Cpu ? "cpu" : "none";
+}
+
+// The base's offload block where it had one (its device, nvme_path, buffers), else a CPU one: the
+// view's switch turns the scenario's offload on or off, it does not rewrite it.
+ordered_json offload_json(const OffloadConfig& o, bool optimizer) {
+  const OffloadConfig d = optimizer ? OffloadConfig::optimizer_defaults() : OffloadConfig{};
   ordered_json j;
-  j["train_micro_batch_size_per_gpu"] = k.micro_batch;
-  j["gradient_accumulation_steps"] = k.grad_accum;
-  j["gradient_clipping"] = base.gradient_clipping;
-  if (base.fp16) {
-    j["fp16"] = {{"enabled", true},
-                 {"loss_scale", base.loss_scale},
-                 {"initial_scale_power", base.initial_scale_power},
-                 {"loss_scale_window", base.loss_scale_window},
-                 {"hysteresis", base.hysteresis},
-                 {"min_loss_scale", base.min_loss_scale}};
+  j["device"] = o.enabled() ? device_name(o.device) : "cpu";
+  if (!o.nvme_path.empty()) j["nvme_path"] = o.nvme_path;
+  j["pin_memory"] = o.pin_memory;
+  put_set(j, "buffer_count", o.buffer_count, d.buffer_count);
+  if (optimizer) {
+    put_set(j, "pipeline_read", o.pipeline_read, d.pipeline_read);
+    put_set(j, "pipeline_write", o.pipeline_write, d.pipeline_write);
+    put_set(j, "fast_init", o.fast_init, d.fast_init);
+    put_set(j, "super_offload", o.super_offload, d.super_offload);
+    put_set(j, "ratio", o.ratio, d.ratio);
+  } else {
+    put_set(j, "buffer_size", o.buffer_size, d.buffer_size);
+    put_set(j, "max_in_cpu", o.max_in_cpu, d.max_in_cpu);
   }
-  if (base.bf16) j["bf16"] = {{"enabled", true}};
+  return j;
+}
+
+void put_precision(ordered_json& j, const DsConfig& base) {
+  const DsConfig d;
+  if (base.fp16) {
+    ordered_json f = {{"enabled", true}};
+    put_set(f, "auto_cast", base.fp16_auto_cast, d.fp16_auto_cast);
+    f["loss_scale"] = base.loss_scale;
+    f["initial_scale_power"] = base.initial_scale_power;
+    f["loss_scale_window"] = base.loss_scale_window;
+    f["hysteresis"] = base.hysteresis;
+    put_set(f, "consecutive_hysteresis", base.consecutive_hysteresis, d.consecutive_hysteresis);
+    f["min_loss_scale"] = base.min_loss_scale;
+    put_set(f, "fp16_master_weights_and_grads", base.fp16_master_weights_and_gradients,
+            d.fp16_master_weights_and_gradients);
+    j["fp16"] = f;
+  }
+  if (base.bf16) {
+    ordered_json b = {{"enabled", true}};
+    put_set(b, "immediate_grad_update", base.bf16_immediate_grad_update,
+            d.bf16_immediate_grad_update);
+    put_set(b, "check_grad_overflow", base.bf16_check_grad_overflow, d.bf16_check_grad_overflow);
+    put_set(b, "bf16_master_weights_and_grads", base.bf16_master_weights_and_grads,
+            d.bf16_master_weights_and_grads);
+    put_set(b, "bf16_optimizer_states", base.bf16_optimizer_states, d.bf16_optimizer_states);
+    j["bf16"] = b;
+  }
   // The dtypes decide the wrapper (fp32 accumulation at stage 1 runs BF16_Optimizer): a view of
   // such a scenario showed DeepSpeedZeroOptimizer, and "save" wrote a config without them.
   // DeepSpeed's spellings ("fp32"): communication_data_type takes no other.
@@ -135,8 +184,23 @@ std::string ds_config_json(const DsConfig& base, const Knobs& k) {
     j["data_types"] = {{"grad_accum_dtype", ds_name(*base.grad_accum_dtype)}};
   if (base.communication_data_type)
     j["communication_data_type"] = ds_name(*base.communication_data_type);
-  if (!base.optimizer_type.empty()) j["optimizer"] = {{"type", base.optimizer_type}};
-  const ZeroConfig& z = base.zero;
+}
+
+// The gradient reduction's top-level keys (the all-reduce's scaling and op).
+void put_reduction(ordered_json& j, const DsConfig& base) {
+  const DsConfig d;
+  put_set(j, "prescale_gradients", base.prescale_gradients, d.prescale_gradients);
+  put_set(j, "gradient_predivide_factor", base.gradient_predivide_factor,
+          d.gradient_predivide_factor);
+  if (base.gradient_allreduce_op != d.gradient_allreduce_op)
+    j["gradient_allreduce_op"] =
+        base.gradient_allreduce_op == GradientAllreduceOp::Sum ? "sum" : "mean";
+  put_set(j, "managed_gradient_accumulation", base.managed_gradient_accumulation,
+          d.managed_gradient_accumulation);
+}
+
+ordered_json zero_json(const ZeroConfig& z, const Knobs& k) {
+  const ZeroConfig d;
   ordered_json zo;
   zo["stage"] = k.stage;
   zo["contiguous_gradients"] = k.contiguous_gradients;
@@ -145,19 +209,47 @@ std::string ds_config_json(const DsConfig& base, const Knobs& k) {
   zo["allgather_bucket_size"] = z.allgather_bucket_size;
   zo["overlap_comm"] = k.overlap_comm;
   zo["round_robin_gradients"] = z.round_robin_gradients;
-  if (k.offload_optimizer) {
-    zo["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", z.offload_optimizer.pin_memory}};
-  }
+  put_set(zo, "use_multi_rank_bucket_allreduce", z.use_multi_rank_bucket_allreduce,
+          d.use_multi_rank_bucket_allreduce);
+  put_set(zo, "allgather_partitions", z.allgather_partitions, d.allgather_partitions);
+  if (k.offload_optimizer) zo["offload_optimizer"] = offload_json(z.offload_optimizer, true);
   // DeepSpeed ignores offload_param below stage 3; apply_knobs refuses that combination.
-  if (k.offload_param && k.stage == 3) {
-    zo["offload_param"] = {{"device", "cpu"}, {"pin_memory", z.offload_param.pin_memory}};
-  }
+  if (k.offload_param && k.stage == 3) zo["offload_param"] = offload_json(z.offload_param, false);
   zo["sub_group_size"] = z.sub_group_size;
   zo["stage3_prefetch_bucket_size"] = k.prefetch_bucket_size;
   zo["stage3_param_persistence_threshold"] = k.param_persistence_threshold;
+  put_set(zo, "stage3_model_persistence_threshold", z.model_persistence_threshold,
+          d.model_persistence_threshold);
   zo["stage3_max_live_parameters"] = k.max_live_parameters;
   zo["stage3_max_reuse_distance"] = z.max_reuse_distance;
-  j["zero_optimization"] = zo;
+  put_set(zo, "stage3_allgather_sequential", z.allgather_sequential, d.allgather_sequential);
+  put_set(zo, "stage3_use_all_reduce_for_fetch_params", z.use_all_reduce_for_fetch_params,
+          d.use_all_reduce_for_fetch_params);
+  put_set(zo, "stage3_module_granularity_threshold", z.module_granularity_threshold,
+          d.module_granularity_threshold);
+  put_set(zo, "stage3_gather_16bit_weights_on_model_save", z.gather_16bit_weights_on_model_save,
+          d.gather_16bit_weights_on_model_save);
+  put_set(zo, "ignore_unused_parameters", z.ignore_unused_parameters, d.ignore_unused_parameters);
+  put_set(zo, "zero_quantized_weights", z.zero_quantized_weights, d.zero_quantized_weights);
+  put_set(zo, "zero_quantized_nontrainable_weights", z.zero_quantized_nontrainable_weights,
+          d.zero_quantized_nontrainable_weights);
+  put_set(zo, "zero_quantized_gradients", z.zero_quantized_gradients, d.zero_quantized_gradients);
+  put_set(zo, "zero_hpz_partition_size", z.zero_hpz_partition_size, d.zero_hpz_partition_size);
+  put_set(zo, "mics_shard_size", z.mics_shard_size, d.mics_shard_size);
+  return zo;
+}
+
+}  // namespace
+
+std::string ds_config_json(const DsConfig& base, const Knobs& k) {
+  ordered_json j;
+  j["train_micro_batch_size_per_gpu"] = k.micro_batch;
+  j["gradient_accumulation_steps"] = k.grad_accum;
+  j["gradient_clipping"] = base.gradient_clipping;
+  put_precision(j, base);
+  put_reduction(j, base);
+  if (!base.optimizer_type.empty()) j["optimizer"] = {{"type", base.optimizer_type}};
+  j["zero_optimization"] = zero_json(base.zero, k);
   return j.dump(2) + "\n";
 }
 

@@ -22,11 +22,12 @@ namespace zerosim::view {
 /// four are not DeepSpeed config keys (the model's gradient checkpointing, the launcher's
 /// cluster), so the saved config does not hold them.
 struct Knobs {
-  int stage = 0;                         ///< zero_optimization.stage
-  bool offload_optimizer = false;        ///< zero_optimization.offload_optimizer.device "cpu"
-  bool offload_param = false;            ///< zero_optimization.offload_param.device "cpu" (stage 3)
-  std::uint64_t micro_batch = 1;         ///< train_micro_batch_size_per_gpu
-  std::uint64_t grad_accum = 1;          ///< gradient_accumulation_steps
+  int stage = 0;  ///< zero_optimization.stage
+  bool offload_optimizer =
+      false;                      ///< zero_optimization.offload_optimizer on ("cpu", or the base's)
+  bool offload_param = false;     ///< zero_optimization.offload_param on (stage 3)
+  std::uint64_t micro_batch = 1;  ///< train_micro_batch_size_per_gpu
+  std::uint64_t grad_accum = 1;   ///< gradient_accumulation_steps
   std::uint64_t reduce_bucket_size = 0;  ///< elements
   bool overlap_comm = false;             ///< as resolved (unset: stage == 3)
   bool contiguous_gradients = true;
