@@ -291,7 +291,14 @@ Result<Scenario> load_scenario_with_overrides(const ParsedArgs& a) {
     version = parsed.value();
   }
   auto plain = load_scenario_file(path, version);
-  if (!plain.ok() || !any) return plain;
+  if (!any) return plain;
+  // A ds_config "auto" that only a flag resolves (micro-batch, precision, ...) is an error in the
+  // file as written, and the flag given for it is the override below: returning here refused the
+  // flags the message asks for. Any other error is the file's own and is reported against it.
+  if (!plain.ok()) {
+    for (const Diagnostic& e : plain.diagnostics().items())
+      if (e.severity == Severity::Error && e.message.rfind(kAutoNeedsValue, 0) != 0) return plain;
+  }
   Diagnostics d;
   std::string text;
   if (!read_input_file(path, text, d)) return Result<Scenario>(d);

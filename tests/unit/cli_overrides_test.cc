@@ -101,6 +101,54 @@ TEST(CliScenario, RunCommandsOverrideToo) {
       << s.err;
 }
 
+// A scenario whose ds_config leaves to the Trainer what only a flag can give ("auto" batch,
+// precision, clipping) was refused with "pass --micro-batch" even when --micro-batch was passed:
+// the file was loaded as written and its errors returned before the flags were written in (found
+// by a new-user pass). Now the flags fill those values, referenced file or inline block; any other
+// error in the file is still its own, and an "auto" no flag fills still names its flag.
+TEST(CliScenario, FlagsFillTheDsConfigsAutoValues) {
+  const std::string ds = write_temp("auto_ds.json", R"({
+    "train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
+    "bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"},
+    "zero_optimization": {"stage": 2, "reduce_bucket_size": "auto"}})");
+  const std::string body = R"({"format": "zerosim-scenario", "version": 1,
+    "model": {"zoo": "gpt2"}, "cluster": {"gpu": "A100-80GB", "nodes": 1, "gpus_per_node": 2},
+    "training": {"seq_len": 1024}, )";
+  const std::string referenced =
+      write_temp("auto_ref.json", body + "\"deepspeed_config\": \"" + ds + "\"}");
+  const std::string inlined =
+      write_temp("auto_inline.json", body + "\"deepspeed\": " + read_all(ds) + "}");
+  const std::string flags =
+      " --precision bf16 --micro-batch 2 --grad-accum 4 --gradient-clipping 1.0";
+  for (const std::string& s : {referenced, inlined}) {
+    CliRun r = run_cli("simulate --scenario " + s + flags);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("2 steps x 4 micro-steps"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("/deepspeed/bf16/enabled (was \"auto\", now true)"), std::string::npos)
+        << r.err;
+    json plan = plan_json("--scenario " + s + flags);
+    ASSERT_FALSE(plan.is_discarded());
+    EXPECT_EQ(plan["training"]["micro_batch"], 2) << plan["training"].dump();
+    // Without --grad-accum its "auto" still needs the flag, and the message says which.
+    CliRun partial = run_cli("plan --scenario " + s + " --precision bf16 --micro-batch 2 " +
+                             "--gradient-clipping 1.0");
+    EXPECT_EQ(partial.exit_code, 1);
+    EXPECT_NE(partial.err.find("/deepspeed/gradient_accumulation_steps: is \"auto\" and needs a "
+                               "value: pass --grad-accum"),
+              std::string::npos)
+        << partial.err;
+  }
+  // The file's own error is reported against the file even with flags that fill the autos.
+  const std::string typo = write_temp(
+      "auto_typo.json", body + "\"deepspeed\": {\"train_micro_batch_size_per_gpu\": \"auto\", " +
+                            "\"zero_optimization\": {\"stage\": 2, \"overlap_com\": true}}}");
+  CliRun t = run_cli("plan --scenario " + typo + " --micro-batch 2");
+  EXPECT_EQ(t.exit_code, 1);
+  EXPECT_NE(t.err.find("overlap_com"), std::string::npos) << t.err;
+  EXPECT_EQ(t.err.find("note: --micro-batch"), std::string::npos) << t.err;
+}
+
 // Every override flag with garbage: one line naming the flag, exit 1.
 TEST(CliScenario, GarbageOverridesAreOneLineErrors) {
   const std::string p = "plan --scenario " + scenario("llama2-7b_zero2_8xh100.json");

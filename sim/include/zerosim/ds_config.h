@@ -158,6 +158,10 @@ struct DsConfig {
 };
 
 /// Values that resolve "auto" entries (Hugging Face Trainer configs) and fill in the batch rule.
+/// How the loader's error for an "auto" entry only a flag can resolve begins (--micro-batch,
+/// --precision, ...): a scenario whose only errors are these loads once the flags are written in.
+inline constexpr const char* kAutoNeedsValue = "is \"auto\" and needs a value";
+
 /// The largest micro batch and gradient accumulation count zerosim accepts, from a flag
 /// (--micro-batch, --grad-accum) or a ds_config (written or derived from train_batch_size).
 inline constexpr std::uint64_t kMaxMicroBatch = std::uint64_t{1} << 20;

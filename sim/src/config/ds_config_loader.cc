@@ -34,7 +34,7 @@ bool auto_keeps_default(JsonReader& r, std::string_view key, const std::string& 
 
 void auto_needs_value(JsonReader& r, std::string_view key, const std::string& what) {
   r.mark_used(key);
-  r.error("is \"auto\" and needs a value: pass " + what, key);
+  r.error(std::string(kAutoNeedsValue) + ": pass " + what, key);
 }
 
 bool read_bool(JsonReader& r, std::string_view key, bool& dst, Loader& ld) {
