@@ -229,6 +229,8 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   if (!resolve_training(a, trainer ? &*trainer : nullptr, in.cluster.gpu, micro, gas, precision,
                         clip, seq, rt, d))
     return Result<Inputs>(d);
+  if (!resolve_attention(a, trainer ? &*trainer : nullptr, attention, rt.notes, d))
+    return Result<Inputs>(d);
   AutoValues autos = rt.autos;
   autos.version = version;
   autos.world_size = in.cluster.world_size();

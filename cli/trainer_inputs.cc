@@ -22,7 +22,8 @@ namespace zerosim::cli {
 
 FlagSpec trainer_config_flag() {
   return {"--trainer-config", "FILE",
-          "LLaMA-Factory or axolotl YAML, or a TrainingArguments JSON: model, precision, batch, "
+          "LLaMA-Factory, axolotl or TRL YAML, or a TrainingArguments (or TRL) JSON: model, "
+          "precision, batch, "
           "GAS, clipping, sequence length, checkpointing, LoRA and the ds_config in one go"};
 }
 
@@ -50,7 +51,8 @@ std::string origin(const TrainerConfig& t, const TrainerValue<T>& v) {
         v.key == "max_grad_norm" ||
         (t.format != TrainerFormat::Axolotl &&
          (v.key == "per_device_train_batch_size" || v.key == "gradient_accumulation_steps" ||
-          v.key == "max_grad_norm" || v.key == "bf16/fp16" || v.key == "gradient_checkpointing"));
+          v.key == "max_grad_norm" || v.key == "bf16/fp16" ||
+          (v.key == "gradient_checkpointing" && t.format != TrainerFormat::Trl)));
     return (hf ? std::string("TrainingArguments") : trainer_format_name(t.format)) + " default " +
            v.key + " (the file does not set it)";
   }
@@ -432,6 +434,24 @@ bool apply_trainer_lora(const ParsedArgs& a, const TrainerConfig& t, ModelDesc& 
   if (!adapted.ok()) return false;
   model = std::move(adapted.value());
   notes.push_back(said);
+  return true;
+}
+
+bool resolve_attention(const ParsedArgs& a, const TrainerConfig* t, std::string& attention,
+                       std::vector<std::string>& notes, Diagnostics& d) {
+  if (t == nullptr || !t->eager_attention) return true;
+  const TrainerValue<bool>& e = *t->eager_attention;
+  const std::string file = e.value ? "eager" : "flash";
+  if (a.has("--attention")) {
+    if (attention == file) return true;
+    d.error("--attention", "",
+            "conflicts with " + origin(*t, e) +
+                (e.value ? " (eager attention)" : " (an attention kernel that stores no scores)") +
+                "; change one of them");
+    return false;
+  }
+  attention = file;
+  notes.push_back("attention " + file + " from " + noted(*t, e));
   return true;
 }
 

@@ -47,6 +47,12 @@ bool resolve_training(const ParsedArgs& a, const TrainerConfig* t, const GpuSpec
                       std::optional<DType> precision, std::optional<double> clip,
                       std::optional<std::uint64_t> seq, ResolvedTraining& out, Diagnostics& d);
 
+/// The attention kind ("flash" or "eager", --attention's values) the trainer config's attention key
+/// gives (LLaMA-Factory flash_attn, axolotl/TRL attn_implementation), with a note; a contradicting
+/// --attention is an error. Leaves `attention` (the flag's or the default) without such a key.
+bool resolve_attention(const ParsedArgs& a, const TrainerConfig* t, std::string& attention,
+                       std::vector<std::string>& notes, Diagnostics& d);
+
 /// Why a stage 3 model of this trainer config is built under deepspeed.zero.Init: one note line.
 std::string trainer_zero_init_note(const TrainerConfig& t);
 

@@ -149,7 +149,8 @@ TEST(TrainerConfig, AnOptimizerOtherThanAdamWIsAWarning) {
 TEST(TrainerConfig, AxolotlEightBitLoraTargetsAList) {
   auto c = load_trainer_config_text(
       "base_model: x\nadapter: lora\nlora_r: 16\nload_in_8bit: true\n"
-      "lora_target_modules:\n  - q_proj\n  - v_proj\n",
+      "lora_target_modules:\n  - q_proj\n  - v_proj\nmicro_batch_size: 1\n"
+      "gradient_accumulation_steps: 1\n",
       "a.yml");
   ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
   EXPECT_EQ(c->quantization->value, BaseQuantization::Int8);
@@ -198,6 +199,34 @@ TEST(TrainerConfig, ABadModuleNameRefusesTheWholeList) {
       << e;
 }
 
+// axolotl's batch keys: batch_size was not read, so micro_batch_size 2 with batch_size 32 was
+// planned with one micro-step instead of axolotl's 32 // 2 = 16 (found by a new-user pass); the
+// files axolotl refuses (fewer than two of the three keys, or both batch_size and the
+// accumulation) are refused with axolotl's reason.
+TEST(TrainerConfig, AxolotlBatchSizeGivesTheAccumulation) {
+  auto c =
+      load_trainer_config_text("base_model: m\nmicro_batch_size: 2\nbatch_size: 32\n", "a.yml");
+  ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
+  ASSERT_TRUE(c->grad_accum);
+  EXPECT_EQ(c->grad_accum->value, 16u);
+  EXPECT_EQ(c->grad_accum->key, "batch_size 32 // micro_batch_size 2");
+  EXPECT_EQ(c->grad_accum->where, "a.yml:3:13");
+  trainer_defaults(c.value());
+  EXPECT_EQ(c->grad_accum->value, 16u);
+  EXPECT_EQ(first_error(load_trainer_config_text("base_model: m\nmicro_batch_size: 2\n", "a.yml")),
+            "a.yml: expected at least two of micro_batch_size, gradient_accumulation_steps and "
+            "batch_size, got 1 (axolotl refuses the file: check_batch_size_fields)");
+  EXPECT_EQ(
+      first_error(load_trainer_config_text(
+          "base_model: m\ngradient_accumulation_steps: 4\nbatch_size: 32\n", "a.yml")),
+      "a.yml:3:13: batch_size: expected only one of gradient_accumulation_steps and batch_size, "
+      "got both (axolotl: \"please set only one of gradient_accumulation_steps or batch_size\")");
+  EXPECT_EQ(first_error(load_trainer_config_text(
+                "base_model: m\nmicro_batch_size: 8\nbatch_size: 4\n", "a.yml")),
+            "a.yml:3:13: batch_size: expected batch_size // micro_batch_size in 1..1048576 "
+            "(axolotl's gradient accumulation), got 4 // 8 = 0");
+}
+
 TEST(TrainerConfig, RefusalsNameFileLineColumnAndKey) {
   EXPECT_EQ(
       first_error(load_trainer_config_text("model_name_or_path: m\ncutoff_len: [1\n", "t.yaml")),
@@ -227,7 +256,8 @@ TEST(TrainerConfig, RefusalsNameFileLineColumnAndKey) {
   EXPECT_EQ(first_error(load_trainer_config_text("model_name_or_path: m\nmodel_name_or_path: n\n",
                                                  "t.yaml")),
             "t.yaml:2:1: model_name_or_path: key written twice; expected each key once");
-  EXPECT_EQ(first_error(load_trainer_config_text("base_model: m\nadapter: lora\n", "t.yaml")),
+  EXPECT_EQ(first_error(load_trainer_config_text(
+                "base_model: m\nadapter: lora\nmicro_batch_size: 1\nbatch_size: 1\n", "t.yaml")),
             "t.yaml:2:10: adapter: lora needs lora_r (the adapters' rank)");
   EXPECT_EQ(
       first_error(load_trainer_config_text("{\"per_device_train_batch_size\": 2.5}", "t.json")),

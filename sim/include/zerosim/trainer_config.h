@@ -18,9 +18,10 @@
 namespace zerosim {
 
 enum class TrainerFormat {
-  LlamaFactory,          ///< YAML with model_name_or_path (llamafactory-cli train FILE)
-  Axolotl,               ///< YAML with base_model (axolotl train FILE)
-  TrainingArgumentsJson  ///< JSON of transformers.TrainingArguments fields (HfArgumentParser)
+  LlamaFactory,           ///< YAML with model_name_or_path (llamafactory-cli train FILE)
+  Axolotl,                ///< YAML with base_model (axolotl train FILE)
+  TrainingArgumentsJson,  ///< JSON of transformers.TrainingArguments fields (HfArgumentParser)
+  Trl  ///< TRL's SFTConfig + ModelConfig (`trl sft --config FILE`), YAML or JSON with a TRL key
 };
 std::string trainer_format_name(TrainerFormat f);
 
@@ -47,6 +48,10 @@ struct TrainerConfig {
   std::optional<TrainerValue<double>> max_grad_norm;       ///< max_grad_norm
   std::optional<TrainerValue<std::uint64_t>> seq_len;      ///< cutoff_len / sequence_len
   std::optional<TrainerValue<bool>> gradient_checkpointing;
+  /// Eager attention (stores the scores): LLaMA-Factory flash_attn: disabled, axolotl
+  /// eager_attention / attn_implementation: eager, TRL attn_implementation: eager. False for the
+  /// others the file names (sdpa, flash, flex, ...), which store no scores; unset: not written.
+  std::optional<TrainerValue<bool>> eager_attention;
   // LoRA (LLaMA-Factory finetuning_type: lora, axolotl adapter: lora|qlora).
   std::optional<TrainerValue<bool>> lora;
   std::optional<TrainerValue<std::uint64_t>> lora_rank;
@@ -63,8 +68,11 @@ struct TrainerConfig {
 /// The largest sequence length a trainer config may give (as --seq-len).
 inline constexpr std::uint64_t kMaxTrainerSeqLen = std::uint64_t{1} << 24;
 
-/// Parses a trainer config. The format comes from the extension (.json: TrainingArguments JSON;
-/// .yaml/.yml: LLaMA-Factory when it has model_name_or_path, axolotl when it has base_model).
+/// Parses a trainer config. The format comes from the extension and the keys: TRL when the file
+/// has one of TRL's own keys (use_peft, lora_r, lora_target_modules, load_in_4bit, load_in_8bit,
+/// max_length, dataset_name, attn_implementation) and none of LLaMA-Factory's; else .json:
+/// TrainingArguments JSON; .yaml/.yml: LLaMA-Factory when it has model_name_or_path, axolotl when
+/// it has base_model.
 /// Every problem is one error naming the file, the line and column (YAML) or JSON pointer, the
 /// key, what was expected and what was found.
 Result<TrainerConfig> load_trainer_config_text(const std::string& text, const std::string& path);
@@ -81,7 +89,11 @@ Result<TrainerConfig> load_trainer_config_file(const std::string& path);
 /// 067b021): micro_batch_size 1 and gradient_accumulation_steps 1 (schemas/training.py:71-77),
 /// max_grad_norm unset (:264, so TrainingArguments' 1.0), sequence_len 512 (schemas/config.py:665),
 /// gradient_checkpointing false (:600), bf16 auto (:559; bf16_auto, resolved by the caller from
-/// the GPU as config/__init__.py:156 resolve_dtype does).
+/// the GPU as config/__init__.py:156 resolve_dtype does). TRL (trl v1.9.0, f2cd577) on top of
+/// TrainingArguments: gradient_checkpointing true and bf16 true unless fp16
+/// (trainer/base_config.py:61, :105), max_length 1024 (sft_config.py:205), use_peft false, lora_r
+/// 16, lora_alpha 32, lora_dropout 0.05, lora_target_modules None: peft's per-model default
+/// (model_config.py:103-122).
 void trainer_defaults(TrainerConfig& c);
 
 }  // namespace zerosim

@@ -26,6 +26,8 @@ std::string trainer_format_name(TrainerFormat f) {
       return "axolotl";
     case TrainerFormat::TrainingArgumentsJson:
       return "TrainingArguments JSON";
+    case TrainerFormat::Trl:
+      return "TRL";
   }
   return "?";
 }
@@ -181,6 +183,15 @@ void optimizer_name(const Keys& k, TrainerConfig& c) {
   }
 }
 
+// An attn_implementation value (transformers' names; axolotl's and TRL's key): "eager" stores the
+// attention scores, every other kernel (sdpa, flash_attention_2/3, flex_attention, xformers, sage,
+// a hub kernel path) does not.
+void attn_implementation(const Keys& k, TrainerConfig& c) {
+  const Entry* e = k.find("attn_implementation");
+  if (e == nullptr) return;
+  if (auto v = trainercfg::as_string(*e, k.d)) c.eager_attention = Keys::at(*e, *v == "eager");
+}
+
 void common(const Keys& k, TrainerConfig& c) {
   optimizer_name(k, c);
   k.uint("gradient_accumulation_steps", 1, kMaxGradAccumSteps, c.grad_accum);
@@ -204,6 +215,17 @@ void llama_factory(const Keys& k, TrainerConfig& c) {
   k.uint("cutoff_len", 1, kMaxTrainerSeqLen, c.seq_len);
   if (const Entry* e = k.find("disable_gradient_checkpointing"))
     if (auto v = trainercfg::as_bool(*e, k.d)) c.gradient_checkpointing = Keys::at(*e, !*v);
+  // flash_attn (hparams/model_args.py:117, model/model_utils/attention.py:65): disabled loads the
+  // model with eager attention; auto (transformers' default, sdpa), sdpa, fa2 and fa3 store no
+  // scores. It was not read: flash_attn: disabled planned as flash (found by a new-user pass).
+  if (const Entry* e = k.find("flash_attn")) {
+    auto v = trainercfg::as_string(*e, k.d);
+    if (v && *v != "auto" && *v != "disabled" && *v != "sdpa" && *v != "fa2" && *v != "fa3")
+      k.d.error(e->where, e->pointer,
+                "expected auto, disabled, sdpa, fa2 or fa3, got " + e->shown());
+    else if (v)
+      c.eager_attention = Keys::at(*e, *v == "disabled");
+  }
   if (const Entry* e = k.find("finetuning_type")) {
     auto t = trainercfg::as_string(*e, k.d);
     if (t && *t != "lora" && *t != "full")
@@ -243,11 +265,68 @@ void llama_factory(const Keys& k, TrainerConfig& c) {
     c.not_modelled.push_back("additional_target: " + e->shown() + " (fully trained modules)");
 }
 
+// load_in_4bit / load_in_8bit (axolotl's and TRL's ModelConfig keys): the base's quantization.
+std::pair<std::optional<bool>, std::optional<bool>> load_in_bits(const Keys& k, TrainerConfig& c) {
+  std::optional<bool> in4 = k.boolean("load_in_4bit");
+  std::optional<bool> in8 = k.boolean("load_in_8bit");
+  if (in4.value_or(false) && in8.value_or(false))
+    k.d.error(k.find("load_in_8bit")->where, "load_in_8bit",
+              "expected at most one of load_in_4bit and load_in_8bit true, got both");
+  else if (in4.value_or(false))
+    c.quantization = Keys::at(*k.find("load_in_4bit"), BaseQuantization::Nf4);
+  else if (in8.value_or(false))
+    c.quantization = Keys::at(*k.find("load_in_8bit"), BaseQuantization::Int8);
+  return {in4, in8};
+}
+
+// axolotl's batch keys (src/axolotl at 067b021): at least two of micro_batch_size,
+// gradient_accumulation_steps and batch_size (schemas/validation.py:220 check_batch_size_fields),
+// not both of the last two (:274 check_gas_bsz), and the accumulation from batch_size //
+// micro_batch_size when only batch_size is given (utils/config/__init__.py:202 normalize_config).
+// batch_size was not read: a file with micro_batch_size 2 and batch_size 32 was planned with one
+// micro-step instead of 16 (found by a new-user pass).
+void axolotl_batch(const Keys& k, TrainerConfig& c) {
+  std::optional<TrainerValue<std::uint64_t>> batch;
+  k.uint("batch_size", 1, kMaxMicroBatch * kMaxGradAccumSteps, batch);
+  const char* const fields[] = {"micro_batch_size", "gradient_accumulation_steps", "batch_size"};
+  int set = 0;
+  for (const char* f : fields) set += k.find(f) != nullptr ? 1 : 0;
+  if (set < 2 && !k.d.has_errors()) {
+    k.d.error(c.path, "",
+              "expected at least two of micro_batch_size, gradient_accumulation_steps and "
+              "batch_size, got " +
+                  std::to_string(set) + " (axolotl refuses the file: check_batch_size_fields)");
+    return;
+  }
+  if (!batch) return;
+  if (c.grad_accum) {
+    k.d.error(batch->where, batch->pointer,
+              "expected only one of gradient_accumulation_steps and batch_size, got both "
+              "(axolotl: \"please set only one of gradient_accumulation_steps or batch_size\")");
+    return;
+  }
+  if (!c.micro_batch) return;  // an error already
+  const std::uint64_t gas = batch->value / c.micro_batch->value;
+  if (gas == 0 || gas > kMaxGradAccumSteps) {
+    k.d.error(batch->where, batch->pointer,
+              "expected batch_size // micro_batch_size in 1.." +
+                  std::to_string(kMaxGradAccumSteps) + " (axolotl's gradient accumulation), got " +
+                  std::to_string(batch->value) + " // " + std::to_string(c.micro_batch->value) +
+                  " = " + std::to_string(gas));
+    return;
+  }
+  c.grad_accum = *batch;
+  c.grad_accum->value = gas;
+  c.grad_accum->key = "batch_size " + std::to_string(batch->value) + " // micro_batch_size " +
+                      std::to_string(c.micro_batch->value);
+}
+
 void axolotl(const Keys& k, TrainerConfig& c) {
   if (auto m = k.string("base_model")) c.model = Keys::at(*k.find("base_model"), *m);
   precision(k, c, true);
   common(k, c);
   k.uint("micro_batch_size", 1, kMaxMicroBatch, c.micro_batch);
+  axolotl_batch(k, c);
   k.uint("sequence_len", 1, kMaxTrainerSeqLen, c.seq_len);
   if (const Entry* e = k.find("gradient_checkpointing")) {
     if (e->kind == Entry::Kind::Plain && (e->text == "offload" || e->text == "offload_disk")) {
@@ -258,15 +337,11 @@ void axolotl(const Keys& k, TrainerConfig& c) {
       c.gradient_checkpointing = Keys::at(*e, *v);
     }
   }
-  std::optional<bool> in4 = k.boolean("load_in_4bit");
-  std::optional<bool> in8 = k.boolean("load_in_8bit");
-  if (in4.value_or(false) && in8.value_or(false))
-    k.d.error(k.find("load_in_8bit")->where, "load_in_8bit",
-              "expected at most one of load_in_4bit and load_in_8bit true, got both");
-  else if (in4.value_or(false))
-    c.quantization = Keys::at(*k.find("load_in_4bit"), BaseQuantization::Nf4);
-  else if (in8.value_or(false))
-    c.quantization = Keys::at(*k.find("load_in_8bit"), BaseQuantization::Int8);
+  // attn_implementation, or the deprecated eager_attention: true (schemas/config.py:834-839).
+  attn_implementation(k, c);
+  if (const Entry* e = k.find("eager_attention"); e != nullptr && !c.eager_attention)
+    if (auto v = trainercfg::as_bool(*e, k.d); v && *v) c.eager_attention = Keys::at(*e, true);
+  const auto [in4, in8] = load_in_bits(k, c);
   if (const Entry* e = k.find("adapter")) {
     auto a = trainercfg::as_string(*e, k.d);
     if (a && *a != "lora" && *a != "qlora") {
@@ -314,6 +389,63 @@ void training_arguments(const Keys& k, TrainerConfig& c) {
   k.uint("max_seq_length", 1, kMaxTrainerSeqLen, c.seq_len);
 }
 
+// TRL (`trl sft --config`, trl v1.9.0 f2cd577): SFTConfig is TrainingArguments plus max_length;
+// ModelConfig (trainer/model_config.py) gives the adapters and the base's quantization, which
+// get_peft_config / get_quantization_config (trainer/utils.py:235-277) hand to peft and
+// bitsandbytes. Such a file was read as LLaMA-Factory (YAML: LoRA rank 8 and checkpointing from
+// LLaMA-Factory's defaults, use_peft and max_length dropped) or as bare TrainingArguments (JSON:
+// a QLoRA job planned as a full fine-tune), without a word (found by a new-user pass).
+void trl(const Keys& k, TrainerConfig& c) {
+  training_arguments(k, c);
+  // bf16 not written is `not fp16` (base_config.py:105): fp16: false alone trains in bf16.
+  if (!k.find("bf16") && c.precision && c.precision->value == DType::Float32) c.precision.reset();
+  if (auto it = k.by_key.find("max_length");
+      it != k.by_key.end() && it->second->kind == Entry::Kind::Null) {
+    k.d.error(it->second->where, it->second->pointer,
+              "expected an integer 1.." + std::to_string(kMaxTrainerSeqLen) +
+                  ", got null (TRL then truncates nothing: the sequence length is the longest "
+                  "sample's; write it)");
+  }
+  k.uint("max_length", 1, kMaxTrainerSeqLen, c.seq_len);
+  attn_implementation(k, c);
+  if (const Entry* e = k.find("use_peft"))
+    if (auto v = trainercfg::as_bool(*e, k.d)) c.lora = Keys::at(*e, *v);
+  k.uint("lora_r", 1, kMaxLoraRank, c.lora_rank);
+  k.number("lora_alpha", 1e-9, 1e9, "> 0", c.lora_alpha);
+  k.number("lora_dropout", 0, 0.999999, "0..1 (below 1)", c.lora_dropout);
+  if (const Entry* e = k.find("lora_target_modules")) {
+    if (auto t = module_list(*e, k.d)) c.lora_targets = Keys::at(*e, *t);
+  }
+  load_in_bits(k, c);
+  for (const char* key :
+       {"use_dora", "packing", "padding_free", "activation_offloading", "use_liger_kernel"})
+    if (k.is_true(key)) c.not_modelled.push_back(std::string(key) + ": true");
+  for (const char* key : {"lora_modules_to_save", "lora_target_parameters"})
+    if (const Entry* e = k.find(key))
+      c.not_modelled.push_back(std::string(key) + ": " + e->shown() + " (more trained weights)");
+}
+
+// The keys that say which trainer reads a file that names its model with model_name_or_path:
+// TRL's ModelConfig / SFTConfig / ScriptArguments, and LLaMA-Factory's own hparams.
+bool has_any(const Keys& k, std::initializer_list<const char*> keys) {
+  return std::any_of(keys.begin(), keys.end(),
+                     [&](const char* key) { return k.by_key.count(key); });
+}
+const std::initializer_list<const char*> kTrlKeys = {
+    "use_peft",     "lora_r",     "lora_target_modules", "load_in_4bit",
+    "load_in_8bit", "max_length", "dataset_name",        "attn_implementation"};
+const std::initializer_list<const char*> kLlamaFactoryKeys = {"finetuning_type",
+                                                              "stage",
+                                                              "template",
+                                                              "cutoff_len",
+                                                              "lora_rank",
+                                                              "lora_target",
+                                                              "quantization_bit",
+                                                              "dataset",
+                                                              "dataset_dir",
+                                                              "flash_attn",
+                                                              "disable_gradient_checkpointing"};
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -328,15 +460,19 @@ Result<TrainerConfig> load_trainer_config_text(const std::string& text, const st
   c.path = path;
   const bool json = ends_with(path, ".json");
   if (!json && !ends_with(path, ".yaml") && !ends_with(path, ".yml"))
-    return fail<TrainerConfig>(path, "",
-                               "unknown trainer config format: expected a .yaml/.yml file "
-                               "(LLaMA-Factory, axolotl) or a .json of TrainingArguments");
+    return fail<TrainerConfig>(
+        path, "",
+        "unknown trainer config format: expected a .yaml/.yml file "
+        "(LLaMA-Factory, axolotl, TRL) or a .json of TrainingArguments (or TRL's)");
   if (!(json ? trainercfg::read_json_entries(text, path, entries, d)
              : trainercfg::read_yaml_entries(text, path, entries, d)))
     return Result<TrainerConfig>(d);
   Keys k{{}, d, {}};
   for (const auto& e : entries) k.by_key[e.key] = &e;
-  if (json) {
+  const bool trl_keys = has_any(k, kTrlKeys) && !has_any(k, kLlamaFactoryKeys);
+  if (trl_keys && (json || k.by_key.count("model_name_or_path"))) {
+    c.format = TrainerFormat::Trl;
+  } else if (json) {
     c.format = TrainerFormat::TrainingArgumentsJson;
   } else if (k.by_key.count("model_name_or_path")) {
     c.format = TrainerFormat::LlamaFactory;
@@ -345,7 +481,7 @@ Result<TrainerConfig> load_trainer_config_text(const std::string& text, const st
   } else {
     return fail<TrainerConfig>(path, "",
                                "unknown trainer config format: expected model_name_or_path "
-                               "(LLaMA-Factory) or base_model (axolotl)");
+                               "(LLaMA-Factory, TRL) or base_model (axolotl)");
   }
   switch (c.format) {
     case TrainerFormat::LlamaFactory:
@@ -356,6 +492,9 @@ Result<TrainerConfig> load_trainer_config_text(const std::string& text, const st
       break;
     case TrainerFormat::TrainingArgumentsJson:
       training_arguments(k, c);
+      break;
+    case TrainerFormat::Trl:
+      trl(k, c);
       break;
   }
   // A key one or two edits from a key zerosim reads, which the file does not set, is a typo: the
@@ -408,6 +547,20 @@ void trainer_defaults(TrainerConfig& c) {
         fill(c.lora_rank, std::uint64_t{8}, "lora_rank");
         fill(c.lora_targets, std::vector<std::string>{"all-linear"}, "lora_target");
         fill(c.lora_alpha, 2.0 * static_cast<double>(c.lora_rank->value), "lora_alpha");
+      }
+      [[fallthrough]];
+    case TrainerFormat::Trl:
+      if (c.format == TrainerFormat::Trl) {
+        fill(c.seq_len, std::uint64_t{1024}, "max_length");
+        fill(c.gradient_checkpointing, true, "gradient_checkpointing");
+        // bf16 = not fp16 when bf16 is not written (base_config.py:105).
+        if (!c.precision) fill(c.precision, DType::BFloat16, "bf16");
+        fill(c.lora, false, "use_peft");
+        if (c.lora->value) {
+          fill(c.lora_rank, std::uint64_t{16}, "lora_r");
+          fill(c.lora_alpha, 32.0, "lora_alpha");
+          fill(c.lora_dropout, 0.05, "lora_dropout");
+        }
       }
       [[fallthrough]];
     case TrainerFormat::TrainingArgumentsJson:
