@@ -58,6 +58,10 @@ Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
       if (s.name == a) spec = &s;
     if (!spec) {
       std::string m = closest_match(a, names);
+      // Hugging Face's name for it: the closest spelling is --gradient-clipping, another knob.
+      if (a == "--gradient-checkpointing" &&
+          std::find(names.begin(), names.end(), "--activation-checkpointing") != names.end())
+        m = "--activation-checkpointing (Hugging Face's gradient checkpointing)";
       d.error(src, "", "unknown flag " + a, m.empty() ? "see --help" : "did you mean " + m + "?");
       // Its value, if it has one, is not a second error.
       if (!inline_value && i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) ++i;

@@ -10,6 +10,7 @@
 #include "cluster_flags.h"
 #include "commands.h"
 #include "inputs.h"
+#include "lora_flags.h"
 #include "output_file.h"
 #include "scenario_overrides.h"
 #include "zerosim/calibration.h"
@@ -194,7 +195,10 @@ int run_plan(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   const int stage = req.ds_config_given ? req.base.zero.stage : 0;
   if (const std::string why = quantized_base_problem(req.model, stage, req.training.zero_init);
       !why.empty()) {
-    err << "zerosim plan: " << (req.training.zero_init ? "--zero-init" : "--base-quantization")
+    err << "zerosim plan: "
+        << (req.training.zero_init && args->has("--zero-init")
+                ? "--zero-init"
+                : base_quantization_source(args.value()))
         << ": " << why << "\n";
     return kExitInvalidInput;
   }

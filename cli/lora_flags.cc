@@ -141,4 +141,13 @@ bool apply_lora_flags(const ParsedArgs& a, ModelDesc& model, DType lp, Diagnosti
   return true;
 }
 
+std::string base_quantization_source(const ParsedArgs& a) {
+  // The 8-bit stage 3 refusal named --base-quantization for a trainer config's quantization_bit:
+  // a flag the user never passed (found by a new-user pass).
+  if (a.has("--base-quantization")) return "--base-quantization";
+  if (auto t = a.get("--trainer-config")) return *t;
+  if (auto s = a.get("--scenario")) return *s + ": /model/lora/base_quantization";
+  return "--base-quantization";
+}
+
 }  // namespace zerosim::cli

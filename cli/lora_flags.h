@@ -35,4 +35,8 @@ bool parse_lora_flags(const ParsedArgs& a, LoraFlagValues& v, Diagnostics& d);
 /// Returns false on error. `lp` is the LP dtype.
 bool apply_lora_flags(const ParsedArgs& a, ModelDesc& model, DType lp, Diagnostics& d);
 
+/// What gave the base its quantization, for an error about it: --base-quantization when given,
+/// else the trainer config or the scenario (/model/lora/base_quantization) that names it.
+std::string base_quantization_source(const ParsedArgs& a);
+
 }  // namespace zerosim::cli

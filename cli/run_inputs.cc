@@ -7,6 +7,7 @@
 
 #include "cluster_flags.h"
 #include "inputs.h"
+#include "lora_flags.h"
 #include "scenario_overrides.h"
 #include "zerosim/lora.h"
 #include "zerosim/work_limit.h"
@@ -70,7 +71,11 @@ Result<Scenario> scenario_from_flags(const ParsedArgs& a, std::string& links_bas
     }
   } else if (!in->ds_config_given) {
     return fail<Scenario>(
-        "zerosim", "", "which ZeRO stage? give --stage 0..3, --ds-config FILE or --scenario FILE");
+        "zerosim", "",
+        a.has("--trainer-config")
+            ? "which ZeRO stage? the trainer config names no ds_config (its deepspeed: key); give "
+              "--stage 0..3 or --ds-config FILE"
+            : "which ZeRO stage? give --stage 0..3, --ds-config FILE or --scenario FILE");
   }
   // A trainer config's stage 3 model is built under zero.Init (inputs.h); paper accounting has no
   // init phase.
@@ -132,7 +137,9 @@ Result<ResolvedRun> resolve_run(const ParsedArgs& a) {
   if (const std::string why =
           quantized_base_problem(s.model, s.ds.zero.stage, s.training.zero_init);
       !why.empty())
-    return fail<ResolvedRun>(s.training.zero_init ? "--zero-init" : "--base-quantization", "", why);
+    return fail<ResolvedRun>(
+        s.training.zero_init && a.has("--zero-init") ? "--zero-init" : base_quantization_source(a),
+        "", why);
   // Before anything is built: a schedule's size is steps x micro-steps x tensors (work_limit.h),
   // whether the counts came from flags, a scenario or a ds_config's train_batch_size.
   if (!check_schedule_work(s.steps, s.ds.grad_accum_steps, s.model.params.size(),

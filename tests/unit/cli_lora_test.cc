@@ -4,6 +4,8 @@
 // one line naming its flag with exit 1.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -188,6 +190,17 @@ TEST(CliLora, QuantizedBaseCombinationsZerosimCannotModelAreRefused) {
           data("ds/hf_ds_config_zero3_bf16.json") +
           " --micro-batch 1 --grad-accum 1 --gradient-clipping 1 --precision bf16",
       "--base-quantization: 8-bit (LLM.int8) base weights under ZeRO stage 3");
+  // The refusal names what asked for the 8-bit base: it named --base-quantization for a trainer
+  // config's quantization_bit, a flag never passed (found by a new-user pass).
+  const std::string lf = zerosim::testutil::unique_temp_path("lora_q8_z3.yaml");
+  std::ofstream(lf) << "model_name_or_path: gpt2\nfinetuning_type: lora\nlora_rank: 4\n"
+                       "quantization_bit: 8\nbf16: true\nper_device_train_batch_size: 1\n"
+                       "deepspeed: "
+                    << data("ds/hf_ds_config_zero3_bf16.json") << "\n";
+  for (const char* cmd : {"plan", "simulate"})
+    expect_one_line_error(std::string(cmd) + " --trainer-config " + lf + " --gpus 2",
+                          lf + ": 8-bit (LLM.int8) base weights under ZeRO stage 3");
+  std::remove(lf.c_str());
   // Without a ds_config the plan leaves the stage 3 rows out and says so.
   const auto j = plan_json("--model gpt2-small --gpus 2 --lora-rank 4 --base-quantization 8bit");
   for (const auto& r : j["rows"]) EXPECT_LE(r["stage"].get<int>(), 2);

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "cli_testlib.h"
+#include "temp_path.h"
 #include "zerosim/version.h"
 
 namespace {
@@ -85,6 +86,10 @@ TEST(Cli, UnknownCommandAndFlag) {
   expect_one_line_error("plna", "unknown command \"plna\" (did you mean \"plan\"?)");
   expect_one_line_error("plan --gpu-count 8", "unknown flag --gpu-count (did you mean --gpu");
   expect_one_line_error("plan --modell gpt2-xl", "unknown flag --modell (did you mean --model?)");
+  // Hugging Face users' name: the closest spelling (--gradient-clipping) is another knob.
+  expect_one_line_error("plan --gradient-checkpointing",
+                        "unknown flag --gradient-checkpointing (did you mean "
+                        "--activation-checkpointing (Hugging Face's gradient checkpointing)?)");
   expect_one_line_error("plan --gpus", "--gpus: expected a value (N), got nothing");
   expect_one_line_error("plan --gpus 8 --gpus 4", "--gpus: given twice");
   expect_one_line_error("plan stray", "unexpected argument \"stray\"");
@@ -341,6 +346,13 @@ TEST(CliRun, BadFlagsOfScheduleAndSimulate) {
                         "--efficiency: expected a number in");
   expect_one_line_error("simulate --model gpt2-small",
                         "which ZeRO stage? give --stage 0..3, --ds-config FILE or --scenario FILE");
+  // A trainer config without a deepspeed: key: the message names that key.
+  const std::string lf = zerosim::testutil::unique_temp_path("cli_trainer_no_ds.yaml");
+  std::ofstream(lf) << "model_name_or_path: gpt2\nfinetuning_type: full\n";
+  expect_one_line_error("simulate --trainer-config " + lf,
+                        "which ZeRO stage? the trainer config names no ds_config (its deepspeed: "
+                        "key); give --stage 0..3 or --ds-config FILE");
+  std::remove(lf.c_str());
   expect_one_line_error("simulate --scenario /nonexistent/s.json",
                         "/nonexistent/s.json: cannot read file");
   expect_one_line_error(
