@@ -119,14 +119,15 @@ TEST(TrainerConfig, YamlNumbersAreReadAsTheTrainersReadThem) {
 
 TEST(TrainerConfig, AnOptimizerOtherThanAdamWIsAWarning) {
   auto c = load_trainer_config_text(
-      "model_name_or_path: gpt2\noptim: adafactor\nper_device_train_batch_size: 4\n", "t.yaml");
+      "model_name_or_path: gpt2\noptim: adafactor\nper_device_train_batch_size: 4\nbf16: true\n",
+      "t.yaml");
   ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
   ASSERT_EQ(c->not_modelled.size(), 1u);
   EXPECT_EQ(c->not_modelled[0].rfind("optim: adafactor (unless the ds_config", 0), 0u)
       << c->not_modelled[0];
   for (const char* adamw : {"adamw_torch", "adamw_torch_fused", "paged_adamw_32bit"}) {
     auto a = load_trainer_config_text(
-        std::string("model_name_or_path: gpt2\noptim: ") + adamw + "\n", "t.yaml");
+        std::string("model_name_or_path: gpt2\nbf16: true\noptim: ") + adamw + "\n", "t.yaml");
     ASSERT_TRUE(a.ok()) << a.diagnostics().to_string();
     EXPECT_TRUE(a->not_modelled.empty()) << adamw;
   }

@@ -91,6 +91,19 @@ TEST(TrainerConfigTrl, AJsonWithTrlsKeysIsTrl) {
   EXPECT_EQ(plain->precision->value, DType::Float32);
 }
 
+// LLaMA-Factory without bf16/fp16 holds the frozen base in the checkpoint's 16-bit dtype, which
+// zerosim cannot plan (one dtype for every weight): a warning says the fp32 plan is an upper bound.
+TEST(TrainerConfigTrl, LlamaFactoryInFp32SaysTheBaseIsSixteenBit) {
+  auto c = load_trainer_config_text("model_name_or_path: m\nfinetuning_type: lora\n", "lf.yaml");
+  ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
+  ASSERT_EQ(c->not_modelled.size(), 1u);
+  EXPECT_EQ(c->not_modelled[0].rfind("bf16/fp16 not true: LLaMA-Factory loads the frozen", 0), 0u);
+  auto bf = load_trainer_config_text("model_name_or_path: m\nfinetuning_type: lora\nbf16: true\n",
+                                     "lf.yaml");
+  ASSERT_TRUE(bf.ok());
+  EXPECT_TRUE(bf->not_modelled.empty());
+}
+
 // A LLaMA-Factory key keeps a file LLaMA-Factory's, as before.
 TEST(TrainerConfigTrl, ALlamaFactoryKeyKeepsTheFileLlamaFactorys) {
   auto c = load_trainer_config_text(

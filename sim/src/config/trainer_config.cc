@@ -210,6 +210,16 @@ void llama_factory(const Keys& k, TrainerConfig& c) {
   if (auto m = k.string("model_name_or_path"))
     c.model = Keys::at(*k.find("model_name_or_path"), *m);
   precision(k, c, false);
+  // Without bf16/fp16 LLaMA-Factory still loads the model in a 16-bit dtype (hparams/parser.py:640
+  // leaves compute_dtype unset, model/patcher.py:379 infers it from the checkpoint) and upcasts
+  // only the trainable weights to fp32 (model/adapter.py cast_trainable_params_to_fp32);
+  // DeepSpeed's fp32 mode casts nothing. zerosim holds every weight in one dtype (found by a
+  // new-user pass).
+  if ((!c.precision || c.precision->value == DType::Float32) && !k.is_true("pure_bf16"))
+    c.not_modelled.push_back(
+        "bf16/fp16 not true: LLaMA-Factory loads the frozen weights in the checkpoint's 16-bit "
+        "dtype (model/patcher.py:379 infer_optim_dtype) and only the trainable ones in fp32; "
+        "planned with every weight in fp32, an upper bound");
   common(k, c);
   k.uint("per_device_train_batch_size", 1, kMaxMicroBatch, c.micro_batch);
   k.uint("cutoff_len", 1, kMaxTrainerSeqLen, c.seq_len);
