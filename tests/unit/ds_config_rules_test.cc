@@ -397,6 +397,47 @@ TEST(DsConfigRefusal, MuonWithOptimizerOffload) {
                "its reduced slices copied to every owning rank (DeepSpeed PR #8141)"));
 }
 
+// --deepspeed-version 0.14.4 took edaa722's key tables: zero_optimization and offload_optimizer
+// keys added after v0.14.4 were accepted (its pydantic models refuse them), and bf16 keys v0.14.4
+// does not read (it reads the block as a dict) were applied: bf16_master_weights_and_grads set a
+// bf16 master there (found by a new-user pass).
+TEST(DsConfigVersion, V0144HasItsOwnKeys) {
+  AutoValues v0144;
+  v0144.version = DeepSpeedVersion::V0_14_4;
+  EXPECT_EQ(
+      diag(load(R"("zero_optimization": {"stage": 3, "stage3_module_granularity_threshold": 1})",
+                v0144)),
+      "ds.json: /zero_optimization/stage3_module_granularity_threshold: unknown key "
+      "\"stage3_module_granularity_threshold\" at DeepSpeed v0.14.4: its DeepSpeedZeroConfig "
+      "has no such field and refuses extra keys (added in a later release)\n");
+  EXPECT_NE(diag(load(R"("zero_optimization": {"stage": 2, "offload_optimizer":
+                           {"device": "cpu", "super_offload": false}})",
+                      v0144))
+                .find("/zero_optimization/offload_optimizer/super_offload: unknown key "
+                      "\"super_offload\" at DeepSpeed v0.14.4: its "
+                      "DeepSpeedZeroOffloadOptimizerConfig"),
+            std::string::npos);
+  const std::string mw =
+      R"("bf16": {"enabled": true, "bf16_master_weights_and_grads": true, "bf16_optimizer_states":
+         true, "typo": 1}, "zero_optimization": {"stage": 2})";
+  auto old = load(mw, v0144);
+  ASSERT_TRUE(old.ok()) << diag(old);
+  EXPECT_FALSE(old.value().bf16_master_weights_and_grads);
+  EXPECT_EQ(old.value().master_dtype(), DType::Float32);
+  const std::string d = diag(old);
+  EXPECT_NE(d.find("warning: ds.json: /bf16/bf16_master_weights_and_grads: ignored: DeepSpeed "
+                   "v0.14.4 does not read bf16.bf16_master_weights_and_grads"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("/bf16/typo: unknown key"), std::string::npos) << d;  // a warning there
+  // edaa722 reads them (and refuses the unknown key).
+  auto now = load(R"("bf16": {"enabled": true, "bf16_master_weights_and_grads": true,
+                     "bf16_optimizer_states": true}, "zero_optimization": {"stage": 2})");
+  ASSERT_TRUE(now.ok()) << diag(now);
+  EXPECT_EQ(now.value().master_dtype(), DType::BFloat16);
+  EXPECT_FALSE(load(mw).ok());
+}
+
 TEST(DsConfigRefusal, OptimizersDeepSpeedRejects) {
   EXPECT_EQ(diag(load(R"("optimizer": {"type": "OneBitAdam"}, "zero_optimization": {"stage": 1})")),
             refusal("/optimizer/type", "1bit-Adam is not compatible with ZeRO", kEngine));

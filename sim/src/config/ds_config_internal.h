@@ -97,6 +97,13 @@ const std::vector<std::string>& offload_optimizer_keys();
 const std::vector<std::string>& fp16_keys();
 const std::vector<std::string>& bf16_keys();
 const std::vector<std::string>& data_types_keys();
+/// The keys of a block that DeepSpeed v0.14.4 does not have (added later): zero_optimization's
+/// and offload_optimizer's (pydantic, extra="forbid": refused there), bf16's (read as a dict:
+/// ignored there). `block` is "zero_optimization", "offload_optimizer" or "bf16".
+const std::vector<std::string>& keys_after_v0_14_4(std::string_view block);
+/// At v0.14.4, refuses each key of `r` that keys_after_v0_14_4(block) names, as its pydantic
+/// model does (the key is marked used, so reject_unknown does not report it again).
+void refuse_keys_after_v0_14_4(json::JsonReader& r, std::string_view block, const Loader& ld);
 /// True when DeepSpeed builds an optimizer of this `optimizer.type` (its own list, compared in
 /// lower case, or a torch.optim class name, compared exactly).
 bool is_supported_optimizer(const std::string& type);

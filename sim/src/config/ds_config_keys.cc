@@ -194,6 +194,43 @@ const std::vector<std::string>& data_types_keys() {
   return k;
 }
 
+// `git show v0.14.4:deepspeed/runtime/zero/config.py` (and offload_config.py) against edaa722's:
+// the fields (with their aliases) edaa722 has and v0.14.4 does not. bf16 at v0.14.4 is read key
+// by key from the dict (runtime/config.py get_bfloat16_enabled, :173 immediate_grad_update).
+const std::vector<std::string>& keys_after_v0_14_4(std::string_view block) {
+  static const std::vector<std::string> zero = {"allgather_sequential",
+                                                "stage3_allgather_sequential",
+                                                "module_granularity_threshold",
+                                                "stage3_module_granularity_threshold",
+                                                "enable_sanity_checks",
+                                                "leaf_module",
+                                                "log_trace_cache_warnings",
+                                                "save_muon_momentum_buffer_in_memory",
+                                                "zenflow",
+                                                "zeropp_loco_param"};
+  static const std::vector<std::string> offload = {"cpuadam_cores_perc", "super_offload"};
+  static const std::vector<std::string> bf16 = {
+      "check_grad_overflow", "bf16_master_weights_and_grads", "bf16_optimizer_states"};
+  static const std::vector<std::string> none;
+  return block == "zero_optimization"   ? zero
+         : block == "offload_optimizer" ? offload
+         : block == "bf16"              ? bf16
+                                        : none;
+}
+
+void refuse_keys_after_v0_14_4(json::JsonReader& r, std::string_view block, const Loader& ld) {
+  if (ld.cfg.version != DeepSpeedVersion::V0_14_4) return;
+  for (const std::string& key : keys_after_v0_14_4(block)) {
+    if (!r.has(key)) continue;
+    r.mark_used(key);
+    r.error("unknown key \"" + key + "\" at DeepSpeed v0.14.4: its " +
+                (block == "zero_optimization" ? "DeepSpeedZeroConfig"
+                                              : "DeepSpeedZeroOffloadOptimizerConfig") +
+                " has no such field and refuses extra keys (added in a later release)",
+            key);
+  }
+}
+
 bool is_supported_optimizer(const std::string& type) {
   // DEEPSPEED_OPTIMIZERS (runtime/config.py), matched after lower-casing.
   static constexpr std::array<std::string_view, 12> kDeepSpeed = {

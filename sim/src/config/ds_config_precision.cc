@@ -80,7 +80,10 @@ void read_fp16(JsonReader& root, Loader& ld) {
   read_bool(*b, "consecutive_hysteresis", c.consecutive_hysteresis, ld);
   read_scale_int(*b, "min_loss_scale", c.min_loss_scale, ld);
   read_bool(*b, "fp16_master_weights_and_grads", c.fp16_master_weights_and_gradients, ld);
-  b->reject_unknown(fp16_keys());
+  // v0.14.4 reads the fp16 and bf16 blocks as dicts (runtime/config.py:159-190): an unknown key
+  // is ignored there, refused by edaa722's pydantic models.
+  b->reject_unknown(fp16_keys(),
+                    c.version == DeepSpeedVersion::V0_14_4 ? Severity::Warning : Severity::Error);
   // Only dynamic loss scaling uses the window and the floor (DeepSpeedEngine.dynamic_loss_scale).
   if (c.fp16 && c.loss_scale == 0) {
     if (c.loss_scale_window <= 0)
@@ -111,9 +114,21 @@ void read_bf16(JsonReader& root, Loader& ld) {
   ld.facts.bf16_block = true;
   read_enabled(*b, DType::BFloat16, c.bf16, ld.facts.bf16_enabled_written, ld);
   read_bool(*b, "immediate_grad_update", c.bf16_immediate_grad_update, ld);
-  read_bool(*b, "check_grad_overflow", c.bf16_check_grad_overflow, ld);
-  read_bool(*b, "bf16_master_weights_and_grads", c.bf16_master_weights_and_grads, ld);
-  read_bool(*b, "bf16_optimizer_states", c.bf16_optimizer_states, ld);
+  // v0.14.4 reads the block key by key (runtime/config.py:166-177) and has none of the later
+  // keys: bf16_master_weights_and_grads there changes nothing, so it is not applied.
+  const bool v0144 = c.version == DeepSpeedVersion::V0_14_4;
+  for (const std::string& key : keys_after_v0_14_4("bf16")) {
+    if (!v0144 || !b->has(key)) continue;
+    b->mark_used(key);
+    b->warning(
+        "ignored: DeepSpeed v0.14.4 does not read bf16." + key + " (added in a later release)",
+        key);
+  }
+  if (!v0144) {
+    read_bool(*b, "check_grad_overflow", c.bf16_check_grad_overflow, ld);
+    read_bool(*b, "bf16_master_weights_and_grads", c.bf16_master_weights_and_grads, ld);
+    read_bool(*b, "bf16_optimizer_states", c.bf16_optimizer_states, ld);
+  }
   if (b->has("check_overflow")) {
     // constants.py's BFLOAT16_FORMAT documents this spelling, but the pydantic model rejects it.
     b->mark_used("check_overflow");
@@ -122,7 +137,7 @@ void read_bf16(JsonReader& root, Loader& ld) {
              "check_overflow, "
              "its config model does not");
   }
-  b->reject_unknown(bf16_keys());
+  b->reject_unknown(bf16_keys(), v0144 ? Severity::Warning : Severity::Error);
 }
 
 /// DtypeEnum (runtime/config.py): the spellings DeepSpeed accepts for data_types.grad_accum_dtype.

@@ -129,6 +129,7 @@ void read_offload(JsonReader& z, const std::string& key, bool optimizer, Loader&
     read_bool(*b, "convert_grad_on_cpu", convert_grad_on_cpu, ld);
     read_number(*b, "ratio", o.ratio, 0.0, 1.0, ld);
     read_number(*b, "cpuadam_cores_perc", cores, 0.0, 1.0, ld);
+    refuse_keys_after_v0_14_4(*b, "offload_optimizer", ld);
     b->reject_unknown(offload_optimizer_keys());
   } else {
     read_uint(*b, "buffer_size", o.buffer_size, 0, ld);
@@ -313,6 +314,7 @@ void read_zero(JsonReader& root, Loader& ld) {
   read_deprecated_fields(*z, ld);
   read_offload(*z, "offload_optimizer", true, ld);
   read_offload(*z, "offload_param", false, ld);
+  refuse_keys_after_v0_14_4(*z, "zero_optimization", ld);
   z->reject_unknown(zero_keys());
 }
 
