@@ -169,6 +169,16 @@ TEST(Trace, ReaderRejectsUnknownKeysAndNames) {
       << u;
 }
 
+// check keeps a sequence per rank of the world: "world": 4294967295 in meta ran out of memory.
+TEST(Trace, ReaderRefusesAWorldAboveTheTracedWorldCap) {
+  nlohmann::json j = nlohmann::json::parse(trace_text(run(bucket_schedule()).trace));
+  j["meta"]["world"] = 4294967295u;
+  EXPECT_EQ(errors_of(j.dump()),
+            "trace.json: /meta/world: expected an integer 1..1048576, got 4294967295\n");
+  j["meta"]["world"] = kMaxTracedWorld;
+  EXPECT_TRUE(read_trace_json(j.dump(), "trace.json").ok());
+}
+
 TEST(Trace, ChromeTraceFollowsThePerfettoRules) {
   const SimulationResult r = run(bucket_schedule());
   std::ostringstream out;

@@ -35,7 +35,9 @@ bool read_line(const std::string& line, const std::string& source, LoggedCollect
   static const std::vector<std::string> reduce_ops = {"sum", "max"};
   for (const char* k : {"rank", "step", "phase", "op", "numel", "out_numel", "dtype", "group_size"})
     if (!r.has(k)) r.error(std::string("expected key \"") + k + "\", got none");
-  if (auto v = r.get_uint("rank", 0, 0xFFFFFFFEu)) c.rank = static_cast<std::uint32_t>(*v);
+  // A log names no world; its ranks and groups are held to the largest one zerosim reads (check
+  // keeps a sequence per rank up to the largest: rank 4294967294 ran out of memory).
+  if (auto v = r.get_uint("rank", 0, kMaxTracedWorld - 1)) c.rank = static_cast<std::uint32_t>(*v);
   if (auto v = r.get_uint("step", 0, 0xFFFFFFFEu)) c.step = static_cast<std::uint32_t>(*v);
   if (auto v = r.get_uint("micro_step", 0, 0xFFFFFFFEu))
     c.micro_step = static_cast<std::uint32_t>(*v);
@@ -44,7 +46,7 @@ bool read_line(const std::string& line, const std::string& source, LoggedCollect
   if (auto v = r.get_uint("numel", 0, UINT64_MAX)) c.numel = *v;
   if (auto v = r.get_uint("out_numel", 0, UINT64_MAX)) c.out_numel = *v;
   read_enum(r, "dtype", dtypes, c.dtype);
-  if (auto v = r.get_uint("group_size", 1, 0xFFFFFFFEu))
+  if (auto v = r.get_uint("group_size", 1, kMaxTracedWorld))
     c.group_size = static_cast<std::uint32_t>(*v);
   if (r.has("reduce_op")) {
     ReduceOp op = ReduceOp::None;

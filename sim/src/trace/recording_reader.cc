@@ -11,7 +11,7 @@
 namespace zerosim {
 namespace {
 
-constexpr std::uint64_t kMaxWorld = 1u << 20;
+constexpr std::uint64_t kMaxWorld = kMaxTracedWorld;
 
 struct Manifest {
   std::uint32_t rank = 0, world = 0, steps = 0;

@@ -106,8 +106,9 @@ TraceMeta read_meta(JsonReader& root, int version) {
   read_string(*r, "optimizer", m.optimizer);
   read_string(*r, "gpu", m.gpu);
   if (auto v = r->get_int("stage", 0, 3)) m.stage = static_cast<int>(*v);
-  // 0 ranks is no run; it also wrapped the rank range every record is checked against.
-  if (auto v = r->get_uint("world", 1, kU32))
+  // 0 ranks is no run; it also wrapped the rank range every record is checked against. Above
+  // kMaxTracedWorld: check sized its per-rank sequences by it (200000000: 7.6 GB).
+  if (auto v = r->get_uint("world", 1, kMaxTracedWorld))
     m.world = static_cast<std::uint32_t>(*v);
   else if (r->has("world"))
     m.world = 0;  // refused: the ranks are not checked against it
