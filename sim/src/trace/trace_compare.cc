@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,15 +47,29 @@ std::string first_difference(const LoggedCollective& p, const LoggedCollective& 
   return {};
 }
 
-// Per rank, the collectives in order; a kAllRanks entry goes to every rank.
-std::vector<std::vector<const LoggedCollective*>> by_rank(const std::vector<LoggedCollective>& v,
-                                                          std::uint32_t world) {
-  std::vector<std::vector<const LoggedCollective*>> out(world);
+// Per rank, the collectives in order, kept sparse: a kAllRanks entry goes to every rank, so every
+// rank no entry names has the same sequence (`every`, the kAllRanks entries alone) and only the
+// named ranks get their own. Expanded per rank, a trace of one program for a 2^20-rank world took
+// world x comms pointers (8 GB for 1000 comm records).
+struct RankSequences {
+  std::map<std::uint32_t, std::vector<const LoggedCollective*>> named;
+  std::vector<const LoggedCollective*> every;
+  const std::vector<const LoggedCollective*>& of(std::uint32_t rank) const {
+    auto it = named.find(rank);
+    return it == named.end() ? every : it->second;
+  }
+};
+
+RankSequences by_rank(const std::vector<LoggedCollective>& v,
+                      const std::set<std::uint32_t>& ranks) {
+  RankSequences out;
+  for (std::uint32_t r : ranks) out.named[r];
   for (const LoggedCollective& c : v) {
     if (c.rank == kAllRanks) {
-      for (auto& r : out) r.push_back(&c);
-    } else if (c.rank < world) {
-      out[c.rank].push_back(&c);
+      out.every.push_back(&c);
+      for (auto& [r, seq] : out.named) seq.push_back(&c);
+    } else if (auto it = out.named.find(c.rank); it != out.named.end()) {
+      it->second.push_back(&c);
     }
   }
   return out;
@@ -111,32 +127,59 @@ SequenceCheck compare_sequences(const std::vector<LoggedCollective>& predicted,
                                 const std::vector<LoggedCollective>& measured,
                                 std::uint32_t world) {
   SequenceCheck out;
-  const auto p = by_rank(predicted, world), m = by_rank(measured, world);
-  for (std::uint32_t r = 0; r < world; ++r) {
-    if (m[r].empty() && p[r].empty()) continue;
-    ++out.ranks;
-    out.collectives += m[r].size();
-    const std::size_t n = std::min(p[r].size(), m[r].size());
+  std::set<std::uint32_t> named;  // the ranks an entry of either side names
+  for (const auto* v : {&predicted, &measured})
+    for (const LoggedCollective& c : *v)
+      if (c.rank != kAllRanks && c.rank < world) named.insert(c.rank);
+  const RankSequences ps = by_rank(predicted, named), ms = by_rank(measured, named);
+  // The ranks compared, in order: the named ones and the lowest unnamed one, which stands for all
+  // world - named.size() unnamed ranks (their sequences are alike).
+  std::uint32_t unnamed = 0;
+  for (std::uint32_t r : named) {
+    if (r != unnamed) break;
+    ++unnamed;
+  }
+  std::vector<std::uint32_t> order(named.begin(), named.end());
+  if (unnamed < world) order.insert(std::lower_bound(order.begin(), order.end(), unnamed), unnamed);
+  // The unnamed ranks below `end` (r + 1 at a difference, else the world) count as compared, as
+  // when every rank was compared in turn and the first difference stopped the count.
+  const bool unnamed_compared = unnamed < world && !(ps.every.empty() && ms.every.empty());
+  const auto count_unnamed = [&](std::uint32_t end) {
+    if (!unnamed_compared) return;
+    const auto n =
+        end - static_cast<std::uint64_t>(std::distance(named.begin(), named.lower_bound(end)));
+    out.ranks += n;
+    out.collectives += ms.every.size() * n;
+  };
+  for (std::uint32_t r : order) {
+    const bool is_named = named.count(r) != 0;
+    const auto &pr = ps.of(r), &mr = ms.of(r);
+    if (mr.empty() && pr.empty()) continue;
+    if (is_named) {
+      ++out.ranks;
+      out.collectives += mr.size();
+    }
+    const std::size_t n = std::min(pr.size(), mr.size());
     std::size_t i = 0;
     std::string diff;
     for (; i < n; ++i)
-      if (!(diff = first_difference(*p[r][i], *m[r][i])).empty()) break;
-    if (diff.empty() && p[r].size() == m[r].size()) continue;
+      if (!(diff = first_difference(*pr[i], *mr[i])).empty()) break;
+    if (diff.empty() && pr.size() == mr.size()) continue;
     if (diff.empty())
-      diff = "length: predicted " + str(p[r].size()) + " collectives, measured " + str(m[r].size());
+      diff = "length: predicted " + str(pr.size()) + " collectives, measured " + str(mr.size());
+    count_unnamed(r + 1);
     out.equal = false;
     out.rank = r;
     out.index = i;
     out.difference = diff;
     const std::size_t from = i >= 2 ? i - 2 : 0;
     for (std::size_t k = from; k <= i + 1; ++k) {
-      if (k < p[r].size())
-        out.context.push_back("  predicted #" + str(k) + ": " + describe(*p[r][k]));
-      if (k < m[r].size())
-        out.context.push_back("  measured  #" + str(k) + ": " + describe(*m[r][k]));
+      if (k < pr.size()) out.context.push_back("  predicted #" + str(k) + ": " + describe(*pr[k]));
+      if (k < mr.size()) out.context.push_back("  measured  #" + str(k) + ": " + describe(*mr[k]));
     }
     return out;
   }
+  count_unnamed(world);
   return out;
 }
 
