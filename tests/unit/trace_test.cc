@@ -169,6 +169,21 @@ TEST(Trace, ReaderRejectsUnknownKeysAndNames) {
       << u;
 }
 
+// "ranks" and "counters" as objects with numeric keys: their rows were streamed by the key before
+// the object was refused, and a key of 4000000000 sized the rows by it (bad_alloc in check,
+// calibrate and view; found by a hostile-input pass).
+TEST(Trace, ReaderRefusesRanksAndCountersWrittenAsObjectsWithoutSizingByTheirKeys) {
+  nlohmann::json good = nlohmann::json::parse(trace_text(run(bucket_schedule()).trace));
+  nlohmann::json ranks = good;
+  ranks["ranks"] = {{"4000000000", good["ranks"][0]}};
+  EXPECT_EQ(errors_of(ranks.dump()), "trace.json: /ranks: expected an array, got an object\n");
+  nlohmann::json counters = good;
+  counters["counters"] = {
+      {"4000000000", {{"rank", 0}, {"name", "host_bytes"}, {"samples", {{0, 1}, {5, 2}}}}}};
+  EXPECT_EQ(errors_of(counters.dump()),
+            "trace.json: /counters: expected an array, got an object\n");
+}
+
 // check keeps a sequence per rank of the world: "world": 4294967295 in meta ran out of memory.
 TEST(Trace, ReaderRefusesAWorldAboveTheTracedWorldCap) {
   nlohmann::json j = nlohmann::json::parse(trace_text(run(bucket_schedule()).trace));

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -159,10 +160,35 @@ void check_columns(JsonReader& root) {
              json::describe(c->value()));
 }
 
+// The rows streamed for "/ranks/N/memory" or "/counters/N/samples", by N. Sparse: N is read from
+// the pointer before the parent is known to be an array ("ranks": {"4000000000": {"memory": ...}}
+// has the same pointer, and read_ranks then refuses the object), so rows sized by N allocated
+// 100 GB for one row (bad_alloc; found by a hostile-input pass).
+template <class T>
+class RowsByIndex {
+ public:
+  std::vector<T>& at(std::size_t i) {
+    if (i != last_ || !last_rows_) {
+      last_ = i;
+      last_rows_ = &rows_[i];
+    }
+    return *last_rows_;
+  }
+  std::vector<T> take(std::size_t i) {
+    auto it = rows_.find(i);
+    return it == rows_.end() ? std::vector<T>{} : std::move(it->second);
+  }
+
+ private:
+  std::map<std::size_t, std::vector<T>> rows_;
+  std::size_t last_ = 0;                 // the index of the previous row: rows come in runs
+  std::vector<T>* last_rows_ = nullptr;  // map nodes do not move
+};
+
 // What the streamed elements became, filled while the text is parsed.
 struct Streamed {
-  std::vector<std::vector<MemorySample>> memory;            // by index in "ranks"
-  std::vector<std::vector<CounterSample>> counter_samples;  // by index in "counters"
+  RowsByIndex<MemorySample> memory;            // by index in "ranks"
+  RowsByIndex<CounterSample> counter_samples;  // by index in "counters"
   Diagnostics diags;  // kept apart: a wrong header or a syntax error discards them
   ItemContext ctx;
 };
@@ -178,12 +204,6 @@ std::size_t index_between(const std::string& p, std::string_view prefix, std::st
     v = v * 10 + static_cast<std::size_t>(p[i] - '0');
   }
   return v;
-}
-
-template <class T>
-std::vector<T>& slot(std::vector<std::vector<T>>& v, std::size_t i) {
-  if (v.size() <= i) v.resize(i + 1);
-  return v[i];
 }
 
 // A span or comm must end inside int64 ns: every consumer computes its end (summaries, trace
@@ -226,13 +246,13 @@ void on_element(const std::string& source, const std::string& array, std::size_t
     check_end(c.start_ns, c.dur_ns, item);
   } else if (const std::size_t r = index_between(array, "/ranks/", "/memory");
              r != std::string::npos) {
-    std::vector<MemorySample>& m = slot(st.memory, r);
+    std::vector<MemorySample>& m = st.memory.at(r);
     const SimTime prev = m.empty() ? 0 : m.back().t;
     JsonReader row = item();
     trace_read::read_sample(row, m.emplace_back(), prev);
   } else if (const std::size_t c = index_between(array, "/counters/", "/samples");
              c != std::string::npos) {
-    std::vector<CounterSample>& m = slot(st.counter_samples, c);
+    std::vector<CounterSample>& m = st.counter_samples.at(c);
     const SimTime prev = m.empty() ? 0 : m.back().t;
     JsonReader row = item();
     trace_read::read_counter_sample(row, m.emplace_back(), prev);
@@ -270,7 +290,7 @@ void read_ranks(JsonReader& root, Trace& t, Streamed& st, int version) {
                      std::to_string(tr.rank) + " after " + std::to_string(t.ranks.back().rank),
                  "rank");
     if (auto mem = item.child("memory")) {
-      if (mem->elements() && i < st.memory.size()) tr.memory = std::move(st.memory[i]);
+      if (mem->elements()) tr.memory = st.memory.take(i);
     }
     for (const char* k : {"peaks", "oom"})
       if (version < 2 && item.has(k))
@@ -313,8 +333,7 @@ void read_counters(JsonReader& root, Trace& t, Streamed& st, int version) {
         item.error("expected one counter " + quote(c.name) + " per rank, got a second one", "name");
     if (!item.has("samples")) item.error("expected a \"samples\" array, got none");
     if (auto s = item.child("samples"))
-      if (s->elements() && i < st.counter_samples.size())
-        c.samples = std::move(st.counter_samples[i]);
+      if (s->elements()) c.samples = st.counter_samples.take(i);
     item.reject_unknown({"rank", "name", "samples"});
     t.counters.push_back(std::move(c));
   }
