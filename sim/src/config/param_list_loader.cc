@@ -10,6 +10,7 @@
 // modules are inferred from the names (scenarios/README.md).
 // Zero-size dimensions are allowed (DeepSpeed's tests use numel-0 params); every shape and the
 // total are limited to 1e15 elements.
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,13 @@ namespace {
 
 constexpr Elements kMax = static_cast<Elements>(kMaxParameters);
 constexpr std::size_t kMaxHints = 5;  // "did you mean" costs O(params); only the first few get one
+// A parameter name's bounds, far above real models' (< 200 bytes, < 16 levels even with wrappers:
+// "_fsdp_wrapped_module.base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight" is
+// 91 bytes, 12 levels). The modules inferred from a name hold every ancestor's full prefix, so a
+// name costs up to length x depth / 2 bytes: one 60 KB name of 30000 levels took 3.7 GB, 400 KB of
+// 200000 levels 12 GB (found by a hostile-input pass); at the bounds it is at most 128 KB.
+constexpr std::size_t kMaxNameBytes = 4096;
+constexpr std::size_t kMaxNameLevels = 64;  // dot-separated components
 
 std::optional<ParamTensor> read_entry(json::JsonReader& e) {
   const auto& v = e.value();
@@ -37,9 +45,18 @@ std::optional<ParamTensor> read_entry(json::JsonReader& e) {
   bool ok = true;
   if (auto name = items[0].as_string()) {
     p.name = *name;
+    const auto levels = static_cast<std::size_t>(std::count(name->begin(), name->end(), '.')) + 1;
     if (name->empty()) {
       ok = false;
       items[0].error("expected a non-empty parameter name, got \"\"");
+    } else if (name->size() > kMaxNameBytes) {
+      ok = false;
+      items[0].error("expected a parameter name of at most " + std::to_string(kMaxNameBytes) +
+                     " bytes, got " + std::to_string(name->size()) + " bytes");
+    } else if (levels > kMaxNameLevels) {
+      ok = false;
+      items[0].error("expected a parameter name of at most " + std::to_string(kMaxNameLevels) +
+                     " dot-separated levels, got " + std::to_string(levels));
     }
   } else {
     ok = false;
