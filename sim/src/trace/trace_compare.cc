@@ -253,30 +253,36 @@ Result<Comparison> compare_traces(const Trace& predicted, const std::string& psr
                       " measured ranks have a role whose memory the prediction does not carry "
                       "(simulate --trace keeps a few roles): not compared");
 
-  // Bytes per kind over every rank.
+  // Bytes per kind over every rank. The sums saturate (saturating.h): two records of 2^63 bytes
+  // wrapped to a sum that matched the prediction and passed (found by a hostile-input pass).
+  const auto add = [](Bytes& sum, Bytes bytes, std::uint64_t ranks) {
+    sum = saturating_add(sum, checked_mul(bytes, ranks).value_or(kBytesOverflow));
+  };
   std::array<BytesCheck, kCollectiveKindCount> b{};
   for (std::size_t k = 0; k < kCollectiveKindCount; ++k) b[k].kind = static_cast<CollectiveKind>(k);
   for (const CommRecord& r : predicted.comms) {
     const std::uint64_t ranks = r.rank == kAllRanks ? world : 1;
     BytesCheck& x = b[static_cast<std::size_t>(r.kind)];
     x.predicted_calls += ranks;
-    x.predicted_s += r.bytes * ranks;
-    x.predicted_sent += r.bytes_sent * ranks;
+    add(x.predicted_s, r.bytes, ranks);
+    add(x.predicted_sent, r.bytes_sent, ranks);
   }
   for (const CommRecord& r : measured.comms) {
     const std::uint64_t ranks = r.rank == kAllRanks ? world : 1;
     BytesCheck& x = b[static_cast<std::size_t>(r.kind)];
     x.measured_calls += ranks;
-    x.measured_s += r.bytes * ranks;
-    x.measured_sent += r.bytes_sent * ranks;
+    add(x.measured_s, r.bytes, ranks);
+    add(x.measured_sent, r.bytes_sent, ranks);
   }
   for (BytesCheck& x : b) {
     if (x.predicted_calls == 0 && x.measured_calls == 0) continue;
     // Judged: the calls and nccl-tests' S. Bytes sent are shown, not judged: the prediction is
     // the ring's per-rank average rounded up per call (the busiest rank for reduce/broadcast),
-    // the measurement each rank's own count (zerosim validate checks those per rank).
+    // the measurement each rank's own count (zerosim validate checks those per rank). A sum that
+    // overflowed is no traffic either side had: never within.
     x.within =
-        x.predicted_calls == x.measured_calls &&
+        x.predicted_calls == x.measured_calls && x.predicted_s != kBytesOverflow &&
+        x.measured_s != kBytesOverflow &&
         within(static_cast<double>(x.predicted_s), static_cast<double>(x.measured_s), tol.bytes);
     c.bytes.push_back(x);
   }
@@ -339,15 +345,14 @@ void write_comparison_table(const Comparison& c, std::ostream& out) {
   std::snprintf(line, sizeof line, "  %-24s %10s %10s %18s %18s %18s %18s\n", "collective", "calls",
                 "(meas.)", "S predicted", "S measured", "sent predicted", "sent measured");
   out << line;
+  const auto bytes = [](Bytes v) { return v == kBytesOverflow ? std::string("overflow") : str(v); };
   for (const BytesCheck& b : c.bytes) {
-    std::snprintf(line, sizeof line, "  %-24s %10llu %10llu %18llu %18llu %18llu %18llu%s\n",
+    std::snprintf(line, sizeof line, "  %-24s %10llu %10llu %18s %18s %18s %18s%s\n",
                   std::string(collective_name(b.kind)).c_str(),
                   static_cast<unsigned long long>(b.predicted_calls),
-                  static_cast<unsigned long long>(b.measured_calls),
-                  static_cast<unsigned long long>(b.predicted_s),
-                  static_cast<unsigned long long>(b.measured_s),
-                  static_cast<unsigned long long>(b.predicted_sent),
-                  static_cast<unsigned long long>(b.measured_sent), b.within ? "" : "  DRIFT");
+                  static_cast<unsigned long long>(b.measured_calls), bytes(b.predicted_s).c_str(),
+                  bytes(b.measured_s).c_str(), bytes(b.predicted_sent).c_str(),
+                  bytes(b.measured_sent).c_str(), b.within ? "" : "  DRIFT");
     out << line;
   }
   std::snprintf(line, sizeof line, "\ntime: predicted %.3f ms, measured %.3f ms%s\n",
@@ -380,13 +385,17 @@ void write_comparison_json(const Comparison& c, std::ostream& out) {
         << ", \"within\": " << (m.within ? "true" : "false") << "}";
   }
   out << "],\n \"bytes\": [";
+  // An overflowed sum is null, as plan --format json writes one.
+  const auto bytes = [](Bytes v) { return v == kBytesOverflow ? std::string("null") : str(v); };
   for (std::size_t i = 0; i < c.bytes.size(); ++i) {
     const BytesCheck& b = c.bytes[i];
     out << (i ? ",\n  " : "\n  ") << "{\"kind\": \"" << collective_name(b.kind)
         << "\", \"predicted_calls\": " << b.predicted_calls
-        << ", \"measured_calls\": " << b.measured_calls << ", \"predicted_s\": " << b.predicted_s
-        << ", \"measured_s\": " << b.measured_s << ", \"predicted_sent\": " << b.predicted_sent
-        << ", \"measured_sent\": " << b.measured_sent
+        << ", \"measured_calls\": " << b.measured_calls
+        << ", \"predicted_s\": " << bytes(b.predicted_s)
+        << ", \"measured_s\": " << bytes(b.measured_s)
+        << ", \"predicted_sent\": " << bytes(b.predicted_sent)
+        << ", \"measured_sent\": " << bytes(b.measured_sent)
         << ", \"within\": " << (b.within ? "true" : "false") << "}";
   }
   out << "],\n \"predicted_ns\": " << c.predicted_ns << ", \"measured_ns\": " << c.measured_ns
