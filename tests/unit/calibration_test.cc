@@ -253,6 +253,19 @@ TEST(Calibration, RefusesPredictionsHostClocksAndEmptyTraces) {
   EXPECT_FALSE(fit_calibration({in, other}, nullptr, false).ok());
 }
 
+// Spans of 1.7e308 FLOPs sum to inf: the efficiency fitted inf, which the file wrote as null and
+// read back as "not fitted" (calibrate exited 0; a hostile-input pass). Refused, one line.
+TEST(Calibration, RefusesAFitThatIsNotFinite) {
+  CalibrationInput in = measured(build(2, 2), truth());
+  for (Span& s : in.trace.spans)
+    if (s.flops > 0) s.flops = 1.7e308;
+  auto r = fit_calibration({in}, nullptr, false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.diagnostics().to_string(),
+            "zerosim calibrate: expected finite fitted values, got compute efficiency inf: the "
+            "traces' FLOPs, bytes or times overflow a double; nothing written\n");
+}
+
 // --- The CLI: one line and exit 1 for every bad input. ---
 
 std::string tmp(const std::string& name) {
@@ -342,6 +355,15 @@ TEST(CalibrateCli, BadInputIsOneLine) {
   const std::string host = tmp("host.json");
   write(host, replace(clitest::read_all(m), "\"cuda_events\"", "\"host_steady\""));
   expect_one_line_error("calibrate " + host + " -o " + cal, "host time is not GPU time");
+  const std::string huge = tmp("huge_flops.json");
+  {
+    auto j = nlohmann::json::parse(clitest::read_all(m));
+    for (auto& span : j["spans"])
+      if (span.contains("flops")) span["flops"] = 1.7e308;
+    write(huge, j.dump());
+  }
+  expect_one_line_error("calibrate " + huge + " -o " + cal, "got compute efficiency inf");
+  EXPECT_FALSE(std::ifstream(cal).good());
   // A host-backend trace names no GPU ("host"): --gpu names it (found by a new-user pass; the
   // refusal suggested --gpu-memory, which calibrate does not take), and a fit --calibration cannot
   // read is refused, nothing written (a count-only run fitted 3e4 of the dense peak; calibrate

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "zerosim/calibration.h"
@@ -458,6 +459,30 @@ void fit_collectives(Gathered& g, const CalibratedLinks* nccl, Calibration& out,
   }
 }
 
+// The first fitted number that is not finite, named, or "" when all are. The writer writes a
+// non-finite double as null, which reads back as "not fitted": spans of 1.7e308 FLOPs fitted an
+// efficiency of inf that calibrate printed, wrote as null and passed (a hostile-input pass).
+std::string non_finite(const Calibration& c) {
+  const auto bad = [](double x) { return !std::isfinite(x); };
+  const std::pair<const char*, const FittedParam*> params[] = {
+      {"compute efficiency", &c.efficiency},
+      {"e_max", &c.e_max},
+      {"h_half", &c.h_half},
+      {"kernel_launch_us", &c.kernel_launch_us},
+      {"stage3_hooks_us", &c.stage3_hooks_us},
+      {"collective_launch_us", &c.collective_launch_us}};
+  for (const auto& [name, p] : params) {
+    if (p->value && bad(*p->value)) return std::string(name) + " " + g3(*p->value);
+    if (bad(p->residual)) return std::string(name) + "'s residual " + g3(p->residual);
+  }
+  for (const FittedCollective& f : c.collectives)
+    for (const auto& [what, x] :
+         {std::pair{"alpha_us", f.fit.alpha_us}, std::pair{"busbw_gbps", f.fit.busbw_gbps},
+          std::pair{"residual", f.fit.max_rel_residual}})
+      if (bad(x)) return std::string(collective_name(f.kind)) + " " + what + " " + g3(x);
+  return "";
+}
+
 }  // namespace
 
 Result<Calibration> fit_calibration(const std::vector<CalibrationInput>& inputs,
@@ -494,6 +519,11 @@ Result<Calibration> fit_calibration(const std::vector<CalibrationInput>& inputs,
   if (d.has_errors()) return d;
   fit_host(g.classes, gpu_bound, g.with_issue == inputs.size(), out);
   fit_collectives(g, nccl_tests, out, d);
+  if (const std::string bad = non_finite(out); !bad.empty())  // one line: the fit's notes dropped
+    return fail<Calibration>("zerosim calibrate", "",
+                             "expected finite fitted values, got " + bad +
+                                 ": the traces' FLOPs, bytes or times overflow a double; nothing "
+                                 "written");
   return Result<Calibration>(std::move(out), d);
 }
 
