@@ -131,8 +131,18 @@ int run_calibrate(const std::vector<std::string>& argv, std::ostream& out, std::
     auto cal = load_nccl_tests(f);
     d.append(cal.diagnostics());
     if (!cal.ok()) continue;
-    for (const CollectiveKind k : kAllCollectiveKinds)
-      if (const CalibratedCollective* c = cal->find(k)) nccl.set(k, *c);
+    // One table per collective across the files as within one (nccl_tests_parser.cc): a second
+    // file's table of the same collective silently replaced the first's.
+    for (const CollectiveKind k : kAllCollectiveKinds) {
+      const CalibratedCollective* c = cal->find(k);
+      if (!c) continue;
+      if (const CalibratedCollective* first = nccl.find(k))
+        d.error(c->source, "",
+                "a second " + std::string(nccl_tests_program(k)) + " table (the first is " +
+                    first->source + "); give one table per collective");
+      else
+        nccl.set(k, *c);
+    }
   }
   std::vector<CalibrationInput> inputs;
   for (const std::string& path : split->traces) {

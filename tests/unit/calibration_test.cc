@@ -364,6 +364,16 @@ TEST(CalibrateCli, BadInputIsOneLine) {
   }
   expect_one_line_error("calibrate " + huge + " -o " + cal, "got compute efficiency inf");
   EXPECT_FALSE(std::ifstream(cal).good());
+  // Two files with a table of one collective: the second silently replaced the first (within a
+  // file that is refused), now refused across files too.
+  const std::string ar = clitest::data("nccl_tests/all_reduce_8xh100.txt"), ar2 = tmp("ar2.txt");
+  write(ar2, clitest::read_all(ar));
+  expect_one_line_error(
+      "calibrate " + m + " --nccl-tests " + ar + " --nccl-tests " + ar2 + " -o " + cal,
+      ar2 + ": lines ");
+  expect_one_line_error(
+      "calibrate " + m + " --nccl-tests " + ar + " --nccl-tests " + ar2 + " -o " + cal,
+      ": a second all_reduce_perf table (the first is " + ar + ": lines ");
   // A host-backend trace names no GPU ("host"): --gpu names it (found by a new-user pass; the
   // refusal suggested --gpu-memory, which calibrate does not take), and a fit --calibration cannot
   // read is refused, nothing written (a count-only run fitted 3e4 of the dense peak; calibrate
