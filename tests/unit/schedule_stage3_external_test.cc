@@ -253,6 +253,23 @@ TEST(ScheduleStage3External, ModuleSectionErrorsNameTheFileAndPointer) {
             "p.json: /forward/0/x: unknown key \"x\"\n");
 }
 
+// A listed module's parent is looked up prefix by prefix (time length x depth: 20 names of 30000
+// levels took 1.4 s); module names have the parameter names' bounds.
+TEST(ScheduleStage3External, ModuleNamesBeyond4096BytesOr64LevelsAreRefused) {
+  std::string deep;
+  for (int i = 0; i < 64; ++i) deep += "a.";
+  const auto with = [](const std::string& name) {
+    return R"({"version": 2, "params": [["w", [2]]], "modules": [{"name": ""}, {"name": ")" + name +
+           R"("}], "forward": []})";
+  };
+  EXPECT_EQ(load_error(with(deep + "b")),
+            "p.json: /modules/1/name: expected a module name of at most 64 dot-separated levels, "
+            "got 65\n");
+  EXPECT_EQ(load_error(with(std::string(4097, 'm'))),
+            "p.json: /modules/1/name: expected a module name of at most 4096 bytes, got 4097 "
+            "bytes\n");
+}
+
 const char* kTinyMixtral = R"({"model_type": "mixtral", "vocab_size": 10, "hidden_size": 16,
   "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
   "num_key_value_heads": 2, "num_local_experts": 2, "num_experts_per_tok": 1})";

@@ -11,6 +11,11 @@
 
 namespace zerosim::param_list {
 
+/// Why a parameter or module name (`what`) is refused, or "": at most 4096 bytes and 64
+/// dot-separated levels, far above real models' (the module inference and parent lookup cost
+/// length x depth).
+std::string name_problem(const std::string& name, const char* what);
+
 /// Reads the top-level "modules" (tree) and "forward" (calls) keys of `root` into m.modules and
 /// m.module_calls (begin/end nesting inferred from the tree: a call ends when a call outside its
 /// subtree begins). Errors, with their JSON pointers, for a duplicate module or call, a module

@@ -26,13 +26,6 @@ namespace {
 
 constexpr Elements kMax = static_cast<Elements>(kMaxParameters);
 constexpr std::size_t kMaxHints = 5;  // "did you mean" costs O(params); only the first few get one
-// A parameter name's bounds, far above real models' (< 200 bytes, < 16 levels even with wrappers:
-// "_fsdp_wrapped_module.base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight" is
-// 91 bytes, 12 levels). The modules inferred from a name hold every ancestor's full prefix, so a
-// name costs up to length x depth / 2 bytes: one 60 KB name of 30000 levels took 3.7 GB, 400 KB of
-// 200000 levels 12 GB (found by a hostile-input pass); at the bounds it is at most 128 KB.
-constexpr std::size_t kMaxNameBytes = 4096;
-constexpr std::size_t kMaxNameLevels = 64;  // dot-separated components
 
 std::optional<ParamTensor> read_entry(json::JsonReader& e) {
   const auto& v = e.value();
@@ -45,18 +38,12 @@ std::optional<ParamTensor> read_entry(json::JsonReader& e) {
   bool ok = true;
   if (auto name = items[0].as_string()) {
     p.name = *name;
-    const auto levels = static_cast<std::size_t>(std::count(name->begin(), name->end(), '.')) + 1;
     if (name->empty()) {
       ok = false;
       items[0].error("expected a non-empty parameter name, got \"\"");
-    } else if (name->size() > kMaxNameBytes) {
+    } else if (const std::string why = param_list::name_problem(*name, "parameter"); !why.empty()) {
       ok = false;
-      items[0].error("expected a parameter name of at most " + std::to_string(kMaxNameBytes) +
-                     " bytes, got " + std::to_string(name->size()) + " bytes");
-    } else if (levels > kMaxNameLevels) {
-      ok = false;
-      items[0].error("expected a parameter name of at most " + std::to_string(kMaxNameLevels) +
-                     " dot-separated levels, got " + std::to_string(levels));
+      items[0].error(why);
     }
   } else {
     ok = false;
@@ -142,6 +129,30 @@ std::vector<std::uint32_t> read_grad_order(json::JsonReader& g,
 }
 
 }  // namespace
+
+namespace param_list {
+
+// Bounds far above real models' names (< 200 bytes, < 16 levels even with wrappers:
+// "_fsdp_wrapped_module.base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight" is
+// 91 bytes, 12 levels). The modules inferred from a parameter name hold every ancestor's full
+// prefix, so a name costs up to length x depth / 2 bytes: one 60 KB name of 30000 levels took
+// 3.7 GB, 400 KB of 200000 levels 12 GB (found by a hostile-input pass); at the bounds at most
+// 128 KB. A listed module's parent is looked up prefix by prefix: time length x depth.
+constexpr std::size_t kMaxNameBytes = 4096;
+constexpr std::size_t kMaxNameLevels = 64;  // dot-separated components
+
+std::string name_problem(const std::string& name, const char* what) {
+  if (name.size() > kMaxNameBytes)
+    return "expected a " + std::string(what) + " name of at most " + std::to_string(kMaxNameBytes) +
+           " bytes, got " + std::to_string(name.size()) + " bytes";
+  const auto levels = static_cast<std::size_t>(std::count(name.begin(), name.end(), '.')) + 1;
+  if (levels > kMaxNameLevels)
+    return "expected a " + std::string(what) + " name of at most " +
+           std::to_string(kMaxNameLevels) + " dot-separated levels, got " + std::to_string(levels);
+  return "";
+}
+
+}  // namespace param_list
 
 Result<ModelDesc> load_param_list_text(const std::string& text, const std::string& source) {
   Diagnostics diags;

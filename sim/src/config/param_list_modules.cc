@@ -84,6 +84,10 @@ class SectionReader {
         if (!e.has("name")) e.error("missing required key \"name\"");
         continue;
       }
+      if (const std::string why = name_problem(*name, "module"); !why.empty()) {
+        e.error(why, "name");
+        continue;
+      }
       node.name = *name;
       if (i == 0 && !name->empty()) {
         e.error("expected the root module (\"name\": \"\") first, got " + quote(*name), "name");
