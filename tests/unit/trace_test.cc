@@ -184,14 +184,16 @@ TEST(Trace, ReaderRefusesRanksAndCountersWrittenAsObjectsWithoutSizingByTheirKey
             "trace.json: /counters: expected an array, got an object\n");
 }
 
-// check keeps a sequence per rank of the world: "world": 4294967295 in meta ran out of memory.
+// check kept a sequence per rank of the world: "world": 4294967295 in meta ran out of memory. The
+// bound is the largest world zerosim simulates, so its own traces read back.
 TEST(Trace, ReaderRefusesAWorldAboveTheTracedWorldCap) {
   nlohmann::json j = nlohmann::json::parse(trace_text(run(bucket_schedule()).trace));
   j["meta"]["world"] = 4294967295u;
   EXPECT_EQ(errors_of(j.dump()),
-            "trace.json: /meta/world: expected an integer 1..1048576, got 4294967295\n");
+            "trace.json: /meta/world: expected an integer 1..16777216, got 4294967295\n");
   j["meta"]["world"] = kMaxTracedWorld;
   EXPECT_TRUE(read_trace_json(j.dump(), "trace.json").ok());
+  EXPECT_EQ(kMaxTracedWorld, 16777216u);  // --gpus's bound (cli/inputs.h kMaxGpus)
 }
 
 TEST(Trace, ChromeTraceFollowsThePerfettoRules) {

@@ -157,7 +157,7 @@ TEST(ValidateCli, AMeasuredTraceWithoutRanksCannotPass) {
   t["meta"]["world"] = 0;
   write(stripped, t.dump());
   expect_one_line_error("check --predicted " + f.predicted + " --measured " + stripped,
-                        stripped + ": /meta/world: expected an integer 1..1048576, got 0");
+                        stripped + ": /meta/world: expected an integer 1..16777216, got 0");
   // A rank past the world was reported by the next rank, as out of order ("got 2 after 99").
   t = nlohmann::json::parse(read_all(f.predicted));
   t["ranks"][1]["rank"] = 99;

@@ -48,11 +48,12 @@ inline constexpr const char* kSummaryFormat = "zerosim-summary";
 inline constexpr int kSummaryVersion = 1;
 /// Span/CommRecord rank meaning "every traced rank" (the simulator's one timing).
 inline constexpr std::uint32_t kAllRanks = 0xFFFFFFFFu;
-/// The largest world a trace, collective log or recording may name (ranks 0..2^20-1): far above
-/// any real job (the largest runs have ~10^5 GPUs). A rank or world read from a file is refused
-/// above it: `zerosim check` keeps a sequence per rank, and a rank of 4294967294 in one log line
-/// allocated 100 GB (found by a hostile-input pass).
-inline constexpr std::uint32_t kMaxTracedWorld = 1u << 20;
+/// The largest world a trace or collective log may name (ranks 0..2^24-1): the largest cluster
+/// zerosim simulates (the CLI's --gpus bound), so every trace it writes reads back. A rank or world
+/// read from a file is refused above it: a rank of 4294967294 in one log line made `zerosim
+/// check` allocate 100 GB (found by a hostile-input pass); check now keeps a sequence only for
+/// the ranks an entry names, so a large world costs nothing by itself.
+inline constexpr std::uint32_t kMaxTracedWorld = 1u << 24;
 /// Span::issue_ns when the producer did not record a host issue time.
 inline constexpr SimTime kNoTime = -1;
 /// TraceMeta::clock values: simulated time, the host's steady clock, CUDA events.

@@ -11,7 +11,8 @@
 namespace zerosim {
 namespace {
 
-constexpr std::uint64_t kMaxWorld = kMaxTracedWorld;
+// A recording has one file per rank: 2^20 ranks is far above any job recorded (~10^5 GPUs).
+constexpr std::uint64_t kMaxWorld = std::uint64_t{1} << 20;
 
 struct Manifest {
   std::uint32_t rank = 0, world = 0, steps = 0;
