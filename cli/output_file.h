@@ -80,6 +80,35 @@ inline std::string file_key(const std::string& path) {
   std::free(real);  // NOLINT: realpath's buffer comes from malloc
   return key;
 }
+
+// The file a dangling symlink names (its target, joined to the link's directory when relative);
+// "" when `path` is not a symlink to a missing file. Written through, as a link to an existing
+// file is: the probe created the target through the link and then removed the link, leaving an
+// empty target and the link replaced by a regular file (found by a hostile-input pass).
+inline std::string dangling_link_target(const std::string& path) {
+  struct stat st {};
+  struct stat lst {};
+  if (::stat(path.c_str(), &st) == 0 || ::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode))
+    return "";
+  std::string target(4096, '\0');
+  const ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
+  if (n <= 0 || static_cast<std::size_t>(n) >= target.size()) return "";
+  target.resize(static_cast<std::size_t>(n));
+  const std::size_t slash = path.rfind('/');
+  if (target[0] != '/' && slash != std::string::npos) target = path.substr(0, slash + 1) + target;
+  return target;
+}
+
+// The staged file beside `real`: "<real>.tmp.<pid>.<index>", or, where that name would pass
+// NAME_MAX (a legal 250-byte output name was refused as "File name too long"), a short hidden
+// name in the same directory.
+inline std::string temp_name(const std::string& real, std::size_t index) {
+  const std::string suffix = ".tmp." + std::to_string(::getpid()) + "." + std::to_string(index);
+  const std::size_t slash = real.rfind('/');
+  const std::size_t base = real.size() - (slash == std::string::npos ? 0 : slash + 1);
+  if (base + suffix.size() <= 255) return real + suffix;
+  return real.substr(0, slash == std::string::npos ? 0 : slash + 1) + ".zerosim" + suffix;
+}
 }  // namespace output_detail
 
 /// Checks the output flags among `outputs` that `args` gives; false (and one line per problem on
@@ -143,6 +172,8 @@ inline bool check_outputs(const ParsedArgs& args, const std::vector<FlagSpec>& s
       ok = false;
       continue;
     }
+    // Before the probe, which makes a dangling link's target exist.
+    const std::string link_target = existed ? "" : output_detail::dangling_link_target(*path);
     {
       errno = 0;
       std::ofstream f(*path, std::ios::app);  // app: an existing file is not truncated
@@ -152,7 +183,8 @@ inline bool check_outputs(const ParsedArgs& args, const std::vector<FlagSpec>& s
         continue;
       }
     }
-    if (!existed) std::remove(path->c_str());
+    // The probe made the link's target exist: remove that, not the link.
+    if (!existed) std::remove(link_target.empty() ? path->c_str() : link_target.c_str());
   }
   return ok;
 }
@@ -303,6 +335,7 @@ class OutputBatch {
         o.real = real;
         std::free(real);  // NOLINT: realpath's buffer comes from malloc
       }
+    if (!o.existed) o.real = output_detail::dangling_link_target(o.path);
     if (o.real.empty()) o.real = o.path;
     return true;
   }
@@ -312,8 +345,7 @@ class OutputBatch {
     std::string target = o.path;
     if (o.atomic) {
       // The index keeps two outputs' temporaries apart when they share a directory.
-      o.temp = o.real + ".tmp." + std::to_string(::getpid()) + "." +
-               std::to_string(&o - outputs_.data());
+      o.temp = output_detail::temp_name(o.real, static_cast<std::size_t>(&o - outputs_.data()));
       o.slot = output_detail::track_temp(o.temp);
       target = o.temp;
     }

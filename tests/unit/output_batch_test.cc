@@ -137,6 +137,34 @@ TEST(OutputBatch, ASymlinkIsWrittenThrough) {
   EXPECT_EQ(clitest::read_all(dir + "/target.json"), "new");
 }
 
+// A dangling link as an output: check_outputs' probe created the target through the link and
+// then removed the link, so the run left an empty target and a regular file in the link's place
+// (found by a hostile-input pass). Now the link stays and its target gets the content.
+TEST(OutputBatch, ADanglingSymlinkIsWrittenThrough) {
+  const std::string dir = fresh_dir("batch_dangling");
+  ASSERT_EQ(::symlink("later.json", (dir + "/link.json").c_str()), 0);
+  const std::string cmd = "schedule --scenario " + std::string(ZEROSIM_SOURCE_DIR) +
+                          "/scenarios/tiny_zero2_4gpu.json -o " + dir + "/link.json";
+  clitest::CliRun r = clitest::run_cli(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(::lstat((dir + "/link.json").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_NE(clitest::read_all(dir + "/later.json").find("\"format\""), std::string::npos);
+  EXPECT_EQ(entries(dir), (std::vector<std::string>{"later.json", "link.json"}));
+}
+
+// A legal name of 250 bytes: its temporary "<name>.tmp.<pid>.<n>" passed NAME_MAX and the output
+// was refused as "File name too long" (found by a hostile-input pass).
+TEST(OutputBatch, ANameNearNameMaxIsWritten) {
+  const std::string dir = fresh_dir("batch_long_name");
+  const std::string name = std::string(250, 'o') + ".json";
+  std::ostringstream err;
+  ASSERT_TRUE(write_file("--output", dir + "/" + name, err, text("new"))) << err.str();
+  EXPECT_EQ(clitest::read_all(dir + "/" + name), "new");
+  EXPECT_EQ(entries(dir), std::vector<std::string>{name});
+}
+
 TEST(OutputBatch, ASignalWhileWritingRemovesTheTemporaryFiles) {
   const std::string dir = fresh_dir("batch_signal");
   put(dir + "/a.json", "old a");
