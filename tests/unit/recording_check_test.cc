@@ -72,8 +72,14 @@ TEST(RecordingCheck, AMissingRankIsOneLine) {
   const std::string dir = copy_recording("rec_missing");
   fs::remove(dir + "/recording.rank1.json");
   expect_one_line_error("check --predicted " + kRec + "/job_log.jsonl --measured " + dir,
-                        "expected recording.rank1.json (world size 2 in recording.rank0.json), "
-                        "got none: a rank is missing");
+                        "expected recording.rankR.json for every rank R of world size 2 "
+                        "(recording.rank0.json), got none for rank 1: ranks are missing");
+  // A world of 2^20 with rank 0 alone printed a line per missing rank (562 MB; found by a
+  // hostile-input pass): the ranks are one range on one line.
+  write(dir + "/recording.rank0.json", replace(read_all(dir + "/recording.rank0.json"),
+                                               "\"world_size\": 2", "\"world_size\": 1048576"));
+  expect_one_line_error("check --predicted " + kRec + "/job_log.jsonl --measured " + dir,
+                        "got none for ranks 1..1048575 (1048575 ranks): ranks are missing");
 }
 
 TEST(RecordingCheck, ATruncatedLogIsOneLine) {
