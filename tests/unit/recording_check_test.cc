@@ -82,6 +82,17 @@ TEST(RecordingCheck, AMissingRankIsOneLine) {
                         "got none for ranks 1..1048575 (1048575 ranks): ranks are missing");
 }
 
+// The recorded device is printed in check's notes: a control character reached the terminal raw.
+TEST(RecordingCheck, ADeviceWithControlCharactersIsOneLine) {
+  const std::string dir = copy_recording("rec_device");
+  write(dir + "/recording.rank0.json",
+        replace(read_all(dir + "/recording.rank0.json"), "\"device\": \"cpu\"",
+                "\"device\": \"cpu\\u001b[31m\""));
+  expect_one_line_error(
+      "check --predicted " + kRec + "/job_log.jsonl --measured " + dir,
+      "recording.rank0.json: /device: expected a name without control characters");
+}
+
 TEST(RecordingCheck, ATruncatedLogIsOneLine) {
   const std::string dir = copy_recording("rec_truncated");
   std::string log = read_all(dir + "/collectives.rank1.jsonl");

@@ -196,6 +196,18 @@ TEST(Trace, ReaderRefusesAWorldAboveTheTracedWorldCap) {
   EXPECT_EQ(kMaxTracedWorld, 16777216u);  // --gpus's bound (cli/inputs.h kMaxGpus)
 }
 
+// A meta name is printed in check's and view's headers: a control character in an edited trace
+// reached the terminal raw (found by a hostile-input pass).
+TEST(Trace, ReaderRefusesANameWithControlCharacters) {
+  nlohmann::json j = nlohmann::json::parse(trace_text(run(bucket_schedule()).trace));
+  j["meta"]["model"] = "evil\n\u001b[31mRED";
+  EXPECT_EQ(errors_of(j.dump()),
+            "trace.json: /meta/model: expected a name without control characters, got "
+            "\"evil\\n\\u001b[31mRED\"\n");
+  j["meta"]["model"] = "Llama-3.1-8B \u00e9";  // UTF-8 is a name
+  EXPECT_TRUE(read_trace_json(j.dump(), "trace.json").ok());
+}
+
 TEST(Trace, ChromeTraceFollowsThePerfettoRules) {
   const SimulationResult r = run(bucket_schedule());
   std::ostringstream out;

@@ -380,6 +380,22 @@ std::optional<std::string> JsonReader::get_string(std::string_view key) {
   return c->as_string();
 }
 
+std::optional<std::string> JsonReader::get_name(std::string_view key) {
+  auto v = get_string(key);
+  if (!v) return v;
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const auto c = static_cast<unsigned char>((*v)[i]);
+    const bool c1 = c == 0xC2 && i + 1 < v->size() &&
+                    static_cast<unsigned char>((*v)[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>((*v)[i + 1]) <= 0x9F;
+    if (c < 0x20 || c == 0x7F || c1) {
+      error("expected a name without control characters, got " + quote(*v), key);
+      return std::nullopt;
+    }
+  }
+  return v;
+}
+
 std::optional<std::string> JsonReader::get_enum(std::string_view key,
                                                 const std::vector<std::string>& allowed) {
   auto c = child(key);

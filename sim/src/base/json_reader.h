@@ -97,6 +97,10 @@ class JsonReader {
   std::optional<std::uint64_t> get_uint(std::string_view key, std::uint64_t lo, std::uint64_t hi);
   std::optional<double> get_number(std::string_view key, double lo, double hi);
   std::optional<std::string> get_string(std::string_view key);
+  /// A string printed in report headers and notes (a model, GPU or device name): one without
+  /// control characters (C0, DEL, C1), else an error. Such a name from an edited file reached the
+  /// terminal raw ("zerosim simulate: evil\n\e[31m..."; found by a hostile-input pass).
+  std::optional<std::string> get_name(std::string_view key);
   /// A string that must be one of `allowed` (compared case-sensitively); the error lists them.
   std::optional<std::string> get_enum(std::string_view key,
                                       const std::vector<std::string>& allowed);

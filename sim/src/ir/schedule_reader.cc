@@ -151,13 +151,13 @@ void ScheduleReader::read_meta(JsonReader& m) {
   for (const auto& k : keys)
     if (!m.has(k)) m.error("expected key " + quote(k) + " (every meta key is required), got none");
   ScheduleMeta& meta = s_.meta;
-  if (auto v = m.get_string("model")) meta.model = *v;
+  if (auto v = m.get_name("model")) meta.model = *v;
   if (auto v = m.get_enum("mode", {"deepspeed", "paper"})) meta.mode = *v;
   if (auto v = m.get_enum("deepspeed_version",
                           {std::string(deepspeed_version_name(DeepSpeedVersion::Edaa722)),
                            std::string(deepspeed_version_name(DeepSpeedVersion::V0_14_4))}))
     meta.deepspeed_version = parse_deepspeed_version(*v).value_or(DeepSpeedVersion::Edaa722);
-  if (auto v = m.get_string("optimizer")) meta.optimizer = *v;
+  if (auto v = m.get_name("optimizer")) meta.optimizer = *v;
   read_uint(m, "stage", 0, 3, meta.stage);
   const std::size_t before = d_.items().size();
   read_uint(m, "world", 1, kMaxCollectiveRanks, meta.world);

@@ -54,6 +54,9 @@ bool read_line(const std::string& line, const std::string& source, LoggedCollect
     if (read_enum(r, "reduce_op", reduce_ops, i)) op = i == 0 ? ReduceOp::Sum : ReduceOp::Max;
     c.reduce_op = op;
   }
+  // One root: a line with both had src win without a word (found by a hostile-input pass).
+  if (r.has("dst") && r.has("src"))
+    r.error("expected one of dst (a reduce's root) and src (a broadcast's), got both", "src");
   for (const char* k : {"dst", "src"})
     if (auto v = r.get_int(k, 0, 0x7FFFFFFF)) c.root = static_cast<std::int32_t>(*v);
   if (auto v = r.get_uint("bucket", 0, 0xFFFFFFFEu)) c.bucket = static_cast<std::uint32_t>(*v);

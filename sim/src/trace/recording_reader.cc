@@ -60,7 +60,7 @@ bool read_manifest(const std::string& path, Manifest& m, Diagnostics& d) {
     r.error("expected a complete recording, got one that stopped early: " + why, "complete");
   }
   if (r.has("device") && r.value()["device"].is_string())
-    m.device = r.value()["device"].get<std::string>();
+    if (auto v = r.get_name("device")) m.device = *v;
   // "ds_config": the file the recorder wrote the job's ds_config to, null when it found none.
   if (r.has("ds_config") && !r.value()["ds_config"].is_null()) {
     if (auto f = r.get_string("ds_config")) {

@@ -33,8 +33,9 @@ void read_uint(JsonReader& r, std::string_view key, T& out, std::uint64_t hi = k
   if (auto v = r.get_uint(key, 0, hi)) out = static_cast<T>(*v);
 }
 
+// The meta strings are names shown in report lines: no control characters (get_name).
 void read_string(JsonReader& r, std::string_view key, std::string& out) {
-  if (auto v = r.get_string(key)) out = *v;
+  if (auto v = r.get_name(key)) out = *v;
 }
 
 // The version (1 or 2), or 0 after reporting a wrong format or version.
