@@ -47,6 +47,19 @@ TEST(CliLora, PlanCountsAdaptersAndKeepsASaneMicroBatch) {
   EXPECT_LT((*r2)["optimizer_states_bytes"].get<std::uint64_t>(), 64ull << 20);
 }
 
+// DeepSpeed's estimators (model_to_params) count frozen weights as trained: beside a LoRA row
+// they read as zerosim being 5x off. The table says why they differ (found by a new-user pass).
+TEST(CliLora, TheEstimatorsSayTheyCountFrozenWeights) {
+  CliRun r = run_cli("plan --model llama2-7b --gpus 8 --lora-rank 8 --lora-targets q_proj,v_proj");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(the estimators count every parameter as trained: model_to_params sums "
+                       "all of them, while 6,738,415,616 of 6,742,609,920 are frozen here)"),
+            std::string::npos)
+      << r.out;
+  CliRun full = run_cli("plan --model llama2-7b --gpus 8");
+  EXPECT_EQ(full.out.find("the estimators count every parameter"), std::string::npos);
+}
+
 TEST(CliLora, QloraPlanCarriesTheQuantizedBaseAndItsState) {
   const auto lora = plan_json("--model llama2-7b --gpus 1 --lora-rank 8");
   const auto qlora = plan_json("--model llama2-7b --gpus 1 --lora-rank 8 --base-quantization 4bit");

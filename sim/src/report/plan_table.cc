@@ -1,5 +1,6 @@
 // Table, Markdown and CSV output of a plan. All three share one row model (cells as strings) so
 // they can never disagree; JSON lives in plan_json.cc.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -136,6 +137,16 @@ void write_estimators(const PlanResult& p, std::ostream& out, const std::string&
       out << " at the " << r.memory.peak_phase << " peak";
     out << ")\n";
   }
+  // model_to_params (stage_1_and_2.py:3101, stage3.py:3783) sums every parameter: a LoRA job's
+  // estimate is a full fine-tune's, which read as zerosim disagreeing 5x (found by a new-user
+  // pass).
+  const Elements all = p.request.model.num_logical_parameters();  // as the header counts them
+  const Elements trained = p.request.model.num_trainable();
+  if (trained < all && std::any_of(p.rows.begin(), p.rows.end(),
+                                   [](const PlanRow& r) { return r.ds_estimate.has_value(); }))
+    out << prefix << "  (the estimators count every parameter as trained: model_to_params sums "
+        << "all of them, while " << with_commas(all - trained) << " of " << with_commas(all)
+        << " are frozen here)\n";
 }
 
 void write_breakdown(const PlanResult& p, std::ostream& out, const std::string& prefix) {
