@@ -124,6 +124,18 @@ int run_calibrate(const std::vector<std::string>& argv, std::ostream& out, std::
   for (const std::string& t : split->traces)
     if (args->has("--output") && t == *args->get("--output"))
       d.error("--output", "", "expected a file other than the measured trace " + quote(t));
+  // One file given twice (m.json ./m.json) was fitted as two measurements (found by a
+  // hostile-input pass).
+  for (std::size_t i = 0; i < split->traces.size(); ++i) {
+    const std::string key = output_detail::file_key(split->traces[i]);
+    for (std::size_t j = 0; j < i && !key.empty() && key.rfind("new:", 0) != 0; ++j)
+      if (output_detail::file_key(split->traces[j]) == key) {
+        d.error(split->traces[i], "",
+                "expected each measured trace once, got the file of " + quote(split->traces[j]) +
+                    " again");
+        break;
+      }
+  }
   if (report(d, err)) return kExitInvalidInput;
   if (!check_outputs(args.value(), specs, {"--output"}, err)) return kExitInvalidInput;
   CalibratedLinks nccl;

@@ -348,6 +348,11 @@ TEST(CalibrateCli, BadInputIsOneLine) {
   expect_one_line_error("calibrate " + m + " -o " + cal + " --format yaml", "--format");
   expect_one_line_error("calibrate " + m + " -o " + cal + " --hidden -3", "--hidden");
   expect_one_line_error("calibrate " + m + " -o " + cal + " --bogus", "--bogus");
+  // One file twice was fitted as two measurements.
+  const std::string slash = m.substr(0, m.rfind('/') + 1) + "./" + m.substr(m.rfind('/') + 1);
+  expect_one_line_error(
+      "calibrate " + m + " " + slash + " -o " + cal,
+      slash + ": expected each measured trace once, got the file of \"" + m + "\" again");
   expect_one_line_error("calibrate " + m + " -o " + m, "other than the measured trace");
   expect_one_line_error("calibrate " + m + " --nccl-tests", "--nccl-tests: expected a FILE");
   const std::string sim = tmp("sim.json");  // written by measured_trace_file()
