@@ -326,6 +326,16 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
   if (trainer)
     for (const auto& n : trainer->not_modelled)
       d.warning(trainer->path, "", n + " changes memory or time and is not modelled");
+  // LLaMA-Factory without bf16/fp16 still loads the model in the checkpoint's 16-bit dtype
+  // (hparams/parser.py:640 leaves compute_dtype unset, model/patcher.py:379 infers it) and an
+  // adapter run keeps its frozen base there; zerosim holds every weight in the training dtype
+  // (found by a new-user pass). A full fine-tune has no frozen base; --precision is the user's.
+  if (trainer && trainer->format == TrainerFormat::LlamaFactory && trainer->lora &&
+      trainer->lora->value && in.ds.lp_dtype() == DType::Float32 && !a.has("--precision"))
+    d.warning(trainer->path, "",
+              "fp32 training: LLaMA-Factory loads the frozen base in the checkpoint's 16-bit "
+              "dtype (model/patcher.py:379 infer_optim_dtype), zerosim plans it in fp32: its "
+              "memory is an upper bound (2x)");
   return Result<Inputs>(std::move(in), d);
 }
 

@@ -81,22 +81,28 @@ inline std::string file_key(const std::string& path) {
   return key;
 }
 
-// The file a dangling symlink names (its target, joined to the link's directory when relative);
-// "" when `path` is not a symlink to a missing file. Written through, as a link to an existing
-// file is: the probe created the target through the link and then removed the link, leaving an
-// empty target and the link replaced by a regular file (found by a hostile-input pass).
+// The missing file a dangling symlink ends at (each target joined to its link's directory when
+// relative; a chain of links followed to its end, at most 40 as the kernel's ELOOP); "" when `path`
+// is not a symlink to a missing file. Written through, as a link to an existing file is: the
+// probe created the target through the link and then removed the link, leaving an empty target
+// and the link replaced by a regular file (found by a hostile-input pass).
 inline std::string dangling_link_target(const std::string& path) {
   struct stat st {};
-  struct stat lst {};
-  if (::stat(path.c_str(), &st) == 0 || ::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode))
-    return "";
-  std::string target(4096, '\0');
-  const ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
-  if (n <= 0 || static_cast<std::size_t>(n) >= target.size()) return "";
-  target.resize(static_cast<std::size_t>(n));
-  const std::size_t slash = path.rfind('/');
-  if (target[0] != '/' && slash != std::string::npos) target = path.substr(0, slash + 1) + target;
-  return target;
+  if (::stat(path.c_str(), &st) == 0) return "";
+  std::string at = path;
+  for (int hop = 0; hop < 40; ++hop) {
+    struct stat lst {};
+    if (::lstat(at.c_str(), &lst) != 0) return hop == 0 ? "" : at;  // the missing end
+    if (!S_ISLNK(lst.st_mode)) return "";
+    std::string target(4096, '\0');
+    const ssize_t n = ::readlink(at.c_str(), target.data(), target.size());
+    if (n <= 0 || static_cast<std::size_t>(n) >= target.size()) return "";
+    target.resize(static_cast<std::size_t>(n));
+    const std::size_t slash = at.rfind('/');
+    if (target[0] != '/' && slash != std::string::npos) target.insert(0, at, 0, slash + 1);
+    at = std::move(target);
+  }
+  return "";  // a loop: the write fails and says so
 }
 
 // The staged file beside `real`: "<real>.tmp.<pid>.<index>", or, where that name would pass

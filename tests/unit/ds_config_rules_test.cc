@@ -430,6 +430,8 @@ TEST(DsConfigVersion, V0144HasItsOwnKeys) {
             std::string::npos)
       << d;
   EXPECT_NE(d.find("/bf16/typo: unknown key"), std::string::npos) << d;  // a warning there
+  auto spelled = load(R"("bf16": {"enabled": true, "check_overflow": true})", v0144);
+  EXPECT_TRUE(spelled.ok()) << diag(spelled);  // refused at edaa722 (DsConfigPrecision tests)
   // edaa722 reads them (and refuses the unknown key).
   auto now = load(R"("bf16": {"enabled": true, "bf16_master_weights_and_grads": true,
                      "bf16_optimizer_states": true}, "zero_optimization": {"stage": 2})");

@@ -152,6 +152,16 @@ TEST(OutputBatch, ADanglingSymlinkIsWrittenThrough) {
   EXPECT_TRUE(S_ISLNK(st.st_mode));
   EXPECT_NE(clitest::read_all(dir + "/later.json").find("\"format\""), std::string::npos);
   EXPECT_EQ(entries(dir), (std::vector<std::string>{"later.json", "link.json"}));
+  // A chain of links: the last one's missing target gets the content, every link stays.
+  ASSERT_EQ(::symlink("l2.json", (dir + "/l1.json").c_str()), 0);
+  ASSERT_EQ(::symlink("end.json", (dir + "/l2.json").c_str()), 0);
+  const std::string chain = "schedule --scenario " + std::string(ZEROSIM_SOURCE_DIR) +
+                            "/scenarios/tiny_zero2_4gpu.json -o " + dir + "/l1.json";
+  clitest::CliRun c = clitest::run_cli(chain);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  ASSERT_EQ(::lstat((dir + "/l2.json").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_NE(clitest::read_all(dir + "/end.json").find("\"format\""), std::string::npos);
 }
 
 // A legal name of 250 bytes: its temporary "<name>.tmp.<pid>.<n>" passed NAME_MAX and the output

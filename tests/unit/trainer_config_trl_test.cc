@@ -64,8 +64,10 @@ TEST(TrainerConfigTrl, WrittenValuesWin) {
   EXPECT_EQ(c->precision->value, DType::BFloat16);  // fp16: false alone is still bf16
   ASSERT_TRUE(c->eager_attention);
   EXPECT_TRUE(c->eager_attention->value);
-  ASSERT_EQ(c->not_modelled.size(), 1u);
-  EXPECT_EQ(c->not_modelled[0], "use_dora: true");
+  ASSERT_EQ(c->not_modelled.size(), 2u);
+  // TRL's 4-bit config double-quantizes only with use_bnb_nested_quant.
+  EXPECT_EQ(c->not_modelled[0].rfind("use_bnb_nested_quant not true: TRL keeps", 0), 0u);
+  EXPECT_EQ(c->not_modelled[1], "use_dora: true");
   EXPECT_EQ(
       first_error(load_trainer_config_text("model_name_or_path: m\nmax_length: ~\n", "s.yaml")),
       "s.yaml:2:1: max_length: expected an integer 1..16777216, got null (TRL then truncates "
@@ -89,19 +91,6 @@ TEST(TrainerConfigTrl, AJsonWithTrlsKeysIsTrl) {
   trainer_defaults(plain.value());
   EXPECT_FALSE(plain->gradient_checkpointing->value);
   EXPECT_EQ(plain->precision->value, DType::Float32);
-}
-
-// LLaMA-Factory without bf16/fp16 holds the frozen base in the checkpoint's 16-bit dtype, which
-// zerosim cannot plan (one dtype for every weight): a warning says the fp32 plan is an upper bound.
-TEST(TrainerConfigTrl, LlamaFactoryInFp32SaysTheBaseIsSixteenBit) {
-  auto c = load_trainer_config_text("model_name_or_path: m\nfinetuning_type: lora\n", "lf.yaml");
-  ASSERT_TRUE(c.ok()) << c.diagnostics().to_string();
-  ASSERT_EQ(c->not_modelled.size(), 1u);
-  EXPECT_EQ(c->not_modelled[0].rfind("bf16/fp16 not true: LLaMA-Factory loads the frozen", 0), 0u);
-  auto bf = load_trainer_config_text("model_name_or_path: m\nfinetuning_type: lora\nbf16: true\n",
-                                     "lf.yaml");
-  ASSERT_TRUE(bf.ok());
-  EXPECT_TRUE(bf->not_modelled.empty());
 }
 
 // A LLaMA-Factory key keeps a file LLaMA-Factory's, as before.
@@ -128,12 +117,24 @@ TEST(TrainerConfigAttention, EachTrainersKeyGivesTheKind) {
         Case{"base_model: m\nmicro_batch_size: 1\nbatch_size: 1\n"
              "attn_implementation: flash_attention_2\n",
              false},
+        // axolotl's priority: eager_attention is the last legacy flag.
+        Case{"base_model: m\nmicro_batch_size: 1\nbatch_size: 1\n"
+             "flash_attention: true\neager_attention: true\n",
+             false},
         Case{"model_name_or_path: m\nattn_implementation: eager\n", true}}) {
     auto c = load_trainer_config_text(t.text, "t.yaml");
     ASSERT_TRUE(c.ok()) << c.diagnostics().to_string() << t.text;
     ASSERT_TRUE(c->eager_attention) << t.text;
     EXPECT_EQ(c->eager_attention->value, t.eager) << t.text;
   }
+  const std::string axo = "base_model: m\nmicro_batch_size: 1\nbatch_size: 1\n";
+  EXPECT_EQ(first_error(load_trainer_config_text(
+                axo + "attn_implementation: sdpa\nflash_attention: true\n", "a.yml")),
+            "a.yml:4:22: attn_implementation: attn_implementation cannot be combined with the "
+            "legacy flag flash_attention (axolotl refuses it: set only attn_implementation)");
+  EXPECT_NE(first_error(load_trainer_config_text(axo + "attn_implementation: flash\n", "a.yml"))
+                .find("(axolotl refuses other names), got flash"),
+            std::string::npos);
   EXPECT_EQ(first_error(load_trainer_config_text(
                 "model_name_or_path: m\nfinetuning_type: lora\nflash_attn: fast\n", "t.yaml")),
             "t.yaml:3:13: flash_attn: expected auto, disabled, sdpa, fa2 or fa3, got fast");
@@ -178,6 +179,21 @@ TEST(TrainerCliTrl, PlansTheTrlJobAndTheFilesAttention) {
                               "/eager.yaml:6:13 flash_attn (eager attention); change one of them"),
             std::string::npos)
       << conflict.err;
+  // LLaMA-Factory without bf16/fp16: an adapter run warns that its fp32 base is an upper bound
+  // (LLaMA-Factory keeps it 16-bit); a full fine-tune or --precision does not.
+  std::ofstream(dir + "/fp32.yaml") << "model_name_or_path: meta-llama/Meta-Llama-3-8B\n"
+                                       "finetuning_type: lora\ncutoff_len: 1024\n";
+  std::ofstream(dir + "/full.yaml") << "model_name_or_path: meta-llama/Meta-Llama-3-8B\n"
+                                       "finetuning_type: full\ncutoff_len: 1024\n";
+  const std::string warning =
+      "fp32 training: LLaMA-Factory loads the frozen base in the "
+      "checkpoint's 16-bit dtype";
+  CliRun fp32 = run_cli("plan --trainer-config " + dir + "/fp32.yaml --gpus 8");
+  EXPECT_NE((fp32.out + fp32.err).find(warning), std::string::npos) << fp32.err;
+  CliRun flag = run_cli("plan --trainer-config " + dir + "/fp32.yaml --gpus 8 --precision bf16");
+  EXPECT_EQ((flag.out + flag.err).find(warning), std::string::npos);
+  CliRun full = run_cli("plan --trainer-config " + dir + "/full.yaml --gpus 8");
+  EXPECT_EQ((full.out + full.err).find(warning), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

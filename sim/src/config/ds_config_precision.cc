@@ -129,7 +129,10 @@ void read_bf16(JsonReader& root, Loader& ld) {
     read_bool(*b, "bf16_master_weights_and_grads", c.bf16_master_weights_and_grads, ld);
     read_bool(*b, "bf16_optimizer_states", c.bf16_optimizer_states, ld);
   }
-  if (b->has("check_overflow")) {
+  if (b->has("check_overflow") && v0144) {
+    b->mark_used("check_overflow");
+    b->warning("ignored: DeepSpeed v0.14.4 does not read bf16.check_overflow", "check_overflow");
+  } else if (b->has("check_overflow")) {
     // constants.py's BFLOAT16_FORMAT documents this spelling, but the pydantic model rejects it.
     b->mark_used("check_overflow");
     b->error("unknown key \"check_overflow\"", "check_overflow",

@@ -210,16 +210,6 @@ void llama_factory(const Keys& k, TrainerConfig& c) {
   if (auto m = k.string("model_name_or_path"))
     c.model = Keys::at(*k.find("model_name_or_path"), *m);
   precision(k, c, false);
-  // Without bf16/fp16 LLaMA-Factory still loads the model in a 16-bit dtype (hparams/parser.py:640
-  // leaves compute_dtype unset, model/patcher.py:379 infers it from the checkpoint) and upcasts
-  // only the trainable weights to fp32 (model/adapter.py cast_trainable_params_to_fp32);
-  // DeepSpeed's fp32 mode casts nothing. zerosim holds every weight in one dtype (found by a
-  // new-user pass).
-  if ((!c.precision || c.precision->value == DType::Float32) && !k.is_true("pure_bf16"))
-    c.not_modelled.push_back(
-        "bf16/fp16 not true: LLaMA-Factory loads the frozen weights in the checkpoint's 16-bit "
-        "dtype (model/patcher.py:379 infer_optim_dtype) and only the trainable ones in fp32; "
-        "planned with every weight in fp32, an upper bound");
   common(k, c);
   k.uint("per_device_train_batch_size", 1, kMaxMicroBatch, c.micro_batch);
   k.uint("cutoff_len", 1, kMaxTrainerSeqLen, c.seq_len);
@@ -273,6 +263,41 @@ void llama_factory(const Keys& k, TrainerConfig& c) {
     if (k.is_true(key)) c.not_modelled.push_back(std::string(key) + ": true");
   if (const Entry* e = k.find("additional_target"))
     c.not_modelled.push_back("additional_target: " + e->shown() + " (fully trained modules)");
+}
+
+// axolotl's attention (schemas/config.py:1527 normalize_attn_implementation, :1592
+// validate_attn_implementation, enums.py:104-132): attn_implementation, a canonical name or a
+// hub-kernel path, alone; else the first legacy flag set, in axolotl's priority order (eager last).
+void axolotl_attention(const Keys& k, TrainerConfig& c) {
+  static const char* const kLegacy[] = {"xformers_attention", "sage_attention", "flex_attention",
+                                        "flash_attention",    "sdp_attention",  "eager_attention"};
+  const Entry* first = nullptr;
+  for (const char* flag : kLegacy)
+    if (k.is_true(flag) && first == nullptr) first = k.find(flag);
+  if (const Entry* e = k.find("attn_implementation")) {
+    if (first != nullptr) {
+      k.d.error(e->where, e->pointer,
+                "attn_implementation cannot be combined with the legacy flag " + first->key +
+                    " (axolotl refuses it: set only attn_implementation)");
+      return;
+    }
+    const auto v = trainercfg::as_string(*e, k.d);
+    static const char* const kCanonical[] = {
+        "eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention", "xformers",
+        "sage",  "fp8"};
+    if (v && v->find('/') == std::string::npos &&
+        std::find_if(std::begin(kCanonical), std::end(kCanonical),
+                     [&](const char* n) { return *v == n; }) == std::end(kCanonical)) {
+      k.d.error(e->where, e->pointer,
+                "expected eager, sdpa, flash_attention_2, flash_attention_3, flex_attention, "
+                "xformers, sage, fp8 or a hub-kernel path (axolotl refuses other names), got " +
+                    e->shown());
+      return;
+    }
+    if (v) c.eager_attention = Keys::at(*e, *v == "eager");
+    return;
+  }
+  if (first != nullptr) c.eager_attention = Keys::at(*first, first->key == "eager_attention");
 }
 
 // load_in_4bit / load_in_8bit (axolotl's and TRL's ModelConfig keys): the base's quantization.
@@ -347,10 +372,7 @@ void axolotl(const Keys& k, TrainerConfig& c) {
       c.gradient_checkpointing = Keys::at(*e, *v);
     }
   }
-  // attn_implementation, or the deprecated eager_attention: true (schemas/config.py:834-839).
-  attn_implementation(k, c);
-  if (const Entry* e = k.find("eager_attention"); e != nullptr && !c.eager_attention)
-    if (auto v = trainercfg::as_bool(*e, k.d); v && *v) c.eager_attention = Keys::at(*e, true);
+  axolotl_attention(k, c);
   const auto [in4, in8] = load_in_bits(k, c);
   if (const Entry* e = k.find("adapter")) {
     auto a = trainercfg::as_string(*e, k.d);
@@ -427,6 +449,14 @@ void trl(const Keys& k, TrainerConfig& c) {
     if (auto t = module_list(*e, k.d)) c.lora_targets = Keys::at(*e, *t);
   }
   load_in_bits(k, c);
+  // get_quantization_config (trainer/utils.py:235): double quantization only with
+  // use_bnb_nested_quant (default false); zerosim plans double-quantized constants (as axolotl
+  // and LLaMA-Factory build them).
+  if (c.quantization && c.quantization->value == BaseQuantization::Nf4 &&
+      !k.is_true("use_bnb_nested_quant"))
+    c.not_modelled.push_back(
+        "use_bnb_nested_quant not true: TRL keeps the 4-bit absmax constants in fp32 (about 0.06 "
+        "bytes per weight; zerosim plans them double-quantized, about 0.02)");
   for (const char* key :
        {"use_dora", "packing", "padding_free", "activation_offloading", "use_liger_kernel"})
     if (k.is_true(key)) c.not_modelled.push_back(std::string(key) + ": true");
