@@ -247,8 +247,7 @@ Result<Inputs> load_inputs(const ParsedArgs& a) {
     check_conflict(a, "--grad-accum", in.ds.grad_accum_steps, "/gradient_accumulation_steps", file,
                    d);
   } else {
-    in.ds = default_ds_config(0, autos.precision.value_or(DType::BFloat16));
-    in.ds.version = version;
+    in.ds = default_ds_config(0, autos.precision.value_or(DType::BFloat16), version);
     if (autos.gradient_clipping)  // as a ds_config's "gradient_clipping" would say
       in.ds.gradient_clipping = *autos.gradient_clipping;
     in.ds.micro_batch = autos.micro_batch.value_or(1);

@@ -63,8 +63,7 @@ Result<Scenario> scenario_from_flags(const ParsedArgs& a, std::string& links_bas
                                 std::to_string(s.ds.zero.stage) + " (got " + *a.get("--stage") +
                                 ")");
     if (!in->ds_config_given) {
-      s.ds = default_ds_config(static_cast<int>(st.value()), s.ds.lp_dtype());
-      s.ds.version = in->ds.version;
+      s.ds = default_ds_config(static_cast<int>(st.value()), s.ds.lp_dtype(), in->ds.version);
       s.ds.micro_batch = in->ds.micro_batch;
       s.ds.grad_accum_steps = in->ds.grad_accum_steps;
       s.ds.train_batch_size = in->ds.train_batch_size;

@@ -268,7 +268,10 @@ TEST(DsConfigLoad, DefaultsOfAMinimalConfig) {
   EXPECT_EQ(c.zero.zero_hpz_partition_size, 1u);
   EXPECT_EQ(c.zero.mics_shard_size, -1);
   EXPECT_EQ(c.zero.offload_optimizer.device, OffloadDevice::None);
-  EXPECT_FALSE(c.zero.offload_optimizer.pin_memory);
+  // pin_memory: True at edaa722 (offload_config.py:45, :75, PR #8207); zerosim had False, the
+  // v0.14.4 default, for both releases (found by a review helper).
+  EXPECT_TRUE(c.zero.offload_optimizer.pin_memory);
+  EXPECT_TRUE(c.zero.offload_param.pin_memory);
   EXPECT_EQ(c.zero.offload_optimizer.buffer_count, 4u);
   EXPECT_EQ(c.zero.offload_param.buffer_count, 5u);
   EXPECT_EQ(c.zero.offload_param.buffer_size, 100000000u);

@@ -438,6 +438,19 @@ TEST(DsConfigVersion, V0144HasItsOwnKeys) {
   ASSERT_TRUE(now.ok()) << diag(now);
   EXPECT_EQ(now.value().master_dtype(), DType::BFloat16);
   EXPECT_FALSE(load(mw).ok());
+  // pin_memory's default is the release's: False at v0.14.4, True at edaa722 (PR #8207), written
+  // values win in both; so is a default config's.
+  const std::string offload = R"("zero_optimization": {"stage": 2, "offload_optimizer":
+                                   {"device": "cpu"}})";
+  EXPECT_FALSE(load(offload, v0144).value().zero.offload_optimizer.pin_memory);
+  EXPECT_TRUE(load(offload).value().zero.offload_optimizer.pin_memory);
+  EXPECT_FALSE(load(R"("zero_optimization": {"stage": 2, "offload_optimizer":
+                        {"device": "cpu", "pin_memory": false}})")
+                   .value()
+                   .zero.offload_optimizer.pin_memory);
+  EXPECT_TRUE(default_ds_config(3, DType::BFloat16).zero.offload_param.pin_memory);
+  EXPECT_FALSE(default_ds_config(3, DType::BFloat16, DeepSpeedVersion::V0_14_4)
+                   .zero.offload_param.pin_memory);
 }
 
 TEST(DsConfigRefusal, OptimizersDeepSpeedRejects) {

@@ -126,7 +126,7 @@ TEST(DsConfigZero, OffloadBlocks) {
   EXPECT_TRUE(z.offload_optimizer.fast_init);
   EXPECT_DOUBLE_EQ(z.offload_optimizer.ratio, 0.25);
   EXPECT_EQ(z.offload_param.device, OffloadDevice::Cpu);
-  EXPECT_FALSE(z.offload_param.pin_memory);
+  EXPECT_TRUE(z.offload_param.pin_memory);  // not written: edaa722's default, True
   EXPECT_EQ(z.offload_param.buffer_count, 6u);
   EXPECT_EQ(z.offload_param.buffer_size, 200000000u);
   EXPECT_EQ(z.offload_param.max_in_cpu, 3000000000u);

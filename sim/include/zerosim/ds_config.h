@@ -29,8 +29,8 @@ struct OffloadConfig {
   OffloadDevice device = OffloadDevice::None;
   std::string nvme_path;  ///< empty = unset
   bool pin_memory =
-      false;  ///< DeepSpeed default False (offload_config.py; the spec table's "true" is wrong)
-  double ratio = 1.0;              ///< offload_optimizer.ratio, [0, 1]; < 1 only with stage 3
+      false;           ///< as resolved: the release's default (default_pin_memory) unless written
+  double ratio = 1.0;  ///< offload_optimizer.ratio, [0, 1]; < 1 only with stage 3
   std::uint64_t buffer_count = 5;  ///< nvme swap buffers (offload_param: 5; offload_optimizer: 4)
   std::uint64_t buffer_size = 100000000;  ///< offload_param.buffer_size (elements)
   std::uint64_t max_in_cpu = 1000000000;  ///< offload_param.max_in_cpu (elements)
@@ -187,6 +187,14 @@ Result<DsConfig> load_ds_config_text(const std::string& text, const std::string&
 Result<DsConfig> load_ds_config_file(const std::string& path, const AutoValues& autos);
 /// A default config for a stage 0..3 (what `plan` uses when no --ds-config is given): DeepSpeed's
 /// defaults, fp16.enabled / bf16.enabled set from `precision`, micro batch 1, GAS 1.
-DsConfig default_ds_config(int stage, DType precision);
+DsConfig default_ds_config(int stage, DType precision,
+                           DeepSpeedVersion version = DeepSpeedVersion::Edaa722);
+
+/// offload_optimizer / offload_param pin_memory when the config does not write it: True at
+/// edaa722 (offload_config.py:45, :75; PR #8207, 7dfa67a, "pinned offload buffers by default",
+/// first in v0.19.5), False at v0.14.4 (offload_config.py:43, :70).
+inline bool default_pin_memory(DeepSpeedVersion v) { return v == DeepSpeedVersion::Edaa722; }
+/// Both offload blocks' pin_memory set to `v`'s default (a config that does not write them).
+void set_default_pin_memory(DsConfig& c);
 
 }  // namespace zerosim

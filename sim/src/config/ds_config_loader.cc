@@ -310,6 +310,7 @@ Result<DsConfig> load_ds_config_text(const std::string& text, const std::string&
   if (!root.expect_object()) return Result<DsConfig>(std::move(diags));
   Loader ld(autos, source, diags);
   ld.cfg.version = autos.version;  // before the rules and notes, which depend on it
+  set_default_pin_memory(ld.cfg);  // what the offload blocks read over
   if (autos.world_size == 0) diags.error(source, "", "expected a world size of at least 1, got 0");
   dsconfig::read_zero(root, ld);
   dsconfig::read_precision(root, ld);
@@ -330,8 +331,15 @@ Result<DsConfig> load_ds_config_file(const std::string& path, const AutoValues& 
   return load_ds_config_text(text, path, autos);
 }
 
-DsConfig default_ds_config(int stage, DType precision) {
+void set_default_pin_memory(DsConfig& c) {
+  c.zero.offload_optimizer.pin_memory = default_pin_memory(c.version);
+  c.zero.offload_param.pin_memory = default_pin_memory(c.version);
+}
+
+DsConfig default_ds_config(int stage, DType precision, DeepSpeedVersion version) {
   DsConfig d;
+  d.version = version;
+  set_default_pin_memory(d);
   d.zero.stage = stage < 0 ? 0 : stage > 3 ? 3 : stage;
   d.zero.overlap_comm = d.zero.stage == 3;
   d.fp16 = precision == DType::Float16;
